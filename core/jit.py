@@ -1,0 +1,49 @@
+"""The one place where Numba options are set (stumpy-style).
+
+Every rules kernel is compiled with ``nogil=True`` (so search and self-play threads run kernels in
+parallel) and ``cache=True`` (so a fresh process loads machine code instead of recompiling). Set
+``NUMBA_DISABLE_JIT=1`` to run the kernels as plain Python for debugging.
+
+Numba checks a cached kernel only against its *own* source file, so a kernel whose callee changed in
+another module would load stale machine code. The cache therefore lives in a directory named after a
+digest of every kernel source file: any edit starts a fresh cache. The root is ``$JIU_NUMBA_CACHE``
+(default ``~/.cache/jiu-numba``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import numba
+from numba import njit
+
+JIT_OPTIONS: dict[str, bool] = {"nogil": True, "cache": True}
+# Packages whose modules define kernels; their sources key the cache directory.
+KERNEL_PACKAGES = ("core",)
+
+
+def _cache_dir() -> str:
+    root = Path(__file__).resolve().parent.parent
+    digest = hashlib.sha1()
+    for package in KERNEL_PACKAGES:
+        for path in sorted((root / package).glob("*.py")):
+            digest.update(path.name.encode())
+            digest.update(path.read_bytes())
+    base = Path(os.environ.get("JIU_NUMBA_CACHE", Path.home() / ".cache" / "jiu-numba"))
+    return str(base / f"{digest.hexdigest()[:16]}-numba{numba.__version__}")
+
+
+numba.config.CACHE_DIR = _cache_dir()
+
+
+def kernel(fn):
+    """Compile ``fn`` as a rules kernel with the project's Numba options."""
+    return njit(**JIT_OPTIONS)(fn)
+
+
+def inline_kernel(fn):
+    """Like :func:`kernel`, inlined into its callers at the Numba IR level: for tiny helpers called
+    per generated path, where a real call would cost array reference counting each time."""
+    return njit(inline="always", **JIT_OPTIONS)(fn)

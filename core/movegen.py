@@ -1,0 +1,278 @@
+"""Rules kernels: path generation, square counting and move application (rule book sections 2-3).
+
+Legal battle paths are returned in a CSR layout so that no Python object is made per move:
+
+- ``pts``  ``int16[K]``   the points of every path back to back (origin, then each landing);
+- ``off``  ``int32[M+1]`` path ``i`` is ``pts[off[i]:off[i+1]]``;
+- ``nsq``  ``int8[M]``    squares the path forms at its destination (``k`` of rule book 3.3, before
+  capping by the opponent's stones left);
+- ``jump`` ``int8[M]``    1 for a jump chain, 0 for a step or flight.
+
+A *full move* is a path plus a victim set of ``min(k, opponent stones left)`` points.
+All kernels take the ruleset as ``Ruleset.vector`` (``int64[6]``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from core.board import (
+    BEYOND,
+    BLACK_STONE,
+    CELL_CORNERS,
+    CENTRE_OTHER,
+    CENTRE_WHITE_FIRST,
+    EMPTY,
+    FLY_THRESHOLD,
+    NEIGHBOR,
+    NUM_POINTS,
+    POINT_CELLS,
+    SIZE,
+    WHITE_STONE,
+)
+from core.jit import inline_kernel, kernel
+from core.rules import FLY_ALL_MULTI, FLY_STRONG_SIDE_MULTI, R_ALLOW_REVISIT, R_FLY_JUMP_RULE
+
+MAX_HOPS = 100  # a hop removes an enemy stone and a side never has more than 98
+
+
+@kernel
+def squares_at(board, d, stone):
+    """Cells containing point ``d`` whose other three corners hold ``stone`` (``d`` counts as
+    ``stone``). ``board`` ``int8[196]``; returns an int in 0..4."""
+    k = 0
+    for j in range(4):
+        c = POINT_CELLS[d, j]
+        if c < 0:
+            break
+        full = True
+        for t in range(4):
+            q = CELL_CORNERS[c, t]
+            if q != d and board[q] != stone:
+                full = False
+                break
+        if full:
+            k += 1
+    return k
+
+
+@kernel
+def min_hops(n_own, n_opp, fly_rule):
+    """Fewest hops a jump chain of the mover needs under ``fly_jump_rule`` (rule book 3.2)."""
+    if fly_rule == FLY_STRONG_SIDE_MULTI:
+        if n_own > FLY_THRESHOLD and n_opp <= FLY_THRESHOLD:
+            return 2
+    elif fly_rule == FLY_ALL_MULTI:
+        if n_own <= FLY_THRESHOLD or n_opp <= FLY_THRESHOLD:
+            return 2
+    return 1
+
+
+@kernel
+def new_path_buffers(capacity):
+    """Empty CSR buffers for ``capacity`` paths (they grow on demand)."""
+    off = np.zeros(capacity + 1, np.int32)
+    return np.empty(capacity * 4, np.int16), off, np.empty(capacity, np.int8), np.empty(capacity, np.int8)
+
+
+@inline_kernel
+def _emit(pts, off, nsq, jump, m, k, chain, npts, is_jump, squares):
+    """Write path ``chain[:npts]`` forming ``squares`` squares as path ``m`` if it fits. Returns the new ``(m, k)`` whether or not it was written: the
+    buffers are never rebound here, because rebinding arrays in a loop costs reference counting on
+    every iteration."""
+    if m + 1 < off.shape[0] and k + npts <= pts.shape[0]:
+        for i in range(npts):
+            pts[k + i] = chain[i]
+        nsq[m] = squares
+        jump[m] = is_jump
+        off[m + 1] = k + npts
+    return m + 1, k + npts
+
+
+@kernel
+def _fill_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump):
+    """Write the legal paths into the buffers as far as they fit; return the totals ``(m, k)``."""
+    me = side + 1
+    opp = 2 - side
+    flying = n_own <= FLY_THRESHOLD
+    need = min_hops(n_own, n_opp, rules[R_FLY_JUMP_RULE])
+    allow_revisit = rules[R_ALLOW_REVISIT] != 0
+    b = board.copy()
+    visited = np.zeros(NUM_POINTS, np.bool_)
+    chain = np.empty(MAX_HOPS + 1, np.int16)
+    victim = np.empty(MAX_HOPS + 1, np.int16)
+    next_dir = np.empty(MAX_HOPS + 1, np.int8)
+    m = 0
+    k = 0
+    off[0] = 0
+    if flying:
+        # Squares a flight would form at each empty point; only a flight whose origin is in the
+        # destination's 3x3 block changes that count, and those are recounted below.
+        base = np.zeros(NUM_POINTS, np.int8)
+        for e in range(NUM_POINTS):
+            if b[e] == EMPTY:
+                base[e] = squares_at(b, e, me)
+    for o in range(NUM_POINTS):
+        if b[o] != me:
+            continue
+        b[o] = EMPTY  # the stone leaves its origin
+        # Steps, or flights for a flying side (a flight to a neighbour is written like a step).
+        chain[0] = o
+        if flying:
+            oc = o % SIZE
+            orow = o // SIZE
+            for e in range(NUM_POINTS):
+                if b[e] == EMPTY and e != o:
+                    chain[1] = e
+                    if abs(e % SIZE - oc) <= 1 and abs(e // SIZE - orow) <= 1:
+                        sq = squares_at(b, e, me)
+                    else:
+                        sq = base[e]
+                    m, k = _emit(pts, off, nsq, jump, m, k, chain, 2, 0, sq)
+        else:
+            for dd in range(4):
+                e = NEIGHBOR[o, dd]
+                if e >= 0 and b[e] == EMPTY:
+                    chain[1] = e
+                    m, k = _emit(pts, off, nsq, jump, m, k, chain, 2, 0, squares_at(b, e, me))
+        # Jump chains: iterative depth-first search; every prefix with >= `need` hops is a path.
+        depth = 0
+        next_dir[0] = 0
+        visited[o] = True
+        while depth >= 0:
+            cur = chain[depth]
+            dd = next_dir[depth]
+            if dd == 4:
+                if depth > 0:
+                    b[victim[depth]] = opp
+                    visited[cur] = False
+                depth -= 1
+                continue
+            next_dir[depth] = dd + 1
+            land = BEYOND[cur, dd]
+            if land < 0:
+                continue
+            mid = NEIGHBOR[cur, dd]
+            if b[mid] != opp or b[land] != EMPTY:
+                continue
+            if visited[land] and not allow_revisit:
+                continue
+            b[mid] = EMPTY  # the jumped stone is removed at once
+            depth += 1
+            chain[depth] = land
+            victim[depth] = mid
+            next_dir[depth] = 0
+            visited[land] = True
+            if depth >= need:
+                m, k = _emit(pts, off, nsq, jump, m, k, chain, depth + 1, 1, squares_at(b, land, me))
+        visited[o] = False
+        b[o] = me
+    return m, k
+
+
+@kernel
+def generate_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump):
+    """All legal battle paths of ``side`` (0 White, 1 Black) into the CSR buffers.
+
+    ``board`` ``int8[196]`` is not modified; ``n_own``/``n_opp`` are the stone counts at the start of
+    the turn. Returns ``(m, pts, off, nsq, jump)``: the number of paths and the buffers, reallocated
+    larger (and refilled) when they were too small. Terminal status is not checked here
+    (``core.status``).
+    """
+    m, k = _fill_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump)
+    if m + 1 > off.shape[0] or k > pts.shape[0]:
+        pts, off, nsq, jump = new_path_buffers(2 * m + 16)
+        pts = np.empty(2 * k + 64, np.int16)
+        _fill_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump)
+    return m, pts, off, nsq, jump
+
+
+@kernel
+def has_battle_move(board, side, n_own, n_opp, rules):
+    """True if ``side`` has at least one legal battle path (cheap in the common case)."""
+    me = side + 1
+    if n_own == 0:
+        return False
+    if n_own <= FLY_THRESHOLD:
+        return True  # a battle board always has an empty point: both centre stones were removed
+    for o in range(NUM_POINTS):
+        if board[o] == me:
+            for dd in range(4):
+                e = NEIGHBOR[o, dd]
+                if e >= 0 and board[e] == EMPTY:
+                    return True
+    pts, off, nsq, jump = new_path_buffers(16)
+    m = generate_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump)[0]
+    return m > 0
+
+
+@kernel
+def layout_points(board, n_stones, out):
+    """Legal placements into ``out`` (``int16[>=196]``); returns how many (rule book section 2)."""
+    n = 0
+    if n_stones == 0:
+        out[0] = CENTRE_WHITE_FIRST
+        out[1] = CENTRE_OTHER
+        return 2
+    if n_stones == 1:
+        if board[CENTRE_WHITE_FIRST] == EMPTY:
+            out[0] = CENTRE_WHITE_FIRST
+            return 1
+        if board[CENTRE_OTHER] == EMPTY:
+            out[0] = CENTRE_OTHER
+            return 1
+        return 0
+    for p in range(NUM_POINTS):
+        if board[p] == EMPTY:
+            out[n] = p
+            n += 1
+    return n
+
+
+@kernel
+def apply_path(board, side, path, is_jump, victims):
+    """Play a battle move on ``board`` in place: move along ``path`` (``int16[n]``), remove the jump
+    victims (the points between consecutive landings when ``is_jump``) and the square ``victims``
+    (``int16[v]``). Returns the number of stones captured. No legality check."""
+    o = path[0]
+    d = path[path.shape[0] - 1]
+    board[o] = EMPTY
+    captured = 0
+    if is_jump:
+        for i in range(1, path.shape[0]):
+            board[(path[i - 1] + path[i]) // 2] = EMPTY
+            captured += 1
+    board[d] = side + 1
+    for i in range(victims.shape[0]):
+        board[victims[i]] = EMPTY
+        captured += 1
+    return captured
+
+
+@kernel
+def find_path(pts, off, jump, m, path, is_jump):
+    """Index of ``path`` (``int16[n]``, kind ``is_jump``) among the first ``m`` generated paths, or -1."""
+    n = path.shape[0]
+    for i in range(m):
+        if off[i + 1] - off[i] != n or jump[i] != is_jump:
+            continue
+        same = True
+        for j in range(n):
+            if pts[off[i] + j] != path[j]:
+                same = False
+                break
+        if same:
+            return i
+    return -1
+
+
+@kernel
+def count_stones(board):
+    """``int64[2]``: White and Black stones on ``board``."""
+    counts = np.zeros(2, np.int64)
+    for p in range(NUM_POINTS):
+        if board[p] == WHITE_STONE:
+            counts[0] += 1
+        elif board[p] == BLACK_STONE:
+            counts[1] += 1
+    return counts
