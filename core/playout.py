@@ -103,3 +103,17 @@ def random_game(seed, rules):
             n_hist = 0  # positions before a capture can never recur
         history[n_hist] = zobrist_hash(board, side, 1)
         n_hist += 1
+
+
+def random_game_moves(seed: int, rules: np.ndarray) -> tuple[list, int, int]:
+    """Play :func:`random_game` and return ``(moves, winner, reason)`` with ``moves`` as ``Move``s."""
+    from core.notation import Move
+
+    n, winner, reason, kind, start, n_path, n_victims, data = random_game(seed, rules)
+    moves = []
+    for i in range(n):
+        a, b = start[i], start[i] + n_path[i]
+        path = tuple(int(p) for p in data[a:b])
+        victims = tuple(int(v) for v in data[b : b + n_victims[i]])
+        moves.append(Move(path, bool(kind[i] == 2), victims))
+    return moves, int(winner), int(reason)
