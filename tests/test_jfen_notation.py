@@ -62,7 +62,7 @@ EMPTY_ROWS = "/".join(["14"] * 14)
         ("/".join(["14"] * 7 + ["W13"] + ["14"] * 6) + " b layout 0 1", "first placement"),
         ("/".join(["14"] * 6 + ["7W6", "7B6"] + ["14"] * 6) + " w layout 0 2", "centre stones"),
         ("/".join(["14"] * 6 + ["7W6", "6W7"] + ["14"] * 6) + " w layout 0 2", "cannot arise"),
-        ("/".join(["W" * 14] * 7 + ["B" * 14] * 7) + " w battle 0 300", "at most 98"),
+        ("/".join(["W" * 14] * 7 + ["W" + "B" * 13] + ["B" * 14] * 6) + " w battle 0 300", "99 White stones, at most 98"),
     ],
 )
 def test_bad_jfen_names_the_field(jfen, field):
