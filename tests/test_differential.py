@@ -1,0 +1,109 @@
+"""The Numba engine against the pure-Python reference (``tests/reference.py``), under every ruleset.
+
+Compared: legal paths with square counts, full legal moves, the position after each move, and
+terminal status with winner, on edge-case boards, capture-biased playouts and layout positions.
+"""
+
+from __future__ import annotations
+
+import random
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from core import GameState, Ruleset
+from core.board import NUM_POINTS
+from tests import reference as ref
+from tests.strategies import battle_boards, biased_playout, layout_positions, played_positions, rulesets
+
+positions = st.one_of(battle_boards(), played_positions(), layout_positions())
+SETTINGS = settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _ref_outcome(state: GameState, rules: Ruleset, history=None) -> tuple[bool, str | None]:
+    return ref.outcome(ref.parse_jfen(state.to_jfen()), rules, history)
+
+
+@SETTINGS
+@given(positions, rulesets())
+def test_legal_paths_and_status_match_reference(jfen, rules):
+    state = GameState.from_jfen(jfen, rules)
+    pos = ref.parse_jfen(jfen)
+    assert state.legal_paths() == ref.legal_paths(pos, rules), jfen
+    outcome = state.outcome()
+    assert (outcome.terminal, outcome.winner_code) == ref.outcome(pos, rules), jfen
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(positions, rulesets(), st.integers(0, 2**32 - 1))
+def test_full_moves_and_applied_positions_match_reference(jfen, rules, seed):
+    state = GameState.from_jfen(jfen, rules)
+    pos = ref.parse_jfen(jfen)
+    if state.count_moves() <= 3000:
+        assert [str(m) for m in state.legal_moves()] == ref.legal_moves(pos, rules), jfen
+    moves = state.legal_moves() if state.count_moves() <= 3000 else []
+    for move in random.Random(seed).sample(moves, min(len(moves), 8)):
+        child = state.apply(move)
+        assert child.to_jfen() == ref.to_jfen(ref.apply_move(pos, str(move), rules)), (jfen, str(move))
+        # Invariants after every move.
+        assert child.counts == (int((child.board == 1).sum()), int((child.board == 2).sum()))
+        assert child.counts[0] <= state.counts[0] and child.counts[1] <= state.counts[1] or state.phase == 0
+        assert child.ply == state.ply + 1
+        assert child.side != state.side or child.phase != state.phase
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(battle_boards(), rulesets(), st.integers(0, 2**32 - 1))
+def test_status_along_games_with_history_matches_reference(jfen, rules, seed):
+    """Terminal status with the repetition history, along capture-biased games."""
+    states = biased_playout(GameState.from_jfen(jfen, rules), random.Random(seed), 40, capture_bias=0.3)
+    history = []
+    for s in states:
+        history.append(ref.parse_jfen(s.to_jfen()))
+        outcome = s.outcome()
+        assert (outcome.terminal, outcome.winner_code) == ref.outcome(history[-1], rules, history), s.to_jfen()
+
+
+def test_repetition_draw_with_history_matches_reference():
+    """Two stones shuttling back and forth: the third occurrence is a draw under the default rules."""
+    rng = random.Random(7)
+    from tests.strategies import random_battle_jfen
+
+    rules = Ruleset()
+    state = GameState.from_jfen(random_battle_jfen(rng, 30, 30), rules)
+    # Find a step for each side that can be undone on the next turn.
+    shuttle = []
+    s = state
+    for _ in range(2):
+        step = next(m for m in s.legal_moves() if not m.jump and not m.victims)
+        shuttle.append(step)
+        s = s.apply(step)
+    back = [type(m)((m.path[1], m.path[0])) for m in shuttle]
+    sequence = (shuttle + back) * 2
+    history = [ref.parse_jfen(state.to_jfen())]
+    s = state
+    for i, m in enumerate(sequence):
+        s = s.apply(m)
+        history.append(ref.parse_jfen(s.to_jfen()))
+        assert (s.outcome().terminal, s.outcome().winner_code) == ref.outcome(history[-1], rules, history)
+    assert s.outcome().reason == "repetition" and s.outcome().winner_code == "draw"
+
+
+def test_random_game_kernel_replays_under_the_reference():
+    """The in-kernel random game is a legal game: the reference accepts every move and agrees on the end."""
+    from core.playout import random_game_moves
+    from core.status import END_REASONS
+
+    for seed, rules in ((3, Ruleset()), (11, Ruleset(loss_below=14, fly_jump_rule="all-multi", chain_revisit="allow"))):
+        moves, winner, reason = random_game_moves(seed, rules.vector)
+        pos = ref.parse_jfen(ref.START_JFEN)
+        history = []
+        for m in moves:
+            pos = ref.apply_move(pos, str(m), rules)
+            if pos.phase == "battle":
+                history.append(pos)
+        terminal, ref_winner = ref.outcome(pos, rules, history)
+        assert terminal
+        assert ref_winner == {0: "w", 1: "b", -1: "draw"}[winner]
+        assert END_REASONS[reason] in ("stones", "no-move", "repetition", "ply-cap")
+        assert pos.ply == len(moves) and len(moves) > NUM_POINTS
