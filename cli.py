@@ -201,11 +201,17 @@ def random_game(
     record: Annotated[Optional[Path], typer.Option(help="Also write the JSON record to this file.")] = None,
     rule: RuleOption = None,
 ):
-    """Play one uniformly random game and print its JSON record."""
-    from core.playout import play_random_record
-    from core.records import record_to_json, write_json
+    """Play one uniformly random game (uniform path, then uniform victim set) and print its JSON record."""
+    from datetime import datetime, timezone
 
-    game = play_random_record(seed, ruleset_from(rule))
+    from core.playout import random_game_moves
+    from core.records import GameRecord, record_to_json, write_json
+
+    ruleset = ruleset_from(rule)
+    moves, _, _ = random_game_moves(seed, ruleset.vector)
+    game = GameRecord.from_moves(moves, ruleset, white="random", black="random",
+                                 start_time=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                                 metadata={"seed": seed, "generator": "core.playout.random_game"})
     if record is not None:
         write_json(game, record)
     typer.echo(record_to_json(game))

@@ -49,7 +49,7 @@ def _rate(fn, items, seconds: float) -> float:
             return n / elapsed
 
 
-def _kernel_generate(state: GameState, _buffers=new_path_buffers(1024), _spots=np.empty(NUM_POINTS, np.int16)):
+def _kernel_generate(state: GameState, _buffers=new_path_buffers(4096), _spots=np.empty(NUM_POINTS, np.int16)):
     if state.phase == 0:
         return layout_points(state.board, state.counts[0] + state.counts[1], _spots)
     return generate_paths(state.board, state.side, state.counts[state.side], state.counts[1 - state.side],
