@@ -22,6 +22,11 @@ from numba import njit
 JIT_OPTIONS: dict[str, bool] = {"nogil": True, "cache": True}
 # Packages whose modules define kernels; their sources key the cache directory.
 KERNEL_PACKAGES = ("core",)
+# Modules of those packages that define no kernel and no constant a kernel reads: editing them
+# must not throw the cache away. (Leaving a module off this list only costs a recompile.)
+PURE_PYTHON_MODULES = frozenset(
+    {"__init__.py", "errors.py", "jfen.py", "notation.py", "perft.py", "records.py", "state.py"}
+)
 
 
 def _cache_dir() -> str:
@@ -29,6 +34,8 @@ def _cache_dir() -> str:
     digest = hashlib.sha1()
     for package in KERNEL_PACKAGES:
         for path in sorted((root / package).glob("*.py")):
+            if path.name in PURE_PYTHON_MODULES:
+                continue
             digest.update(path.name.encode())
             digest.update(path.read_bytes())
     base = Path(os.environ.get("JIU_NUMBA_CACHE", Path.home() / ".cache" / "jiu-numba"))

@@ -1,0 +1,1 @@
+"""Training, self-play, arena and tournaments (matches between agents by name)."""
