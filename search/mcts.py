@@ -1,0 +1,450 @@
+"""WU-UCT parallel Monte Carlo tree search (JFA section 3.1, Eq. 1-5; Liu et al. 2020).
+
+A pool of ``threads`` workers runs simulations on one shared tree (``search.tree``):
+
+1. *Selection*: from the root, pick children by Eq. 1 with the unobserved counts ``O``; each node
+   entered gets the **incomplete update** ``O += 1`` (Eq. 2) under its lock, so other threads see the
+   pending simulation at once and spread out.
+2. *Expansion and evaluation* (outside any lock): the leaf's position is evaluated through the
+   ``Evaluator`` protocol (nets, or knowledge/uniform), batched across threads by the evaluator, and its
+   children are generated (JFA section 3.2, Fig. 2): layout children are placements; battle children are
+   the legal paths kept by the expansion pruner (``prune.expansion``, JFA Table 1), and a path that
+   forms squares takes the victims the lower net prefers among the capture pruner's candidates (JFA
+   Eq. 6), or without a lower net the capture pruner's best set, so that each child holds the state
+   after the whole move. Priors come from the policy at the path's upper action index; paths sharing
+   an index split its prior.
+3. **Complete update** (Eq. 3-5) along the path: ``O -= 1, N += 1, W += v`` under each node's lock.
+
+First-play urgency: an unvisited child's Q is the parent's mean value (for the side choosing) minus
+``fpu_reduction``. Values are in ``[-1, 1]``; terminal positions use the game result.
+
+``threads=1`` with a fixed ``seed`` is deterministic (same visits every run); with an evaluator that
+does not batch, it is the serial MCTS baseline.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Literal, NamedTuple
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from core.board import DRAW, NUM_POINTS
+from core.encoding import encode_paths
+from core.notation import Move
+from core.state import GameState
+from search.tree import (
+    EXPANDED,
+    EXPANDING,
+    FORMULA_PRINTED,
+    FORMULA_PUCT,
+    TERMINAL,
+    UNEXPANDED,
+    Tree,
+    TreeFullError,
+    select_child,
+    write_children,
+)
+
+
+class SearchConfig(BaseModel):
+    """Search settings (validated, frozen).
+
+    ``simulations`` per move; ``threads`` workers; ``c_puct`` exploration constant; ``formula``
+    ``"puct"`` (default, standard PUCT with unobserved counts) or ``"printed"`` (JFA Eq. 1 as printed);
+    ``fpu_reduction``; root Dirichlet noise ``dirichlet_alpha``/``dirichlet_epsilon`` (0 = off; self-play
+    uses 0.25); ``expansion_pruner``/``capture_pruner`` plugin names or ``None``; ``max_nodes`` tree
+    capacity; ``reuse_tree`` between moves; ``seed`` for noise and move sampling.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    simulations: int = Field(400, ge=1)
+    threads: int = Field(1, ge=1, le=256)
+    c_puct: float = Field(1.5, gt=0)
+    formula: Literal["puct", "printed"] = "puct"
+    fpu_reduction: float = 0.2
+    dirichlet_alpha: float = Field(0.3, gt=0)
+    dirichlet_epsilon: float = Field(0.0, ge=0, le=1)
+    expansion_pruner: str | None = "prune.expansion"
+    capture_pruner: str | None = "prune.capture"
+    max_nodes: int = Field(300_000, ge=16)
+    reuse_tree: bool = True
+    seed: int = 0
+
+
+class SearchResult(NamedTuple):
+    """Root statistics after a search: ``moves`` (root children), ``visits`` int32, ``q`` float64 (mean
+    value for the side to move at the root; ``nan`` if unvisited), ``priors`` float32, ``actions`` int32
+    (net action indices), ``value`` (root value estimate for the side to move), ``simulations`` run,
+    ``seconds`` elapsed."""
+
+    moves: list[Move]
+    visits: np.ndarray
+    q: np.ndarray
+    priors: np.ndarray
+    actions: np.ndarray
+    value: float
+    simulations: int
+    seconds: float
+
+    def best(self) -> Move:
+        """The most visited move (ties: higher prior)."""
+        order = np.lexsort((-self.priors, -self.visits))
+        return self.moves[int(order[0])]
+
+    def sample(self, temperature: float, rng: np.random.Generator) -> Move:
+        """A move drawn with probability proportional to ``visits ** (1 / temperature)``; the most
+        visited move when ``temperature`` is 0."""
+        if temperature <= 0 or self.visits.sum() == 0:
+            return self.best()
+        weights = self.visits.astype(np.float64) ** (1.0 / temperature)
+        return self.moves[int(rng.choice(len(self.moves), p=weights / weights.sum()))]
+
+    def policy(self) -> np.ndarray:
+        """Visit distribution over the root children (float32, sums to 1)."""
+        total = self.visits.sum()
+        return (self.visits / total).astype(np.float32) if total else np.full(len(self.moves), 1 / len(self.moves), np.float32)
+
+
+def _terminal_value(state: GameState) -> float:
+    winner = state.winner()
+    if winner is None or winner == DRAW:
+        return 0.0
+    return 1.0 if winner == state.side else -1.0
+
+
+class Search:
+    """WU-UCT search over a shared tree with a thread pool; see the module docstring.
+
+    ``evaluator`` implements ``nets.evaluator.Evaluator`` (``evaluate(states) -> [Evaluation(policy,
+    value)]``); ``victim_scorer`` optionally implements ``nets.evaluator.VictimScorer`` (the lower net).
+    Use as a context manager or call :meth:`close` to stop the worker threads.
+    """
+
+    def __init__(self, evaluator, config: SearchConfig | None = None, victim_scorer=None):
+        from knowledge.registry import REGISTRY
+
+        self.evaluator = evaluator
+        self.config = config or SearchConfig()
+        self.victim_scorer = victim_scorer
+        cfg = self.config
+        self.expansion_pruner = REGISTRY.create(cfg.expansion_pruner, "expansion_pruner") if cfg.expansion_pruner else None
+        self.capture_pruner = REGISTRY.create(cfg.capture_pruner, "capture_pruner") if cfg.capture_pruner else None
+        self.formula = FORMULA_PUCT if cfg.formula == "puct" else FORMULA_PRINTED
+        self.rng = np.random.default_rng(cfg.seed)
+        self.tree: Tree | None = None
+        self._root_state: GameState | None = None
+        self._pending: dict[int, threading.Event] = {}
+        self._claim_lock = threading.Lock()
+        self._pool = ThreadPoolExecutor(cfg.threads, thread_name_prefix="wuuct") if cfg.threads > 1 else None
+        self.tree_full = False
+
+    # ------------------------------------------------------------------ lifecycle
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+    def __enter__(self) -> "Search":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ public API
+    def run(self, state: GameState, simulations: int | None = None) -> SearchResult:
+        """Search ``state`` (non-terminal) for ``simulations`` (default: the config's) and return the
+        root statistics. Reuses the subtree kept by :meth:`advance` when it matches ``state``."""
+        if state.is_terminal():
+            raise ValueError("search: the position is terminal")
+        sims = self.config.simulations if simulations is None else simulations
+        if not (self.config.reuse_tree and self.tree is not None and self._root_state is not None
+                and self._root_state.hash == state.hash and self._root_state.to_jfen() == state.to_jfen()):
+            self._new_tree(state)
+        self._root_state = state
+        tree = self.tree
+        start_n = int(tree.N[0])
+        t0 = time.perf_counter()
+        self._remaining = sims
+        if self._pool is None:
+            while self._claim():
+                self._simulate()
+        else:
+            futures = [self._pool.submit(self._worker) for _ in range(self.config.threads)]
+            for f in futures:
+                f.result()
+        return self._result(int(tree.N[0]) - start_n, time.perf_counter() - t0)
+
+    def advance(self, move: Move) -> None:
+        """Keep the subtree below ``move`` for the next search (tree reuse); forget the tree if the
+        move was not expanded at the root."""
+        tree = self.tree
+        if tree is None or not self.config.reuse_tree or tree.flag[0] != EXPANDED:
+            self.tree = None
+            return
+        first, n = int(tree.first_child[0]), int(tree.n_children[0])
+        for c in range(first, first + n):
+            if self._move_of(c) == move:
+                self.tree = _subtree(tree, c)
+                self._root_state = self._root_state._play(move) if self._root_state is not None else None
+                if self._root_state is not None:
+                    self._root_state = GameState(
+                        self._root_state.board, self._root_state.side, self._root_state.phase,
+                        self._root_state.quiet, self._root_state.ply, self._root_state.ruleset,
+                        self._root_state.history, move, self._root_state.counts)
+                return
+        self.tree = None
+
+    # ------------------------------------------------------------------ simulations
+    def _claim(self) -> bool:
+        with self._claim_lock:
+            if self._remaining <= 0:
+                return False
+            self._remaining -= 1
+            return True
+
+    def _worker(self) -> None:
+        while self._claim():
+            self._simulate()
+
+    def _simulate(self) -> None:
+        tree = self.tree
+        path = [0]
+        node = 0
+        with tree.lock(0):
+            tree.O[0] += 1  # Eq. 2 at the root
+        while True:
+            flag = tree.flag[node]
+            if flag == EXPANDED:
+                child = self._select(tree, node)
+                with tree.lock(child):
+                    tree.O[child] += 1  # Eq. 2
+                path.append(child)
+                node = child
+                continue
+            if flag == TERMINAL:
+                value = float(tree.terminal_value[node])
+                break
+            with tree.lock(node):
+                flag = tree.flag[node]
+                mine = flag == UNEXPANDED
+                if mine:
+                    tree.flag[node] = EXPANDING
+                    self._pending[node] = threading.Event()
+                event = self._pending.get(node) if flag == EXPANDING else None
+            if mine:
+                value = self._expand(tree, node, path)
+                break
+            if event is not None:
+                event.wait()  # another thread is expanding this leaf: then descend through it
+        self._backup(tree, path, value, int(tree.side[node]))
+
+    def _select(self, tree: Tree, node: int) -> int:
+        n_visits = tree.N[node]
+        chooser = tree.side[node]
+        if n_visits > 0:
+            q_node = tree.W[node] / n_visits
+            q_parent = q_node if tree.mover[node] == chooser else -q_node
+        else:
+            q_parent = 0.0
+        return int(select_child(tree.N, tree.O, tree.W, tree.P, tree.first_child[node], tree.n_children[node],
+                                float(n_visits + tree.O[node]), self.config.c_puct,
+                                q_parent - self.config.fpu_reduction, self.formula))
+
+    def _backup(self, tree: Tree, path: list[int], value: float, leaf_side: int) -> None:
+        """Complete update (JFA Eq. 3-5): ``value`` is for ``leaf_side``; each node's ``W`` is kept from
+        the point of view of the side that moved into it."""
+        for n in reversed(path):
+            v = value if tree.mover[n] == leaf_side else -value
+            with tree.lock(n):
+                tree.O[n] -= 1
+                tree.N[n] += 1
+                tree.W[n] += v
+
+    # ------------------------------------------------------------------ expansion
+    def _expand(self, tree: Tree, node: int, path: list[int]) -> float:
+        """Evaluate the leaf and write its children; returns the value for its side to move."""
+        try:
+            state = self._state_at(tree, node, path)
+            if state.is_terminal():
+                value = _terminal_value(state)
+                with tree.lock(node):
+                    tree.terminal_value[node] = value
+                    tree.flag[node] = TERMINAL
+                return value
+            evaluation = self.evaluator.evaluate([state])[0]
+            moves = self._children(state, evaluation.policy, root=node == 0)
+            try:
+                start, pool = tree.allocate(moves.k, moves.pool_size)
+            except TreeFullError:
+                self.tree_full = True
+                with tree.lock(node):
+                    tree.flag[node] = UNEXPANDED  # evaluated as a leaf; expandable in a larger tree
+                return float(evaluation.value)
+            write_children(
+                tree.board, tree.side, tree.phase, tree.counts, tree.quiet, tree.ply, tree.hash, tree.parent,
+                tree.mover, tree.action, tree.P, tree.move_off, tree.move_npath, tree.move_nvic, tree.move_jump,
+                tree.move_pool, tree.flag, tree.first_child, tree.n_children,
+                node, start, pool, moves.pts, moves.off, moves.jump, moves.victims, moves.voff,
+                moves.actions, moves.priors, moves.k,
+            )
+            with tree.lock(node):
+                tree.first_child[node] = start
+                tree.n_children[node] = moves.k
+                tree.flag[node] = EXPANDED
+            return float(evaluation.value)
+        finally:
+            event = self._pending.pop(node, None)
+            if event is not None:
+                event.set()
+
+    def _state_at(self, tree: Tree, node: int, path: list[int]) -> GameState:
+        """The ``GameState`` of ``node`` reached by ``path``, with its repetition history."""
+        root = self._root_state
+        if node == 0:
+            return root
+        history = None
+        if tree.phase[node] == 1:
+            hashes = [int(h) for h in root.history] + [int(tree.hash[n]) for n in path[1:] if tree.phase[n] == 1]
+            history = hashes[-(int(tree.quiet[node]) + 1):]
+        return GameState(tree.board[node], tree.side[node], tree.phase[node], tree.quiet[node], tree.ply[node],
+                         root.ruleset, history, self._move_of(node), (int(tree.counts[node, 0]), int(tree.counts[node, 1])))
+
+    def _move_of(self, node: int) -> Move:
+        t = self.tree
+        o, n, v = int(t.move_off[node]), int(t.move_npath[node]), int(t.move_nvic[node])
+        pool = t.move_pool
+        return Move(tuple(int(x) for x in pool[o:o + n]), bool(t.move_jump[node]), tuple(int(x) for x in pool[o + n:o + n + v]))
+
+    def _children(self, state: GameState, policy: np.ndarray, root: bool) -> "_Children":
+        if state.phase == 0:
+            points = np.array(state.placements(), np.int16)
+            k = len(points)
+            children = _Children(k, points, np.arange(k + 1, dtype=np.int32), np.zeros(k, np.int8),
+                                 np.zeros(0, np.int16), np.zeros(k + 1, np.int32), points.astype(np.int32),
+                                 np.zeros(k, np.float32), k)
+        else:
+            children = self._battle_children(state)
+        priors = np.asarray(policy, np.float64)[children.actions]
+        # Several paths can share one action index (rule book 8): they split its prior.
+        _, inverse, counts = np.unique(children.actions, return_inverse=True, return_counts=True)
+        priors = priors / counts[inverse]
+        total = priors.sum()
+        priors = priors / total if total > 0 and np.isfinite(total) else np.full(children.k, 1.0 / children.k)
+        if root and self.config.dirichlet_epsilon > 0:
+            eps = self.config.dirichlet_epsilon
+            priors = (1 - eps) * priors + eps * self.rng.dirichlet(np.full(children.k, self.config.dirichlet_alpha))
+        return children._replace(priors=priors.astype(np.float32))
+
+    def _battle_children(self, state: GameState) -> "_Children":
+        ps = state.paths()
+        keep = self.expansion_pruner.keep(state, ps) if self.expansion_pruner is not None else np.arange(ps.m)
+        keep = np.asarray(keep, np.int64)
+        lengths = (ps.off[keep + 1] - ps.off[keep]).astype(np.int32)
+        off = np.zeros(len(keep) + 1, np.int32)
+        np.cumsum(lengths, out=off[1:])
+        pts = np.concatenate([ps.pts[ps.off[i]:ps.off[i + 1]] for i in keep]).astype(np.int16)
+        jump = ps.jump[keep].astype(np.int8)
+        victims: list[int] = []
+        voff = np.zeros(len(keep) + 1, np.int32)
+        for j, i in enumerate(keep):
+            if ps.nsq[i] > 0:
+                victims.extend(self._choose_victims(state, ps.path(int(i)), bool(ps.jump[i]), int(ps.nsq[i])))
+            voff[j + 1] = len(victims)
+        actions = encode_paths(ps.pts, ps.off, ps.jump, ps.m)[keep].astype(np.int32)
+        return _Children(len(keep), pts, off, jump, np.array(victims, np.int16), voff, actions,
+                         np.zeros(len(keep), np.float32), int(off[-1]) + len(victims))
+
+    def _choose_victims(self, state: GameState, path: tuple[int, ...], jump: bool, squares: int) -> tuple[int, ...]:
+        """Square victims of a square-forming path: the lower net's best among the capture pruner's
+        candidates (JFA Eq. 6); without a lower net the pruner's best; without either, the lowest
+        points (a deterministic, documented fallback)."""
+        if self.capture_pruner is not None:
+            sets, _ = self.capture_pruner.candidates(state, path, jump)
+        else:
+            left = state.victims_left(path, jump)
+            sets = [tuple(left[: min(squares, len(left))])]
+        if len(sets) > 1 and self.victim_scorer is not None:
+            from core.encoding import encode_upper
+
+            after = [state._play(Move(path, jump, s)) for s in sets]
+            q = self.victim_scorer.q_values(after, [encode_upper(path, jump)] * len(after))
+            return sets[int(np.argmax(q))]
+        return sets[0]
+
+    # ------------------------------------------------------------------ results
+    def _new_tree(self, state: GameState) -> None:
+        tree = Tree(self.config.max_nodes)
+        tree.board[0] = state.board
+        tree.side[0] = state.side
+        tree.phase[0] = state.phase
+        tree.counts[0] = state.counts
+        tree.quiet[0] = state.quiet
+        tree.ply[0] = state.ply
+        tree.hash[0] = np.uint64(state.hash)
+        tree.mover[0] = 1 - state.side
+        self.tree = tree
+        self.tree_full = False
+
+    def _result(self, simulations: int, seconds: float) -> SearchResult:
+        tree = self.tree
+        first, n = int(tree.first_child[0]), int(tree.n_children[0])
+        idx = np.arange(first, first + n)
+        visits = tree.N[idx].copy()
+        with np.errstate(invalid="ignore", divide="ignore"):
+            q = np.where(visits > 0, tree.W[idx] / np.maximum(visits, 1), np.nan)
+        total = visits.sum()
+        value = float(np.nansum(q * visits) / total) if total else 0.0
+        return SearchResult([self._move_of(int(c)) for c in idx], visits, q, tree.P[idx].copy(),
+                            tree.action[idx].copy(), value, simulations, seconds)
+
+
+class _Children(NamedTuple):
+    k: int
+    pts: np.ndarray
+    off: np.ndarray
+    jump: np.ndarray
+    victims: np.ndarray
+    voff: np.ndarray
+    actions: np.ndarray
+    priors: np.ndarray
+    pool_size: int
+
+
+def _subtree(tree: Tree, root: int) -> Tree:
+    """A new tree holding the subtree of ``tree`` below ``root`` (breadth first, so that each node's
+    children stay contiguous), with the same statistics."""
+    order = [root]
+    i = 0
+    while i < len(order):
+        n = order[i]
+        if tree.flag[n] == EXPANDED:
+            order.extend(range(int(tree.first_child[n]), int(tree.first_child[n] + tree.n_children[n])))
+        i += 1
+    order_a = np.array(order, np.int64)
+    new = Tree(tree.capacity)
+    remap = np.full(tree.size, -1, np.int32)
+    remap[order_a] = np.arange(len(order), dtype=np.int32)
+    for name in ("N", "W", "P", "terminal_value", "n_children", "flag", "mover", "action", "board", "side",
+                 "phase", "counts", "quiet", "ply", "hash", "move_npath", "move_nvic", "move_jump"):
+        getattr(new, name)[: len(order)] = getattr(tree, name)[order_a]
+    fc = tree.first_child[order_a]
+    new.first_child[: len(order)] = np.where(fc >= 0, remap[np.maximum(fc, 0)], -1)
+    par = tree.parent[order_a]
+    new.parent[: len(order)] = np.where(par >= 0, remap[np.maximum(par, 0)], -1)
+    new.parent[0] = -1
+    new.flag[: len(order)][new.flag[: len(order)] == EXPANDING] = UNEXPANDED
+    sizes = (tree.move_npath[order_a] + tree.move_nvic[order_a]).astype(np.int64)
+    starts = np.zeros(len(order), np.int64)
+    np.cumsum(sizes[:-1], out=starts[1:])
+    for j, n in enumerate(order):
+        o = int(tree.move_off[n])
+        new.move_pool[starts[j]:starts[j] + sizes[j]] = tree.move_pool[o:o + sizes[j]]
+    new.move_off[: len(order)] = starts
+    new.size = len(order)
+    new.pool_used = int(sizes.sum())
+    return new

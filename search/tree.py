@@ -1,0 +1,182 @@
+"""The search tree as flat, preallocated arrays (no Python object per node), and its kernels.
+
+Node ``0`` is the root. The edge into a node is stored *on the child* (AlphaZero style), so the edge
+statistics of JFA Eq. 1-5 are the child's fields: ``N(s, a) = N[child]``, ``O(s, a) = O[child]``,
+``W(s, a) = W[child]``, ``P(s, a) = P[child]``. The children of a node are the contiguous range
+``first_child[n] : first_child[n] + n_children[n]``.
+
+Locking (WU-UCT incomplete/complete updates, JFA Eq. 2-4): ``Tree.lock(n)`` returns the lock of node
+``n`` from a striped pool (``n % NUM_LOCKS``, KataGo-style mutex pool). It guards the node's ``N``,
+``O``, ``W`` and its expansion fields ``flag``, ``first_child``, ``n_children``. Readers that only
+*select* (the PUCT scan over a node's children) read the children's statistics without locks: a value
+a few updates stale changes one choice at worst, which WU-UCT's unobserved counts already tolerate.
+The position arrays (``board`` ... ``hash``) and the move pool are written once, by the one thread
+that expands the parent, before the parent's ``flag`` becomes ``EXPANDED``; they are read-only after.
+
+Per-node arrays (capacity ``cap``):
+
+- statistics: ``N`` int32 visits, ``O`` int32 unobserved (started, unfinished) simulations, ``W``
+  float64 value sum from the point of view of ``mover``, ``P`` float32 prior of the edge into the node,
+  ``terminal_value`` float32 (set once with ``flag = TERMINAL``: the result for the side to move);
+- structure: ``parent`` int32, ``first_child`` int32 (-1 before expansion), ``n_children`` int32,
+  ``flag`` int8 (``UNEXPANDED``, ``EXPANDING``, ``EXPANDED``, ``TERMINAL``), ``mover`` int8 (the side that
+  played the edge into the node), ``action`` int32 (net action index of that edge);
+- position after the edge: ``board`` int8[cap, 196], ``side``, ``phase`` int8, ``counts`` int16[cap, 2],
+  ``quiet``, ``ply`` int32, ``hash`` uint64;
+- move of the edge: ``move_off`` int32 into ``move_pool`` (int16: path points then victims),
+  ``move_npath`` int16, ``move_nvic`` int8, ``move_jump`` int8.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from core.board import BLACK, CENTRE_OTHER, CENTRE_WHITE_FIRST, EMPTY, NUM_POINTS, STONES_PER_SIDE
+from core.jit import kernel
+from core.movegen import apply_path
+from core.zobrist import zobrist_hash
+
+UNEXPANDED, EXPANDING, EXPANDED, TERMINAL = 0, 1, 2, 3
+NUM_LOCKS = 64
+FORMULA_PUCT, FORMULA_PRINTED = 0, 1
+
+
+class TreeFullError(RuntimeError):
+    """The tree's preallocated capacity is exhausted (raise ``max_nodes``)."""
+
+
+class Tree:
+    """Flat arrays of a search tree; see the module docstring for fields and locking."""
+
+    def __init__(self, capacity: int):
+        self.capacity = int(capacity)
+        cap = self.capacity
+        self.N = np.zeros(cap, np.int32)
+        self.O = np.zeros(cap, np.int32)
+        self.W = np.zeros(cap, np.float64)
+        self.P = np.zeros(cap, np.float32)
+        self.terminal_value = np.zeros(cap, np.float32)  # TERMINAL nodes: value for the side to move
+        self.parent = np.full(cap, -1, np.int32)
+        self.first_child = np.full(cap, -1, np.int32)
+        self.n_children = np.zeros(cap, np.int32)
+        self.flag = np.zeros(cap, np.int8)
+        self.mover = np.zeros(cap, np.int8)
+        self.action = np.full(cap, -1, np.int32)
+        self.board = np.zeros((cap, NUM_POINTS), np.int8)
+        self.side = np.zeros(cap, np.int8)
+        self.phase = np.zeros(cap, np.int8)
+        self.counts = np.zeros((cap, 2), np.int16)
+        self.quiet = np.zeros(cap, np.int32)
+        self.ply = np.zeros(cap, np.int32)
+        self.hash = np.zeros(cap, np.uint64)
+        self.move_off = np.zeros(cap, np.int32)
+        self.move_npath = np.zeros(cap, np.int16)
+        self.move_nvic = np.zeros(cap, np.int8)
+        self.move_jump = np.zeros(cap, np.int8)
+        self.move_pool = np.zeros(8 * cap, np.int16)
+        self.size = 1  # nodes in use (the root is node 0)
+        self.pool_used = 0
+        self._alloc_lock = threading.Lock()
+        self._locks = [threading.Lock() for _ in range(NUM_LOCKS)]
+
+    def lock(self, node: int) -> threading.Lock:
+        """The lock guarding ``node``'s statistics and expansion fields."""
+        return self._locks[node % NUM_LOCKS]
+
+    def allocate(self, n_nodes: int, n_pool: int) -> tuple[int, int]:
+        """Reserve ``n_nodes`` contiguous nodes and ``n_pool`` move-pool entries; returns their starts.
+        Raises ``TreeFullError`` when the capacity is exhausted."""
+        with self._alloc_lock:
+            if self.size + n_nodes > self.capacity or self.pool_used + n_pool > self.move_pool.shape[0]:
+                raise TreeFullError(f"search tree full ({self.capacity} nodes)")
+            start, pool = self.size, self.pool_used
+            self.size += n_nodes
+            self.pool_used += n_pool
+            return start, pool
+
+
+@kernel
+def select_child(N, O, W, P, first, n, parent_visits, c_puct, fpu_value, formula):
+    """Index (absolute node id) of the child maximising JFA Eq. 1 with unobserved counts.
+
+    ``formula`` ``FORMULA_PUCT``: ``Q + c P sqrt(N(s) + O(s)) / (1 + N(s,a) + O(s,a))`` (default);
+    ``FORMULA_PRINTED``: the paper's printed ``(Q + c P) sqrt(N(s) + O(s)) / (1 + N(s,a) + O(s,a))``.
+    ``parent_visits`` is ``N(s) + O(s)``; an unvisited child's Q is ``fpu_value`` (first-play urgency).
+    Q values are from the point of view of the side choosing here (the children's ``mover``).
+    """
+    best = first
+    best_score = -1e300
+    sq = np.sqrt(max(parent_visits, 1.0))
+    for i in range(first, first + n):
+        visits = N[i]
+        q = W[i] / visits if visits > 0 else fpu_value
+        denom = 1.0 + visits + O[i]
+        if formula == FORMULA_PUCT:
+            score = q + c_puct * P[i] * sq / denom
+        else:
+            score = (q + c_puct * P[i]) * sq / denom
+        if score > best_score:
+            best_score = score
+            best = i
+    return best
+
+
+@kernel
+def write_children(
+    board, side, phase, counts, quiet, ply, hash_, parent, mover, action, P, move_off, move_npath, move_nvic,
+    move_jump, move_pool, flag, first_child, n_children,
+    node, start, pool_start, pts, off, jump, victims, voff, actions, priors, k,
+):
+    """Write the ``k`` children of ``node`` at ``start``: the positions after each move, with the
+    edge data. Move ``i`` has path ``pts[off[i]:off[i+1]]`` (one point: a placement), jump flag
+    ``jump[i]`` and square victims ``victims[voff[i]:voff[i+1]]``. Returns the move-pool entries used.
+    Handles the end of the layout (centre stones removed, Black to move, rule book 2.4)."""
+    s = side[node]
+    used = 0
+    for i in range(k):
+        c = start + i
+        board[c] = board[node]
+        path = pts[off[i] : off[i + 1]]
+        vic = victims[voff[i] : voff[i + 1]]
+        counts[c] = counts[node]
+        next_side = 1 - s
+        next_phase = phase[node]
+        if phase[node] == 0:
+            board[c, path[0]] = s + 1
+            counts[c, s] += 1
+            quiet[c] = 0
+            if counts[c, 0] + counts[c, 1] == NUM_POINTS:
+                board[c, CENTRE_WHITE_FIRST] = EMPTY
+                board[c, CENTRE_OTHER] = EMPTY
+                counts[c, 0] = STONES_PER_SIDE - 1
+                counts[c, 1] = STONES_PER_SIDE - 1
+                next_side = BLACK
+                next_phase = 1
+        else:
+            captured = apply_path(board[c], s, path, jump[i] != 0, vic)
+            counts[c, 1 - s] -= captured
+            quiet[c] = 0 if captured > 0 else quiet[node] + 1
+        side[c] = next_side
+        phase[c] = next_phase
+        ply[c] = ply[node] + 1
+        hash_[c] = zobrist_hash(board[c], next_side, next_phase)
+        parent[c] = node
+        mover[c] = s
+        action[c] = actions[i]
+        P[c] = priors[i]
+        flag[c] = 0
+        first_child[c] = -1
+        n_children[c] = 0
+        move_off[c] = pool_start + used
+        move_npath[c] = path.shape[0]
+        move_nvic[c] = vic.shape[0]
+        move_jump[c] = jump[i]
+        for j in range(path.shape[0]):
+            move_pool[pool_start + used + j] = path[j]
+        used += path.shape[0]
+        for j in range(vic.shape[0]):
+            move_pool[pool_start + used + j] = vic[j]
+        used += vic.shape[0]
+    return used
