@@ -240,6 +240,14 @@ def _scan_dalians(board, side, stones, empties, kinds, store):
     for s in range(NUM_POINTS):
         if board[s] != me:
             continue
+        has_empty = False  # cheap filter first: most stones of a dense board have no empty neighbour
+        for d in range(4):
+            e = NEIGHBOR[s, d]
+            if e >= 0 and board[e] == EMPTY:
+                has_empty = True
+                break
+        if not has_empty:
+            continue
         in_square = False
         for j in range(4):
             a = POINT_CELLS[s, j]

@@ -118,6 +118,7 @@ BUILTIN_MODULES: list[str] = [
     "knowledge.evaluation",  # eval.shape
     "knowledge.agents",  # random, greedy, minimax, expert
     "knowledge.rewards",  # reward.first_square, reward.outcome
+    "search.agents",  # mcts, slm, hbm, jfa (found by name: knowledge does not depend on search)
 ]
 
 

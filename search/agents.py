@@ -1,0 +1,124 @@
+"""Search agents registered by name: ``mcts``, ``slm``, ``hbm``, ``jfa`` (JFA section 3, Fig. 1).
+
+- ``mcts``: WU-UCT with the knowledge evaluator (``eval.shape`` value, uniform policy) — or
+  ``eval=uniform`` — so that search plays without nets;
+- ``slm``: SLM-guided search in the layout, the ``expert`` agent in the battle (the paper's SLM setup);
+- ``hbm``: the ``expert`` agent in the layout, HBM (upper net + lower DQN) search in the battle;
+- ``jfa``: SLM in the layout and HBM in the battle.
+
+Spec arguments (``name:key=value,...``): ``sims`` (simulations per move), ``threads``, ``c_puct``,
+``formula`` (``puct``/``printed``), ``temperature`` (0 = most visited), ``seed``, ``prune``
+(``true``/``false``: both knowledge pruners), and for the net agents ``slm=PATH``, ``upper=PATH``,
+``lower=PATH`` (safetensors weights; default: the shipped model in ``models/``) and ``batch``.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+
+from core.notation import Move
+from core.state import GameState
+from knowledge.registry import register
+from search.mcts import Search, SearchConfig
+
+MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
+
+
+class SearchAgent:
+    """An agent that plays the move chosen by a WU-UCT :class:`Search` (``Agent`` protocol).
+
+    ``last_info`` holds the latest search's root statistics for game records: ``visits`` (root
+    visit count), ``value`` (root value for the mover) and ``simulations``.
+    """
+
+    def __init__(self, name: str, search: Search, temperature: float = 0.0, seed: int = 0):
+        self.name = name
+        self.search = search
+        self.temperature = temperature
+        self.rng = np.random.default_rng(seed)
+        self.last_think_time = 0.0
+        self.last_info: dict | None = None
+
+    def select(self, state: GameState) -> Move:
+        t0 = time.perf_counter()
+        result = self.search.run(state)
+        move = result.sample(self.temperature, self.rng)
+        self.last_think_time = time.perf_counter() - t0
+        self.last_info = {"visits": int(result.visits.sum()), "value": round(result.value, 4),
+                          "simulations": result.simulations}
+        return move
+
+    def close(self) -> None:
+        self.search.close()
+
+
+def _config(sims: int, threads: int, c_puct: float, formula: str, seed: int, prune: bool, **extra) -> SearchConfig:
+    return SearchConfig(simulations=sims, threads=threads, c_puct=c_puct, formula=formula, seed=seed,
+                        expansion_pruner="prune.expansion" if prune else None,
+                        capture_pruner="prune.capture" if prune else None, **extra)
+
+
+@register("mcts", "agent", "WU-UCT search with the knowledge (eval.shape) or uniform evaluator, no nets")
+def make_mcts(sims: int = 200, threads: int = 1, c_puct: float = 1.5, formula: str = "puct", temperature: float = 0.0,
+              seed: int = 0, prune: bool = True, eval: str = "knowledge") -> SearchAgent:
+    from nets.evaluator import KnowledgeEvaluator, UniformEvaluator
+
+    if eval not in ("knowledge", "uniform"):
+        raise ValueError(f"mcts: eval={eval!r}, expected 'knowledge' or 'uniform'")
+    evaluator = KnowledgeEvaluator() if eval == "knowledge" else UniformEvaluator()
+    search = Search(evaluator, _config(sims, threads, c_puct, formula, seed, prune))
+    return SearchAgent(f"mcts:sims={sims}", search, temperature, seed)
+
+
+def _load(path: str | Path, kind: str):
+    from nets.io import load
+
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{kind} weights {path} not found (train them with `python cli.py selfplay`, or pass {kind}=PATH)")
+    return load(path, expected_kind=kind)[0]
+
+
+def _net_search(slm: str | None, upper: str | None, lower: str | None, batch: int, config: SearchConfig) -> Search:
+    from nets.evaluator import NetEvaluator, NetVictimScorer
+
+    evaluator = NetEvaluator(_load(slm, "slm") if slm else None, _load(upper, "upper") if upper else None, max_batch=batch)
+    scorer = NetVictimScorer(_load(lower, "lower")) if lower else None
+    return Search(evaluator, config, victim_scorer=scorer)
+
+
+def _default(name: str) -> str:
+    return str(MODELS_DIR / "default" / f"{name}.safetensors")
+
+
+@register("jfa", "agent", "SLM search in the layout, HBM (upper + lower nets) search in the battle")
+def make_jfa(sims: int = 200, threads: int = 2, c_puct: float = 1.5, formula: str = "puct", temperature: float = 0.0,
+             seed: int = 0, prune: bool = True, slm: str | None = None, upper: str | None = None,
+             lower: str | None = None, batch: int = 8) -> SearchAgent:
+    config = _config(sims, threads, c_puct, formula, seed, prune)
+    search = _net_search(slm or _default("slm"), upper or _default("upper"), lower or _default("lower"), batch, config)
+    return SearchAgent(f"jfa:sims={sims}", search, temperature, seed)
+
+
+@register("slm", "agent", "SLM search in the layout, the expert agent in the battle")
+def make_slm(sims: int = 200, threads: int = 2, c_puct: float = 1.5, formula: str = "puct", temperature: float = 0.0,
+             seed: int = 0, slm: str | None = None, batch: int = 8):
+    from knowledge.agents import PhasedAgent, make_agent
+
+    config = _config(sims, threads, c_puct, formula, seed, True)
+    layout = SearchAgent(f"slm:sims={sims}", _net_search(slm or _default("slm"), None, None, batch, config), temperature, seed)
+    return PhasedAgent(layout, make_agent("expert", seed=seed))
+
+
+@register("hbm", "agent", "the expert agent in the layout, HBM (upper + lower nets) search in the battle")
+def make_hbm(sims: int = 200, threads: int = 2, c_puct: float = 1.5, formula: str = "puct", temperature: float = 0.0,
+             seed: int = 0, prune: bool = True, upper: str | None = None, lower: str | None = None, batch: int = 8):
+    from knowledge.agents import PhasedAgent, make_agent
+
+    config = _config(sims, threads, c_puct, formula, seed, prune)
+    battle = SearchAgent(f"hbm:sims={sims}", _net_search(None, upper or _default("upper"), lower or _default("lower"), batch, config),
+                         temperature, seed)
+    return PhasedAgent(make_agent("expert", seed=seed), battle)

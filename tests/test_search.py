@@ -1,0 +1,145 @@
+"""WU-UCT search: forced wins, statistics invariants (also under many threads), determinism, reuse."""
+
+from __future__ import annotations
+
+import random
+import time
+
+import numpy as np
+import pytest
+
+from core import GameState
+from core.jfen import format_jfen
+from core.board import POINT_BY_NAME
+from nets.evaluator import Evaluation, UniformEvaluator
+from search.mcts import Search, SearchConfig
+from search.tree import EXPANDED
+from tests.strategies import random_battle_jfen
+
+
+def _jfen(white: list[str], black: list[str], side: str = "w") -> str:
+    board = np.zeros(196, np.int8)
+    for names, v in ((white, 1), (black, 2)):
+        for n in names:
+            board[POINT_BY_NAME[n]] = v
+    return format_jfen(board, 0 if side == "w" else 1, 1, 0, 300)
+
+
+ROW14 = [f"{c}14" for c in "abcdefghijklmn"]
+# White: three corners of cell a1 (a1, b1, a2) and c2 next to the empty corner b2; 14 more on row 14.
+# Black has 4 stones: the square capture c2-b2 leaves it 3 < loss_below = 4, so White wins at once.
+SQUARE_WIN = _jfen(["a1", "b1", "a2", "c2"] + ROW14, ["k5", "k7", "m5", "m9"])
+# A Dalian (rule book 5): b2 is a corner of White's square a1-b1-a2-b2, and stepping b2-c2 forms the
+# square c1-d1-c2-d2; the capture leaves Black 3 < 4 stones. The shuttle b2-c2 is the only winner.
+DALIAN_WIN = _jfen(["a1", "b1", "a2", "b2", "c1", "d1", "d2"] + ROW14, ["k5", "k7", "m5", "m9"])
+
+
+def _search(config: SearchConfig, evaluator=None) -> Search:
+    return Search(evaluator or UniformEvaluator(), config)
+
+
+@pytest.mark.parametrize("prune", [False, True])
+@pytest.mark.parametrize("formula", ["puct", "printed"])
+def test_finds_the_square_capture_that_ends_the_game(prune, formula):
+    state = GameState.from_jfen(SQUARE_WIN)
+    winning = [m for m in state.legal_moves() if state.apply(m).outcome().winner_code == "w"]
+    assert {m.path_str() for m in winning} == {"c2-b2"}
+    config = SearchConfig(simulations=300, expansion_pruner="prune.expansion" if prune else None,
+                          capture_pruner="prune.capture" if prune else None, formula=formula)
+    with _search(config) as search:
+        result = search.run(state)
+    assert result.best().path_str() == "c2-b2"
+    assert result.value > 0.5
+
+
+def test_finds_the_dalian_shuttle_win():
+    state = GameState.from_jfen(DALIAN_WIN)
+    winners = {m.path_str() for m in state.legal_moves() if state.apply(m).outcome().winner_code == "w"}
+    assert winners == {"b2-c2"}
+    with _search(SearchConfig(simulations=400, expansion_pruner=None, capture_pruner=None)) as search:
+        result = search.run(state)
+    assert result.best().path_str() in winners
+
+
+def _check_invariants(search: Search, simulations: int) -> None:
+    tree = search.tree
+    n = tree.size
+    assert (tree.O[:n] == 0).all(), "every unobserved count must be back to 0"
+    assert int(tree.N[0]) == simulations
+    for node in range(n):
+        if tree.flag[node] == EXPANDED:
+            first, k = int(tree.first_child[node]), int(tree.n_children[node])
+            assert int(tree.N[node]) == 1 + int(tree.N[first:first + k].sum()), node
+            assert (tree.parent[first:first + k] == node).all()
+
+
+class _SlowUniform(UniformEvaluator):
+    """Sleeps a little per call (releasing the GIL) so that threads interleave everywhere."""
+
+    def __init__(self, seed: int = 0):
+        super().__init__()
+        self.rng = random.Random(seed)
+
+    def evaluate(self, states):
+        time.sleep(self.rng.random() * 2e-4)
+        out = super().evaluate(states)
+        return [Evaluation(e.policy, self.rng.uniform(-0.5, 0.5)) for e in out]
+
+
+@pytest.mark.parametrize("threads", [1, 4, 16])
+def test_statistics_invariants_after_search(threads):
+    state = GameState.from_jfen(random_battle_jfen(random.Random(4), 40, 40, 4))
+    with _search(SearchConfig(simulations=1200, threads=threads), _SlowUniform()) as search:
+        result = search.run(state)
+        _check_invariants(search, 1200)
+        assert result.simulations == 1200 and int(result.visits.sum()) == 1199
+        # Layout root, too (the 196th placement switches side and phase).
+        layout = GameState.initial()
+        search.run(layout)
+        _check_invariants(search, 1200)
+
+
+def test_deterministic_mode_repeats_exactly():
+    state = GameState.from_jfen(random_battle_jfen(random.Random(9), 30, 35, 3))
+    runs = []
+    for _ in range(2):
+        config = SearchConfig(simulations=300, threads=1, seed=5, dirichlet_epsilon=0.25)
+        with _search(config, _SlowUniform(seed=1)) as search:
+            r = search.run(state)
+            runs.append((r.visits.tolist(), [str(m) for m in r.moves], r.priors.tolist()))
+    assert runs[0] == runs[1]
+
+
+def test_tree_reuse_keeps_the_subtree_of_the_position_played():
+    state = GameState.from_jfen(random_battle_jfen(random.Random(2), 40, 40, 2))
+    with _search(SearchConfig(simulations=300)) as search:
+        first = search.run(state)
+        move = first.best()
+        child_visits = int(first.visits[[str(m) for m in first.moves].index(str(move))])
+        after = state.apply(move)
+        reply = after.legal_moves()[0]
+        grandchild = after.apply(reply)
+        kept = _subtree_visits(search, grandchild)
+        second = search.run(grandchild)
+        assert int(search.tree.N[0]) == kept + 300
+        assert child_visits >= kept
+        _check_counts_zero(search)
+    assert second.simulations == 300
+
+
+def _subtree_visits(search: Search, state: GameState) -> int:
+    tree = search.tree
+    for node in range(tree.size):
+        if tree.hash[node] == np.uint64(state.hash) and np.array_equal(tree.board[node], state.board):
+            return int(tree.N[node])
+    return 0
+
+
+def _check_counts_zero(search: Search) -> None:
+    assert (search.tree.O[: search.tree.size] == 0).all()
+
+
+def test_terminal_root_is_rejected():
+    lone = GameState.from_jfen("/".join(["W13"] + ["14"] * 13) + " b battle 0 300")
+    with _search(SearchConfig(simulations=10)) as search, pytest.raises(ValueError, match="terminal"):
+        search.run(lone)
