@@ -1,0 +1,63 @@
+"""Layout priors (papers/001 section 4.3, Eq. 10).
+
+``prior.gaussian`` (kind ``layout_prior``): the layout value of a point decays from the centre of the
+board like a 2D normal density (papers/001 Fig. 3). Eq. 10 with the paper's parameters:
+``sigma1 = sigma2 = 2``, ``mu1 = mu2 = 6.5``, ``rho = 0`` over 0-based coordinates
+``x = column, y = row`` in ``[0, 13]``, i.e. centred between g7 and h8. The density is evaluated on
+the legal placements of the position and normalised to sum to 1 (the constant
+``1 / (2 pi sigma1 sigma2 sqrt(1 - rho^2))`` cancels).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from core.board import NUM_POINTS, PHASE_LAYOUT, SIZE
+from core.state import GameState
+from knowledge.registry import register
+
+
+def gaussian_density(sigma: float = 2.0, mu: float = 6.5, rho: float = 0.0) -> np.ndarray:
+    """papers/001 Eq. 10 at every point: ``float64[196]`` indexed by point (``idx = row0 * 14 + col0``),
+    with ``x = col0``, ``y = row0``, ``sigma1 = sigma2 = sigma``, ``mu1 = mu2 = mu``, correlation ``rho``."""
+    if sigma <= 0:
+        raise ValueError(f"prior.gaussian: sigma must be > 0, got {sigma!r}")
+    if not -1.0 < rho < 1.0:
+        raise ValueError(f"prior.gaussian: rho must be in (-1, 1), got {rho!r}")
+    idx = np.arange(NUM_POINTS)
+    x = (idx % SIZE - mu) / sigma
+    y = (idx // SIZE - mu) / sigma
+    q = (x * x - 2.0 * rho * x * y + y * y) / (2.0 * (1.0 - rho * rho))
+    return np.exp(-q) / (2.0 * math.pi * sigma * sigma * math.sqrt(1.0 - rho * rho))
+
+
+class GaussianPrior:
+    """``prior.gaussian``: Eq. 10 restricted to the legal placements and normalised.
+
+    ``prior(state)`` -> ``float32[196]``, 0 on illegal points, summing to 1 over the legal ones
+    (all zero when there is no legal placement, e.g. in the battle).
+    """
+
+    name = "prior.gaussian"
+
+    def __init__(self, sigma: float = 2.0, mu: float = 6.5, rho: float = 0.0):
+        self.sigma, self.mu, self.rho = float(sigma), float(mu), float(rho)
+        self.density = gaussian_density(self.sigma, self.mu, self.rho)
+        self.density.setflags(write=False)
+
+    def prior(self, state: GameState) -> np.ndarray:
+        out = np.zeros(NUM_POINTS, np.float64)
+        if state.phase == PHASE_LAYOUT:
+            legal = state.placements()
+            if legal:
+                out[legal] = self.density[legal]
+                out /= out.sum()
+        return out.astype(np.float32)
+
+
+@register("prior.gaussian", "layout_prior")
+def make_gaussian_prior(sigma: float = 2.0, mu: float = 6.5, rho: float = 0.0) -> GaussianPrior:
+    """papers/001 Eq. 10: 2D Gaussian over legal placements (sigma 2, mu 6.5, rho 0)."""
+    return GaussianPrior(sigma=sigma, mu=mu, rho=rho)

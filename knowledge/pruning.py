@@ -1,0 +1,162 @@
+"""Knowledge-based pruning plugins (JFA section 3.5; kernels and definitions in ``core/pruning.py``).
+
+- ``prune.expansion`` (kind ``expansion_pruner``): keep only the legal paths of the best non-empty
+  JFA Table 1 level (1 Dalian shuttle, 2 square-forming, 3 jump or square-opening, 4 other).
+- ``prune.capture`` (kind ``capture_pruner``): rank the square-victim sets of a square-forming path
+  by the Eq. 9 capture score (read as ``f(player) - 1.5 f(opponent)``, higher better) and keep the
+  high-value ones (one victim) or the top ``top`` (two or more victims).
+- :func:`best_victims`: the capture pruner's best victim set, for agents.
+
+Capture pruning, exactly what is exact and what approximates (``CapturePruner.candidates``):
+
+- **0 victims** (the path forms no square, or the opponent has no stone left to take): one
+  candidate, the empty set, scored exactly.
+- **1 victim**: every opponent stone left is scored exactly by ``capture_score`` of the position
+  after the whole move. ``split="mean"`` (default) keeps the *high-value set*: the victims scoring
+  at least the mean score (never empty: the best one always qualifies). ``split="mid"`` keeps those
+  at least halfway between the worst and the best score; ``split="all"`` keeps everything.
+- **2 victims** (up to C(97, 2) = 4,656 sets): every single victim is scored exactly first (as
+  above); the ``pool`` best singles (default 30, so C(30, 2) = 435 pairs) are paired and every such
+  pair is scored exactly; the ``top`` best pairs (default 20) are kept. The approximation is only
+  the restriction to pairs of good singles: a pair of two individually mediocre victims is never
+  considered. With ``pool >= stones left`` the result is the exact top ``top``.
+- **3-4 victims** (flights only): greedy, exact scores: the best ``pool`` singles, then each set is
+  grown one victim at a time from the ``top`` best sets of the previous size (beam search of width
+  ``top``); the kept sets are scored exactly.
+
+Ties are broken by the victim points (ascending), so results are deterministic.
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+import numpy as np
+
+from core.board import PHASE_LAYOUT, POINT_NAMES
+from core.errors import IllegalMoveError
+from core.movegen import apply_path, find_path
+from core.pruning import best_level_indices, path_levels, victim_set_scores
+from core.state import GameState, PathSet
+from knowledge.registry import register
+
+SPLITS = ("mean", "mid", "all")
+
+
+class ExpansionPruner:
+    """``prune.expansion``: JFA Table 1 branch pruning (papers/000 section 3.5.1).
+
+    ``keep(state, paths)`` returns the ascending indices (``int64[k]``) of the paths at the best
+    (lowest-numbered) non-empty level; ``k >= 1`` whenever ``paths.m >= 1``. In the layout phase
+    (no paths) it keeps everything, i.e. ``arange(paths.m)``.
+    """
+
+    name = "prune.expansion"
+
+    def levels(self, state: GameState, paths: PathSet) -> np.ndarray:
+        """``int8[m]`` Table 1 level of every path (``core.pruning.path_levels``)."""
+        s = state.side
+        return path_levels(state.board, s, state.counts[s], state.counts[1 - s], paths.pts, paths.off,
+                           paths.nsq, paths.jump, paths.m)
+
+    def keep(self, state: GameState, paths: PathSet) -> np.ndarray:
+        if state.phase == PHASE_LAYOUT or paths.m == 0:
+            return np.arange(paths.m, dtype=np.int64)
+        return best_level_indices(self.levels(state, paths))
+
+
+class CapturePruner:
+    """``prune.capture``: square-victim pruning by the Eq. 9 capture score (papers/000 section 3.5.2).
+
+    Options: ``top`` (sets kept for 2+ victims, default 20), ``pool`` (best singles paired for 2+
+    victims, default 30), ``split`` (1-victim high/low split: ``"mean"``, ``"mid"`` or ``"all"``).
+    See the module docstring for what is exact.
+    """
+
+    name = "prune.capture"
+
+    def __init__(self, top: int = 20, pool: int = 30, split: str = "mean"):
+        if int(top) < 1:
+            raise ValueError(f"prune.capture: top must be >= 1, got {top!r}")
+        if int(pool) < 2:
+            raise ValueError(f"prune.capture: pool must be >= 2, got {pool!r}")
+        if split not in SPLITS:
+            raise ValueError(f"prune.capture: split must be one of {', '.join(SPLITS)}, got {split!r}")
+        self.top, self.pool, self.split = int(top), int(pool), split
+
+    def _after_path(self, state: GameState, path: tuple[int, ...], jump: bool):
+        """(board after the path, squares formed, opponent stones left as int16 array)."""
+        if state.phase == PHASE_LAYOUT:
+            raise IllegalMoveError("prune.capture: the layout phase has no captures")
+        ps = state.paths()
+        arr = np.asarray(path, np.int16)
+        i = find_path(ps.pts, ps.off, ps.jump, ps.m, arr, int(bool(jump)))
+        if i < 0:
+            text = ("x" if jump else "-").join(POINT_NAMES[p] for p in path)
+            raise IllegalMoveError(f"prune.capture: {text} is not a legal path here")
+        board = state.board.copy()
+        apply_path(board, state.side, arr, bool(jump), np.empty(0, np.int16))
+        left = np.asarray(state.victims_left(path, bool(jump)), np.int16)
+        return board, int(ps.nsq[i]), left
+
+    def candidates(self, state: GameState, path, jump) -> tuple[list[tuple[int, ...]], np.ndarray]:
+        """Victim sets (ascending tuples of the required size) best first, and their scores
+        (``float64[n]``, descending, higher better for the mover). Never empty."""
+        path = tuple(int(p) for p in path)
+        board, nsq, left = self._after_path(state, path, jump)
+        me = state.side
+        n_me = state.counts[me]
+        n_opp = len(left)
+        k = min(nsq, n_opp)
+        score = lambda sets: victim_set_scores(board, me, n_me, n_opp, state.ruleset.vector, sets)  # noqa: E731
+        if k == 0:
+            return [()], score(np.empty((1, 0), np.int16))
+        singles = score(left.reshape(-1, 1))
+        if k == 1:
+            order = np.lexsort((left, -singles))
+            if self.split == "mean":
+                cut = singles.mean()
+            elif self.split == "mid":
+                cut = 0.5 * (singles.min() + singles.max())
+            else:
+                cut = -np.inf
+            order = [j for j in order if singles[j] >= cut - 1e-9]
+            return [(int(left[j]),) for j in order], singles[order]
+        best = left[np.lexsort((left, -singles))[: self.pool]]
+        beam = [(int(v),) for v in best]
+        for size in range(2, k + 1):
+            if size == 2:
+                sets = [(a[0], b[0]) if a[0] < b[0] else (b[0], a[0]) for a, b in combinations(beam, 2)]
+            else:
+                grown = {tuple(sorted(s + (int(v),))) for s in beam for v in best if int(v) not in s}
+                sets = sorted(grown)
+            arr = np.asarray(sets, np.int16)
+            sc = score(arr)
+            keys = [tuple(s) for s in sets]
+            order = sorted(range(len(sets)), key=lambda j: (-sc[j], keys[j]))[: self.top]
+            beam = [keys[j] for j in order]
+            scores = sc[order]
+        return beam, np.asarray(scores, np.float64)
+
+
+def best_victims(state: GameState, path, jump, pruner: CapturePruner | None = None) -> tuple[int, ...]:
+    """The best victim set (ascending point indices) of a legal ``path`` by the capture pruner's
+    Eq. 9 score; ``()`` when the path captures no square victim. ``pruner`` defaults to
+    ``prune.capture`` with its default options."""
+    sets, _ = (pruner or _DEFAULT_CAPTURE).candidates(state, path, jump)
+    return sets[0]
+
+
+_DEFAULT_CAPTURE = CapturePruner()
+
+
+@register("prune.expansion", "expansion_pruner")
+def make_expansion_pruner() -> ExpansionPruner:
+    """JFA Table 1: keep only the paths of the best non-empty level."""
+    return ExpansionPruner()
+
+
+@register("prune.capture", "capture_pruner")
+def make_capture_pruner(top: int = 20, pool: int = 30, split: str = "mean") -> CapturePruner:
+    """JFA Eq. 7-9 victim pruning: high-value single victims, top-20 pairs."""
+    return CapturePruner(top=top, pool=pool, split=split)

@@ -1,0 +1,407 @@
+"""Tests of the pruning kernels (core/pruning.py) and the pruning plugins (knowledge/pruning.py).
+
+The naive references below take the legal paths from ``GameState.legal_paths`` (strings parsed with
+``parse_move``) and do everything else with plain loops on (column, row) coordinates: squares,
+Table 1 levels, Table 2 scores (Ns, Ne, Destroyable) and Eq. 7-9. They use none of the pruning
+kernels and none of the board tables.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from itertools import combinations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from core.board import NUM_POINTS, PHASE_BATTLE, POINT_NAMES
+from core.jfen import format_jfen
+from core.notation import Move, parse_move
+from core.pruning import (
+    action_scores,
+    best_level_indices,
+    can_form_square,
+    capture_score,
+    path_levels,
+    potential,
+    victim_set_scores,
+)
+from core.rules import Ruleset
+from core.shapes import dalians, find_dalians
+from core.state import GameState
+from knowledge.pruning import CapturePruner, ExpansionPruner, best_victims
+from knowledge.registry import REGISTRY
+from tests.strategies import battle_boards, played_positions, rulesets
+
+N = 14
+TABLE2 = {  # (Ns >= 1, Ne >= 2, destroyable) -> score, JFA Table 2
+    (False, False, True): 2.0, (True, False, True): 4.5, (False, False, False): 2.5, (True, False, False): 9.5,
+    (False, True, True): 3.0, (True, True, True): 4.5, (False, True, False): 4.0, (True, True, False): 9.5,
+}
+
+
+def pt(c: int, r: int) -> int:
+    return r * N + c
+
+
+def cr(p: int) -> tuple[int, int]:
+    return p % N, p // N
+
+
+# ============================================================================ naive references
+def ref_squares_containing(board, p: int, stone: int) -> int:
+    """Cells containing point p whose 4 corners all hold ``stone``."""
+    c, r = cr(p)
+    n = 0
+    for c0 in (c - 1, c):
+        for r0 in (r - 1, r):
+            if 0 <= c0 < N - 1 and 0 <= r0 < N - 1:
+                if all(board[pt(c0 + dc, r0 + dr)] == stone for dc in (0, 1) for dr in (0, 1)):
+                    n += 1
+    return n
+
+
+def relaxed(ruleset: Ruleset) -> Ruleset:
+    """The same move rules with no stone-count loss and no ply cap (a fresh model, so that the cached
+    ``vector`` is rebuilt)."""
+    return Ruleset(**{**ruleset.model_dump(), "loss_below": 1, "max_battle_plies": 1000})
+
+
+def ref_paths(board, side: int, counts, ruleset: Ruleset):
+    """[(path points, jump)] of ``side`` as if to move with ``counts`` (White, Black), from
+    GameState.legal_paths (no terminal check: loss_below=1, battle ply 0)."""
+    rs = relaxed(ruleset)
+    # A count of 0 would end the game (rule book 3.4); 1 moves the same (both fly, both <= 14).
+    counts = tuple(max(int(c), 1) for c in counts)
+    s = GameState(board, side, PHASE_BATTLE, 0, NUM_POINTS, rs, counts=counts)
+    out = []
+    for text in s.legal_paths():
+        mv = parse_move(text)
+        out.append((mv.path, mv.jump))
+    return out
+
+
+def after_path(board, side: int, path, jump: bool) -> np.ndarray:
+    b = np.array(board, np.int8)
+    b[path[0]] = 0
+    if jump:
+        for a, c in zip(path, path[1:]):
+            b[(a + c) // 2] = 0
+    b[path[-1]] = side + 1
+    return b
+
+
+def ref_level(board, side: int, path, jump: bool) -> int:
+    me = side + 1
+    in_sq = ref_squares_containing(board, path[0], me) > 0
+    formed = ref_squares_containing(after_path(board, side, path, jump), path[-1], me) > 0
+    if formed:
+        return 1 if (not jump and in_sq) else 2
+    if jump or in_sq:
+        return 3
+    return 4
+
+
+def ref_opponent_can_form(board_after, opp_side: int, n_opp_after: int, n_me: int, ruleset: Ruleset) -> bool:
+    """The opponent (to move in the position after the path) has a square-forming legal path."""
+    if n_opp_after <= 0 or n_opp_after < ruleset.loss_below:
+        return False
+    counts = (n_opp_after, n_me) if opp_side == 0 else (n_me, n_opp_after)
+    for path, jump in ref_paths(board_after, opp_side, counts, ruleset):
+        b = after_path(board_after, opp_side, path, jump)
+        if ref_squares_containing(b, path[-1], opp_side + 1) > 0:
+            return True
+    return False
+
+
+def ref_action_scores(board, side: int, n_own: int, n_opp: int, ruleset: Ruleset) -> np.ndarray:
+    """JFA Eq. 7 with Table 2, by plain loops (see core/pruning.py for the definitions)."""
+    me = side + 1
+    counts = (n_own, n_opp) if side == 0 else (n_opp, n_own)
+    out = np.zeros(NUM_POINTS)
+    for path, jump in ref_paths(board, side, counts, ruleset):
+        b = after_path(board, side, path, jump)
+        ne = ref_squares_containing(b, path[-1], me)
+        if ne == 0:
+            continue
+        ns = ref_squares_containing(board, path[0], me)
+        hops = len(path) - 1 if jump else 0
+        left = n_opp - hops
+        destroy = ref_opponent_can_form(b, 1 - side, left - min(ne, left), n_own, ruleset)
+        out[path[-1]] = max(out[path[-1]], TABLE2[(ns >= 1, ne >= 2, destroy)])
+    return out
+
+
+def kernel_levels(state: GameState) -> dict[str, int]:
+    ps = state.paths()
+    s = state.side
+    lv = path_levels(state.board, s, state.counts[s], state.counts[1 - s], ps.pts, ps.off, ps.nsq, ps.jump, ps.m)
+    return {ps.path_str(i): int(lv[i]) for i in range(ps.m)}
+
+
+def with_loss_below_1(text: str, ruleset: Ruleset) -> GameState:
+    return GameState.from_jfen(text, relaxed(ruleset))
+
+
+# ============================================================================ differential tests
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+@SETTINGS
+@given(st.one_of(battle_boards(), played_positions()), rulesets())
+def test_path_levels_match_reference(text, ruleset):
+    s = with_loss_below_1(text, ruleset)
+    got = kernel_levels(s)
+    for pstr, level in got.items():
+        mv = parse_move(pstr)
+        assert level == ref_level(s.board, s.side, mv.path, mv.jump), pstr
+
+
+@SETTINGS
+@given(st.one_of(battle_boards(), played_positions()), rulesets(), st.integers(0, 1))
+def test_action_scores_match_reference(text, ruleset, side):
+    s = GameState.from_jfen(text, ruleset)
+    n_own, n_opp = s.counts[side], s.counts[1 - side]
+    got = action_scores(s.board, side, n_own, n_opp, ruleset.vector)
+    want = ref_action_scores(s.board, side, n_own, n_opp, ruleset)
+    assert got.dtype == np.float64 and got.shape == (NUM_POINTS,)
+    np.testing.assert_array_equal(got, want)
+    assert potential(s.board, side, n_own, n_opp, ruleset.vector) == pytest.approx(want.sum())
+
+
+@SETTINGS
+@given(st.one_of(battle_boards(), played_positions()), rulesets(), st.integers(0, 1))
+def test_can_form_square_matches_reference(text, ruleset, side):
+    s = GameState.from_jfen(text, relaxed(ruleset))
+    n_own, n_opp = s.counts[side], s.counts[1 - side]
+    if n_own == 0:
+        return
+    counts = (n_own, n_opp) if side == 0 else (n_opp, n_own)
+    want = any(
+        ref_squares_containing(after_path(s.board, side, p, j), p[-1], side + 1) > 0
+        for p, j in ref_paths(s.board, side, counts, ruleset)
+    )
+    assert can_form_square(s.board, side, n_own, n_opp, ruleset.vector) == want
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@given(played_positions(), st.integers(0, 2**31))
+def test_capture_scores_are_eq9_of_the_position_after(text, seed):
+    """victim_set_scores == capture_score of the board after the whole move == f(p) - 1.5 f(o)."""
+    s = GameState.from_jfen(text)
+    ps = s.paths()
+    rng = random.Random(seed)
+    idx = [i for i in range(ps.m) if ps.nsq[i] > 0]
+    if not idx:
+        return
+    i = rng.choice(idx)
+    path, jump = ps.path(i), bool(ps.jump[i])
+    left = s.victims_left(path, jump)
+    k = min(int(ps.nsq[i]), len(left))
+    victims = tuple(sorted(rng.sample(left, k)))
+    me, rules = s.side, s.ruleset.vector
+    b_path = after_path(s.board, me, path, jump)
+    got = victim_set_scores(b_path, me, s.counts[me], len(left), rules, np.array([victims], np.int16).reshape(1, k))
+    child = b_path.copy()
+    child[list(victims)] = 0
+    n_opp = len(left) - k
+    direct = capture_score(child, me, s.counts[me], n_opp, rules)
+    f_me = ref_action_scores(child, me, s.counts[me], n_opp, s.ruleset).sum()
+    f_op = ref_action_scores(child, 1 - me, n_opp, s.counts[me], s.ruleset).sum()
+    assert got[0] == pytest.approx(direct)
+    assert direct == pytest.approx(f_me - 1.5 * f_op)
+
+
+# ============================================================================ hand-built positions
+def board_from(white, black) -> np.ndarray:
+    b = np.zeros(NUM_POINTS, np.int8)
+    for c, r in white:
+        b[pt(c, r)] = 1
+    for c, r in black:
+        b[pt(c, r)] = 2
+    return b
+
+
+# Filler stones far from the action, no squares, no jumps, so both sides have > 14 stones.
+WHITE_FILL = [(c, 12) for c in range(0, 14, 2)] + [(c, 10) for c in range(1, 14, 2)]
+BLACK_FILL = [(c, 0) for c in range(0, 14, 2)] + [(c, 0) for c in range(9, 14, 2)] + [(c, 13) for c in range(1, 14, 2)]
+
+
+def state_of(white, black, side=0, ruleset: Ruleset | None = None) -> GameState:
+    b = board_from(list(white) + WHITE_FILL, list(black) + BLACK_FILL)
+    return GameState.from_jfen(format_jfen(b, side, PHASE_BATTLE, 0, NUM_POINTS), ruleset or Ruleset())
+
+
+def levels_by_name(s: GameState) -> dict[str, int]:
+    return kernel_levels(s)
+
+
+# Flat Dalian (rule book section 5): square on cell c3 (c3 d3 c4 d4), square c5-d6 missing c5:
+# c4 -> c5 re-forms the upper square.
+DALIAN_WHITE = [(2, 2), (3, 2), (2, 3), (3, 3), (3, 4), (2, 5), (3, 5)]
+
+
+def test_dalian_shuttle_is_level_1_and_expansion_keeps_only_level_1():
+    s = state_of(DALIAN_WHITE, [])
+    assert ("c4", "c5", "flat") in dalians(s)
+    lv = levels_by_name(s)
+    assert lv["c4-c5"] == 1
+    ps = s.paths()
+    keep = REGISTRY.create("prune.expansion").keep(s, ps)
+    assert keep.dtype == np.int64 and len(keep) >= 1
+    kept = {ps.path_str(int(i)) for i in keep}
+    assert "c4-c5" in kept
+    assert all(lv[p] == 1 for p in kept)
+    assert kept == {p for p, v in lv.items() if v == 1}
+    # The Dalian pairs of the kernel are exactly the level-1 steps.
+    stones, empties, _ = find_dalians(s.board, 0)
+    assert {f"{POINT_NAMES[a]}-{POINT_NAMES[b]}" for a, b in zip(stones, empties)} == kept
+
+
+def test_square_forming_step_is_level_2():
+    # c3 d3 c4 white, e4 steps to d4 and forms the square on cell c3; e4 is in no square.
+    s = state_of([(2, 2), (3, 2), (2, 3), (4, 3)], [])
+    lv = levels_by_name(s)
+    assert lv["e4-d4"] == 2
+    ps = s.paths()
+    kept = {ps.path_str(int(i)) for i in ExpansionPruner().keep(s, ps)}
+    assert kept == {"e4-d4"}
+    # Table 2: Ns = 0, Ne = 1, Black has no square-forming move -> 2.5 at d4.
+    a = action_scores(s.board, 0, s.counts[0], s.counts[1], s.ruleset.vector)
+    assert a[pt(3, 3)] == 2.5 and a.sum() == 2.5
+
+
+def test_destroyable_when_the_opponent_can_form_a_square():
+    # As above, plus a black hole: j9 k9 j10 black, k10 empty, l10 black steps into it.
+    black = [(9, 8), (10, 8), (9, 9), (11, 9)]
+    s = state_of([(2, 2), (3, 2), (2, 3), (4, 3)], black)
+    a = action_scores(s.board, 0, s.counts[0], s.counts[1], s.ruleset.vector)
+    assert a[pt(3, 3)] == 2.0  # Ns = 0, Ne = 1, destroyable
+    assert can_form_square(s.board, 1, s.counts[1], s.counts[0], s.ruleset.vector)
+
+
+def test_dalian_scores_9_5_when_safe():
+    s = state_of(DALIAN_WHITE, [])
+    a = action_scores(s.board, 0, s.counts[0], s.counts[1], s.ruleset.vector)
+    assert a[pt(2, 4)] == 9.5  # Ns = 1 (c4 is in square c3), Ne = 1, not destroyable
+
+
+def test_double_square_scores():
+    # Two squares formed at once by d4 <- e4: cells c3 and c4 (c3 d3 c4 c5 d5), Ns = 0, Ne = 2.
+    s = state_of([(2, 2), (3, 2), (2, 3), (2, 4), (3, 4), (4, 3)], [])
+    lv = levels_by_name(s)
+    assert lv["e4-d4"] == 2
+    a = action_scores(s.board, 0, s.counts[0], s.counts[1], s.ruleset.vector)
+    assert a[pt(3, 3)] == 4.0
+
+
+def test_jump_is_level_3_and_expansion_keeps_the_jumps():
+    s = state_of([(6, 6)], [(6, 7)])
+    lv = levels_by_name(s)
+    assert lv["g7xg9"] == 3
+    assert lv["g7-f7"] == 4
+    ps = s.paths()
+    kept = {ps.path_str(int(i)) for i in ExpansionPruner().keep(s, ps)}
+    assert kept == {p for p, v in lv.items() if v == 3}
+    assert "g7xg9" in kept
+
+
+def test_opening_a_square_is_level_3():
+    s = state_of([(2, 2), (3, 2), (2, 3), (3, 3)], [])
+    lv = levels_by_name(s)
+    assert lv["c3-b3"] == 3 and lv["d4-e4"] == 3
+
+
+def test_flight_leaving_a_square_and_forming_another_is_level_1():
+    white = [(2, 2), (3, 2), (2, 3), (3, 3), (8, 8), (9, 8), (8, 9)]
+    b = board_from(white, [(c, 0) for c in range(14)] + [(c, 13) for c in range(0, 14, 2)])
+    s = GameState.from_jfen(format_jfen(b, 0, PHASE_BATTLE, 0, NUM_POINTS))
+    assert s.flying(0)
+    lv = levels_by_name(s)
+    assert lv["c3-j10"] == 1  # leaves square c3, forms square i9
+    assert lv["c3-b3"] == 3
+
+
+def test_best_level_indices():
+    assert best_level_indices(np.array([3, 2, 4, 2], np.int8)).tolist() == [1, 3]
+    assert best_level_indices(np.empty(0, np.int8)).tolist() == []
+
+
+def test_expansion_keeps_everything_in_layout():
+    s = GameState.initial()
+    ps = s.paths()
+    assert ExpansionPruner().keep(s, ps).tolist() == list(range(ps.m))
+
+
+# ============================================================================ capture pruner
+def test_capture_pruner_one_victim_high_set():
+    s = state_of([(2, 2), (3, 2), (2, 3), (4, 3)], [(9, 8), (10, 8), (9, 9), (11, 9)])
+    cp = CapturePruner()
+    sets, scores = cp.candidates(s, (pt(4, 3), pt(3, 3)), False)
+    left = s.victims_left((pt(4, 3), pt(3, 3)), False)
+    assert all(len(v) == 1 and v[0] in left for v in sets)
+    assert np.all(np.diff(scores) <= 0)
+    all_sets, all_scores = CapturePruner(split="all").candidates(s, (pt(4, 3), pt(3, 3)), False)
+    assert len(all_sets) == len(left)
+    assert len(sets) < len(all_sets)
+    assert np.all(scores >= all_scores.mean() - 1e-9)
+    # Taking a stone of Black's hole (so Black can no longer form a square) is the best single.
+    assert sets[0][0] in {pt(9, 8), pt(10, 8), pt(9, 9), pt(11, 9)}
+    assert best_victims(s, (pt(4, 3), pt(3, 3)), False) == sets[0]
+
+
+def test_capture_pruner_two_victims_top_20_exact_with_full_pool():
+    s = state_of([(2, 2), (3, 2), (2, 3), (2, 4), (3, 4), (4, 3)], [(9, 8), (10, 8), (9, 9), (11, 9)])
+    path = (pt(4, 3), pt(3, 3))
+    left = s.victims_left(path, False)
+    sets, scores = CapturePruner(top=20, pool=len(left)).candidates(s, path, False)
+    assert len(sets) == 20 and all(len(v) == 2 and v[0] < v[1] for v in sets)
+    assert np.all(np.diff(scores) <= 0)
+    # exact: brute force over all C(n, 2) pairs
+    b_path = after_path(s.board, 0, path, False)
+    pairs = np.array(list(combinations(left, 2)), np.int16)
+    brute = victim_set_scores(b_path, 0, s.counts[0], len(left), s.ruleset.vector, pairs)
+    assert scores[0] == pytest.approx(brute.max())
+    assert scores[-1] == pytest.approx(np.sort(brute)[::-1][19])
+    # the default pool (30 best singles) is an approximation but returns legal pairs, best first
+    sets30, scores30 = CapturePruner().candidates(s, path, False)
+    assert len(sets30) == 20 and scores30[0] <= scores[0] + 1e-9
+
+
+def test_capture_pruner_no_square_gives_the_empty_set():
+    s = state_of([(6, 6)], [(6, 7)])
+    sets, scores = CapturePruner().candidates(s, (pt(6, 6), pt(6, 8)), True)
+    assert sets == [()] and scores.shape == (1,) and math.isfinite(scores[0])
+    assert best_victims(s, (pt(6, 6), pt(6, 8)), True) == ()
+
+
+def test_capture_pruner_rejects_illegal_paths_and_options():
+    s = state_of([(6, 6)], [(6, 7)])
+    with pytest.raises(ValueError, match="not a legal path"):
+        CapturePruner().candidates(s, (pt(6, 6), pt(8, 8)), False)
+    with pytest.raises(ValueError, match="layout"):
+        CapturePruner().candidates(GameState.initial(), (90,), False)
+    with pytest.raises(ValueError, match="split"):
+        CapturePruner(split="median")
+    with pytest.raises(ValueError, match="top"):
+        REGISTRY.create("prune.capture:top=0")
+
+
+def test_capture_pruner_flight_forming_four_squares():
+    # White flies (7 stones + the 8 around f6); a flight into f6 forms 4 squares: 4 victims.
+    ring = [(4, 4), (5, 4), (6, 4), (4, 5), (6, 5), (4, 6), (5, 6), (6, 6)]
+    white = ring + [(12, 12), (10, 12)]
+    black = [(c, 0) for c in range(0, 14, 2)] + [(13, 9), (13, 11)]
+    b = board_from(white, black)
+    s = GameState.from_jfen(format_jfen(b, 0, PHASE_BATTLE, 0, NUM_POINTS))
+    assert s.flying(0)
+    path = (pt(12, 12), pt(5, 5))
+    assert s.legal_paths()["m13-f6"] == 4
+    sets, scores = CapturePruner(top=5, pool=6).candidates(s, path, False)
+    assert 1 <= len(sets) <= 5 and all(len(v) == 4 and list(v) == sorted(v) for v in sets)
+    assert np.all(np.diff(scores) <= 0)
+    for v in sets:
+        s.check_move(Move(path, False, v))
