@@ -55,7 +55,10 @@ class SearchConfig(BaseModel):
 
     ``simulations`` per move; ``threads`` workers; ``c_puct`` exploration constant; ``formula``
     ``"puct"`` (default, standard PUCT with unobserved counts) or ``"printed"`` (JFA Eq. 1 as printed);
-    ``fpu_reduction``; root Dirichlet noise ``dirichlet_alpha``/``dirichlet_epsilon`` (0 = off; self-play
+    ``fpu_reduction`` (an unvisited child's Q is the parent's mean value minus this; ``None`` means 0.2
+    for ``puct`` and 0 for ``printed``: the printed form multiplies Q by the decaying exploration factor,
+    so an unvisited child with a negative Q would score below every visited one and never be tried);
+    root Dirichlet noise ``dirichlet_alpha``/``dirichlet_epsilon`` (0 = off; self-play
     uses 0.25); ``expansion_pruner``/``capture_pruner`` plugin names or ``None``; ``max_nodes`` tree
     capacity; ``reuse_tree`` between moves; ``seed`` for noise and move sampling.
     """
@@ -66,7 +69,7 @@ class SearchConfig(BaseModel):
     threads: int = Field(1, ge=1, le=256)
     c_puct: float = Field(1.5, gt=0)
     formula: Literal["puct", "printed"] = "puct"
-    fpu_reduction: float = 0.2
+    fpu_reduction: float | None = None
     dirichlet_alpha: float = Field(0.3, gt=0)
     dirichlet_epsilon: float = Field(0.0, ge=0, le=1)
     expansion_pruner: str | None = "prune.expansion"
@@ -135,6 +138,7 @@ class Search:
         self.expansion_pruner = REGISTRY.create(cfg.expansion_pruner, "expansion_pruner") if cfg.expansion_pruner else None
         self.capture_pruner = REGISTRY.create(cfg.capture_pruner, "capture_pruner") if cfg.capture_pruner else None
         self.formula = FORMULA_PUCT if cfg.formula == "puct" else FORMULA_PRINTED
+        self.fpu_reduction = cfg.fpu_reduction if cfg.fpu_reduction is not None else (0.2 if cfg.formula == "puct" else 0.0)
         self.rng = np.random.default_rng(cfg.seed)
         self.tree: Tree | None = None
         self._root_state: GameState | None = None
@@ -158,13 +162,11 @@ class Search:
     # ------------------------------------------------------------------ public API
     def run(self, state: GameState, simulations: int | None = None) -> SearchResult:
         """Search ``state`` (non-terminal) for ``simulations`` (default: the config's) and return the
-        root statistics. Reuses the subtree kept by :meth:`advance` when it matches ``state``."""
+        root statistics. Reuses the subtree of ``state`` when it is already in the tree (tree reuse)."""
         if state.is_terminal():
             raise ValueError("search: the position is terminal")
         sims = self.config.simulations if simulations is None else simulations
-        if not (self.config.reuse_tree and self.tree is not None and self._root_state is not None
-                and self._root_state.hash == state.hash and self._root_state.to_jfen() == state.to_jfen()):
-            self._new_tree(state)
+        self._reuse_or_new(state)
         self._root_state = state
         tree = self.tree
         start_n = int(tree.N[0])
@@ -179,25 +181,21 @@ class Search:
                 f.result()
         return self._result(int(tree.N[0]) - start_n, time.perf_counter() - t0)
 
-    def advance(self, move: Move) -> None:
-        """Keep the subtree below ``move`` for the next search (tree reuse); forget the tree if the
-        move was not expanded at the root."""
+    def _reuse_or_new(self, state: GameState) -> None:
+        """Keep the tree if ``state`` is its root, a child or a grandchild of it (the position after
+        our move and the opponent's reply); otherwise start a new tree."""
         tree = self.tree
-        if tree is None or not self.config.reuse_tree or tree.flag[0] != EXPANDED:
-            self.tree = None
-            return
-        first, n = int(tree.first_child[0]), int(tree.n_children[0])
-        for c in range(first, first + n):
-            if self._move_of(c) == move:
-                self.tree = _subtree(tree, c)
-                self._root_state = self._root_state._play(move) if self._root_state is not None else None
-                if self._root_state is not None:
-                    self._root_state = GameState(
-                        self._root_state.board, self._root_state.side, self._root_state.phase,
-                        self._root_state.quiet, self._root_state.ply, self._root_state.ruleset,
-                        self._root_state.history, move, self._root_state.counts)
-                return
-        self.tree = None
+        if self.config.reuse_tree and tree is not None:
+            frontier = [0]
+            for _ in range(3):
+                for n in frontier:
+                    if tree.hash[n] == np.uint64(state.hash) and _same_position(tree, n, state):
+                        if n != 0:
+                            self.tree = _subtree(tree, n)
+                        return
+                frontier = [c for n in frontier if tree.flag[n] == EXPANDED
+                            for c in range(int(tree.first_child[n]), int(tree.first_child[n] + tree.n_children[n]))]
+        self._new_tree(state)
 
     # ------------------------------------------------------------------ simulations
     def _claim(self) -> bool:
@@ -253,7 +251,7 @@ class Search:
             q_parent = 0.0
         return int(select_child(tree.N, tree.O, tree.W, tree.P, tree.first_child[node], tree.n_children[node],
                                 float(n_visits + tree.O[node]), self.config.c_puct,
-                                q_parent - self.config.fpu_reduction, self.formula))
+                                q_parent - self.fpu_reduction, self.formula))
 
     def _backup(self, tree: Tree, path: list[int], value: float, leaf_side: int) -> None:
         """Complete update (JFA Eq. 3-5): ``value`` is for ``leaf_side``; each node's ``W`` is kept from
@@ -401,6 +399,11 @@ class Search:
         value = float(np.nansum(q * visits) / total) if total else 0.0
         return SearchResult([self._move_of(int(c)) for c in idx], visits, q, tree.P[idx].copy(),
                             tree.action[idx].copy(), value, simulations, seconds)
+
+
+def _same_position(tree: Tree, node: int, state: GameState) -> bool:
+    return (int(tree.side[node]) == state.side and int(tree.phase[node]) == state.phase
+            and int(tree.ply[node]) == state.ply and np.array_equal(tree.board[node], state.board))
 
 
 class _Children(NamedTuple):

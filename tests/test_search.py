@@ -29,9 +29,9 @@ ROW14 = [f"{c}14" for c in "abcdefghijklmn"]
 # White: three corners of cell a1 (a1, b1, a2) and c2 next to the empty corner b2; 14 more on row 14.
 # Black has 4 stones: the square capture c2-b2 leaves it 3 < loss_below = 4, so White wins at once.
 SQUARE_WIN = _jfen(["a1", "b1", "a2", "c2"] + ROW14, ["k5", "k7", "m5", "m9"])
-# A Dalian (rule book 5): b2 is a corner of White's square a1-b1-a2-b2, and stepping b2-c2 forms the
-# square c1-d1-c2-d2; the capture leaves Black 3 < 4 stones. The shuttle b2-c2 is the only winner.
-DALIAN_WIN = _jfen(["a1", "b1", "a2", "b2", "c1", "d1", "d2"] + ROW14, ["k5", "k7", "m5", "m9"])
+# A diagonal Dalian (rule book 5): b2 is a corner of White's square a1-b1-a2-b2, and stepping b2-c2
+# forms the square c2-d2-c3-d3; the capture leaves Black 3 < 4 stones. Only the shuttle b2-c2 wins.
+DALIAN_WIN = _jfen(["a1", "b1", "a2", "b2", "d2", "c3", "d3"] + ROW14, ["k5", "k7", "m5", "m9"])
 
 
 def _search(config: SearchConfig, evaluator=None) -> Search:
@@ -48,8 +48,10 @@ def test_finds_the_square_capture_that_ends_the_game(prune, formula):
                           capture_pruner="prune.capture" if prune else None, formula=formula)
     with _search(config) as search:
         result = search.run(state)
-    assert result.best().path_str() == "c2-b2"
-    assert result.value > 0.5
+    best = result.best()
+    assert best.path_str() == "c2-b2"
+    assert result.q[result.moves.index(best)] == 1.0  # every visit of the winning move ends the game
+    assert result.value > 0
 
 
 def test_finds_the_dalian_shuttle_win():
