@@ -231,5 +231,114 @@ def bench_rules(
         typer.echo(json.dumps(result))
 
 
+
+# ----------------------------------------------------------------------------- matches (train/)
+ImportOption = Annotated[
+    Optional[list[str]],
+    typer.Option("--import", help="Import MODULE first (repeatable); it may register extra agents."),
+]
+
+
+def _agent_errors(fn):
+    """``cli_errors`` plus unknown agent names (``KeyError`` from the registry) as status 2."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except KeyError as exc:
+            fail(exc.args[0] if exc.args else str(exc))
+        except ModuleNotFoundError as exc:
+            fail(f"cannot import module {exc.name!r} ({exc})")
+
+    return cli_errors(wrapper)
+
+
+@app.command()
+@_agent_errors
+def arena(
+    agent_a: Annotated[str, typer.Argument(metavar="A", help="Agent spec, e.g. greedy, minimax:depth=2, slm+expert.")],
+    agent_b: Annotated[str, typer.Argument(metavar="B", help="Agent spec of the opponent.")],
+    games: Annotated[int, typer.Option("--games", "-n", help="Games (even: pairs with colours swapped).")] = 20,
+    workers: Annotated[int, typer.Option(min=0, help="Worker processes (0: play in this process).")] = 1,
+    seed: Annotated[int, typer.Option(help="Base seed; pair k uses seed + k.")] = 0,
+    out: Annotated[
+        Optional[Path], typer.Option(help="Run directory (resumed if it exists). Default: runs/arena/A__vs__B.")
+    ] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the summary as one JSON object.")] = False,
+    imports: ImportOption = None,
+    rule: RuleOption = None,
+):
+    """Colour-balanced match A vs B: win rate with SE and 95% CI, Elo, decision times; resumable."""
+    from rich.console import Console
+
+    from train.arena import run_arena, summary_table
+    from train.tournament import pair_dir_name
+
+    ruleset = ruleset_from(rule)
+    out_dir = out if out is not None else Path("runs") / "arena" / pair_dir_name(agent_a, agent_b)
+    summary = run_arena(agent_a, agent_b, games, workers=workers, seed=seed, out_dir=out_dir, ruleset=ruleset,
+                        progress=not json_out, imports=imports or ())
+    if json_out:
+        typer.echo(json.dumps({**summary.data, "out_dir": str(out_dir)}))
+    else:
+        Console().print(summary_table(summary.data))
+        typer.echo(f"records and summary.json in {out_dir}")
+
+
+@app.command()
+@_agent_errors
+def tournament(
+    agents: Annotated[list[str], typer.Argument(metavar="AGENT...", help="At least two agent specs.")],
+    games: Annotated[int, typer.Option("--games", "-n", help="Games per pair (even).")] = 20,
+    workers: Annotated[int, typer.Option(min=0, help="Worker processes shared by all pairs (0: in this process).")] = 1,
+    seed: Annotated[int, typer.Option(help="Base seed of every pair.")] = 0,
+    out: Annotated[Path, typer.Option(help="Run directory (resumed if it exists).")] = Path("runs/tournament"),
+    anchor: Annotated[Optional[str], typer.Option(help="Agent held at Elo 0 (default: mean 0).")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the result as one JSON object.")] = False,
+    imports: ImportOption = None,
+    rule: RuleOption = None,
+):
+    """Round robin: an arena per pair, payoff matrix and Bradley-Terry Elo with 95% CIs (JSON + Markdown)."""
+    from rich.console import Console
+
+    from train.tournament import RESULT_FILE, TABLE_FILE, rich_tables, run_tournament
+
+    result = run_tournament(agents, games, workers=workers, seed=seed, out_dir=out, ruleset=ruleset_from(rule),
+                            progress=not json_out, imports=imports or (), anchor=anchor)
+    if json_out:
+        typer.echo(json.dumps(result.data))
+    else:
+        console = Console()
+        for table in rich_tables(result.data):
+            console.print(table)
+        typer.echo(f"wrote {out / RESULT_FILE} and {out / TABLE_FILE}")
+
+
+@app.command()
+@_agent_errors
+def play(
+    agent: Annotated[str, typer.Option(help="The opponent's agent spec.")] = "greedy",
+    human: Annotated[str, typer.Option(help="Your colour: w (White, places first) or b.")] = "w",
+    seed: Annotated[int, typer.Option(help="The agent's seed.")] = 0,
+    record: Annotated[Optional[Path], typer.Option(help="Write the JSON record here at the end or on quit.")] = None,
+    imports: ImportOption = None,
+    rule: RuleOption = None,
+):
+    """Play against an agent in the terminal (type moves in notation; moves, undo, save [FILE], quit)."""
+    import importlib
+
+    from train.arena import check_agent_spec
+    from train.play import play as play_game
+
+    for module in imports or ():
+        importlib.import_module(module)
+    ruleset = ruleset_from(rule)
+    if human not in ("w", "b"):
+        fail(f"--human {human!r}: expected w or b")
+    check_agent_spec(agent, "--agent")
+    play_game(agent, human, seed, ruleset, record)
+
+
 if __name__ == "__main__":
     app()

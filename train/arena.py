@@ -1,0 +1,661 @@
+"""Arena: a colour-balanced match between two agents given by spec strings, in parallel, resumable.
+
+``run_arena("greedy", "random", games=100, workers=4, seed=0, out_dir="runs/g-vs-r")`` plays
+``games`` games (an even number) as ``games / 2`` *pairs*. Game ``i`` belongs to pair ``k = i // 2``;
+both games of a pair share the game seed ``seed + k``; agent A plays White in game ``2k`` and Black
+in game ``2k + 1``. From the game seed each agent gets its own seed (:func:`game_seeds`), so a game
+is reproducible from ``(specs, ruleset, seed, index)`` alone, whatever the number of workers.
+
+Agents are built by spec in the process that plays the game (``knowledge.agents.make_agent``, which
+understands ``NAME[:k=v,...]`` and ``LAYOUT+BATTLE``), fresh for every game. ``workers >= 1`` plays
+in that many worker processes (``concurrent.futures.ProcessPoolExecutor`` with the ``spawn`` start
+method, safe with Numba's threads); ``workers = 0`` plays in the calling process (debugging, tests).
+
+Run directory (``out_dir``), every file written atomically (temporary file + ``os.replace``)::
+
+    arena.json          the match identity: {"format": "jiu-arena", "version": 1, "a", "b", "seed",
+                        "ruleset": {...}, "games": <last requested count>}
+    games/0000.json     one JSON game record per finished game (core.records format), see below
+    summary.json        statistics of the finished games (keys in :func:`summarize_records`)
+
+Each game record has ``white``/``black`` = the spec strings, the result and end reason from the
+engine (or ``reason="illegal-move"`` when an agent returned an illegal move: it forfeits), one
+``search`` entry per move ``{"side": "w"|"b", "phase": "layout"|"battle", "time": seconds}`` (the
+agent's ``last_think_time``; ``wall`` is added when the agent does not report it, plus the
+agent's optional ``last_search`` dict), and ``metadata`` ``{"arena": {"a", "b", "seed"},
+"game_index", "pair", "game_seed", "a_colour": "w"|"b", "seeds": {"white", "black"},
+"duration_seconds"}``.
+
+Resume: rerunning with the same ``out_dir`` checks that ``arena.json`` names the same specs, seed
+and ruleset (else ``ArenaError`` naming the field) and plays only the games without a record; a game
+interrupted by a kill has no record (writes are atomic) and is played again from its seed, so no game
+is duplicated. ``games`` may grow between runs (the match is extended); the summary covers the games
+with index below the requested count.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import multiprocessing
+import os
+import random
+import tempfile
+import time
+from collections import Counter
+from concurrent.futures import FIRST_COMPLETED, Executor, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from core.errors import IllegalMoveError, JiuError, NotationError
+from core.rules import DEFAULT_RULESET, Ruleset
+from train.stats import json_safe, percentile, win_rate
+
+ARENA_FORMAT = "jiu-arena"
+SUMMARY_FORMAT = "jiu-arena-summary"
+VERSION = 1
+CONFIG_FILE = "arena.json"
+SUMMARY_FILE = "summary.json"
+GAMES_DIR = "games"
+PHASES = ("layout", "battle")
+LAYOUT_PLIES = 196
+
+
+class ArenaError(JiuError):
+    """Bad arena input (agent spec, game count, run directory) or a failed run; the message names
+    the field or the game and what to do."""
+
+
+# ============================================================================ small I/O helpers
+def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` atomically: a temporary file in the same directory,
+    flushed and fsync-ed, then ``os.replace``. An existing file is never left half-written."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_json(path: str | os.PathLike, data: Any) -> None:
+    """``data`` as indented JSON (non-finite floats become ``null``), written atomically."""
+    atomic_write_text(path, json.dumps(json_safe(data), indent=1, ensure_ascii=False, allow_nan=False) + "\n")
+
+
+def record_path(out_dir: str | os.PathLike, index: int) -> Path:
+    """``out_dir/games/NNNN.json`` of game ``index`` (0-based, at least 4 digits)."""
+    return Path(out_dir) / GAMES_DIR / f"{index:04d}.json"
+
+
+# ============================================================================ agents
+def build_agent(spec: str, seed: int = 0):
+    """An agent from a spec string (``NAME[:k=v,...]`` or ``LAYOUT+BATTLE``) seeded with ``seed``,
+    through ``knowledge.agents.make_agent``. Raises ``KeyError`` (unknown name, listing the
+    available agents), ``ValueError``/``TypeError`` (bad arguments)."""
+    try:
+        from knowledge.agents import make_agent
+    except ModuleNotFoundError as exc:  # the knowledge agents are not written yet: registry only
+        if exc.name != "knowledge.agents":
+            raise
+        make_agent = _make_agent_from_registry
+    return make_agent(spec, seed=seed)
+
+
+def _make_agent_from_registry(spec: str, seed: int = 0):
+    from knowledge.registry import REGISTRY
+
+    layout, plus, battle = spec.partition("+")
+    if plus:
+        return _PhaseAgent(_make_agent_from_registry(layout, seed), _make_agent_from_registry(battle, seed + 1), spec)
+    return REGISTRY.create(spec, "agent", seed=seed)
+
+
+class _PhaseAgent:
+    """``LAYOUT+BATTLE`` fallback used only while ``knowledge.agents`` is missing."""
+
+    def __init__(self, layout, battle, name: str) -> None:
+        self.layout, self.battle, self.name = layout, battle, name
+        self.last_think_time = 0.0
+
+    def select(self, state):
+        agent = self.layout if state.phase == 0 else self.battle
+        move = agent.select(state)
+        self.last_think_time = agent.last_think_time
+        return move
+
+
+def agent_names() -> list[str]:
+    """Names of the registered agents."""
+    from knowledge.registry import REGISTRY
+
+    return REGISTRY.names("agent")
+
+
+def check_agent_spec(spec: str, what: str = "agent") -> None:
+    """Raise ``ArenaError`` naming ``what`` if ``spec`` is not a buildable agent spec (unknown name,
+    with the list of available agents; bad syntax; arguments the agent does not take). Builds the
+    agent once with seed 0."""
+    from knowledge.registry import parse_spec
+
+    if not isinstance(spec, str) or not spec.strip():
+        raise ArenaError(f"{what}: empty agent spec")
+    try:
+        for part in spec.split("+"):
+            parse_spec(part)
+        build_agent(spec, seed=0)
+    except KeyError as exc:
+        msg = exc.args[0] if exc.args else str(exc)
+        raise ArenaError(f"{what} {spec!r}: {msg}") from None
+    except (ValueError, TypeError) as exc:
+        raise ArenaError(f"{what} {spec!r}: {exc}") from None
+
+
+# ============================================================================ one game
+def game_seeds(seed: int, index: int) -> dict[str, Any]:
+    """Seeds and colours of game ``index`` of an arena with base ``seed``: ``{"pair": k,
+    "game_seed": seed + k, "a_colour": "w" for even index else "b", "seed_a", "seed_b"}``. The agent
+    seeds are drawn from ``numpy.random.SeedSequence(game_seed)`` (31-bit), A first, so they are the
+    same in both games of a pair and independent of each other."""
+    pair = index // 2
+    game_seed = seed + pair
+    seed_a, seed_b = (int(x) for x in np.random.SeedSequence(game_seed).generate_state(2) % (2**31))
+    return {"pair": pair, "game_seed": game_seed, "a_colour": "w" if index % 2 == 0 else "b",
+            "seed_a": seed_a, "seed_b": seed_b}
+
+
+def play_game(
+    white: str,
+    black: str,
+    ruleset: Ruleset = DEFAULT_RULESET,
+    white_seed: int = 0,
+    black_seed: int = 1,
+    metadata: dict[str, Any] | None = None,
+):
+    """Play one game between the agents ``white`` and ``black`` (spec strings) and return its
+    ``GameRecord`` (players = the specs; ``search`` and ``metadata`` as in the module docstring).
+
+    Python's and NumPy's global generators are also seeded (with ``white_seed``) so that agents
+    drawing from them stay reproducible. An agent returning an illegal move or bad notation loses
+    the game (``reason="illegal-move"``, details in ``metadata["forfeit"]``); an agent raising any
+    other exception aborts the game (the exception propagates)."""
+    from core.records import GameRecord
+    from core.state import GameState
+
+    random.seed(white_seed)
+    np.random.seed(white_seed % (2**32))
+    agents = (build_agent(white, white_seed), build_agent(black, black_seed))
+    state = GameState.initial(ruleset)
+    moves: list[str] = []
+    search: list[dict[str, Any]] = []
+    meta = dict(metadata or {})
+    meta["seeds"] = {"white": white_seed, "black": black_seed}
+    result = reason = None
+    start = time.perf_counter()
+    started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    while not state.is_terminal():
+        side = state.current_player()
+        agent = agents[side]
+        t0 = time.perf_counter()
+        move = agent.select(state)
+        wall = time.perf_counter() - t0
+        entry: dict[str, Any] = {"side": "wb"[side], "phase": PHASES[state.phase]}
+        think = getattr(agent, "last_think_time", None)
+        if isinstance(think, (int, float)) and math.isfinite(think) and think >= 0:
+            entry["time"] = float(think)
+        else:
+            entry["time"] = wall
+            entry["wall"] = wall
+        extra = getattr(agent, "last_search", None)
+        if isinstance(extra, dict):
+            entry.update({k: v for k, v in json_safe(extra).items() if k not in entry})
+        try:
+            state = state.apply(move)
+        except (IllegalMoveError, NotationError) as exc:
+            result, reason = "wb"[1 - side], "illegal-move"
+            meta["forfeit"] = {"side": "wb"[side], "ply": len(moves) + 1, "move": str(move), "error": str(exc)}
+            break
+        moves.append(str(move))
+        search.append(entry)
+    meta["duration_seconds"] = time.perf_counter() - start
+    fields: dict[str, Any] = {"white": white, "black": black, "start_time": started_at,
+                              "search": tuple(search), "metadata": meta}
+    if reason is not None:
+        fields.update(result=result, reason=reason)
+    return GameRecord.from_moves(moves, ruleset, **fields)
+
+
+def _game_task(task: dict[str, Any]) -> dict[str, Any]:
+    """Play arena game ``task["index"]`` and write its record atomically; run in a worker process
+    (or in-process). Returns ``{"index", "result", "reason", "a_colour"}``."""
+    from core.records import write_json
+
+    s = game_seeds(task["seed"], task["index"])
+    a_white = s["a_colour"] == "w"
+    white, black = (task["a"], task["b"]) if a_white else (task["b"], task["a"])
+    white_seed, black_seed = (s["seed_a"], s["seed_b"]) if a_white else (s["seed_b"], s["seed_a"])
+    meta = {"arena": {"a": task["a"], "b": task["b"], "seed": task["seed"]}, "game_index": task["index"],
+            "pair": s["pair"], "game_seed": s["game_seed"], "a_colour": s["a_colour"]}
+    record = play_game(white, black, Ruleset.parse(task["ruleset"]), white_seed, black_seed, meta)
+    path = record_path(task["out_dir"], task["index"])
+    write_json(record, path)
+    return {"index": task["index"], "result": record.result, "reason": record.reason, "a_colour": s["a_colour"]}
+
+
+def _worker_init(imports: Sequence[str]) -> None:
+    """Worker process start: ignore Ctrl-C (the parent handles it), import ``imports`` (modules that
+    register extra agents), and load the rules kernels once."""
+    import importlib
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for module in imports:
+        importlib.import_module(module)
+    from core.state import GameState
+
+    GameState.initial().legal_moves()
+
+
+def make_executor(workers: int, imports: Sequence[str] = ()) -> ProcessPoolExecutor:
+    """A process pool of ``workers`` ``spawn``-ed processes ready to play arena games (each imports
+    ``imports`` first). Share one between several :func:`run_arena` calls to pay the start-up once."""
+    if workers < 1:
+        raise ArenaError(f"workers: a process pool needs at least 1 worker, got {workers}")
+    ctx = multiprocessing.get_context("spawn")
+    return ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init,
+                               initargs=(tuple(imports),))
+
+
+# ============================================================================ summary
+@dataclass
+class ArenaSummary:
+    """The result of :func:`run_arena`: ``data`` is the summary dictionary written to
+    ``summary.json`` (see :func:`summarize_records`); the most used numbers are attributes."""
+
+    data: dict[str, Any]
+    out_dir: Path
+    played: int = 0  # games played by this call (the others were on disk already)
+    elapsed_seconds: float = 0.0
+    records: list = field(default_factory=list, repr=False)
+
+    @property
+    def games(self) -> int:
+        return self.data["games"]
+
+    @property
+    def win_rate(self) -> float | None:
+        return self.data["win_rate"]
+
+    @property
+    def ci95(self) -> list | None:
+        return self.data["ci95"]
+
+    @property
+    def wins(self) -> int:
+        return self.data["wins"]
+
+    @property
+    def draws(self) -> int:
+        return self.data["draws"]
+
+    @property
+    def losses(self) -> int:
+        return self.data["losses"]
+
+
+def _time_stats(values: list[float]) -> dict[str, Any]:
+    return {"moves": len(values), "mean": float(np.mean(values)) if values else None,
+            "p95": percentile(values, 95) if values else None, "max": max(values) if values else None,
+            "total": float(sum(values))}
+
+
+def _wdl(records: Iterable, a_colour: str | None = None) -> dict[str, Any]:
+    wins = draws = losses = 0
+    for r in records:
+        colour = r.metadata["a_colour"]
+        if a_colour is not None and colour != a_colour:
+            continue
+        if r.result == "draw" or r.result is None:
+            draws += 1
+        elif r.result == colour:
+            wins += 1
+        else:
+            losses += 1
+    return win_rate(wins, draws, losses).to_dict()
+
+
+def summarize_records(records: Sequence, a: str, b: str) -> dict[str, Any]:
+    """Statistics of arena game records (each with ``metadata["a_colour"]`` and the per-move
+    ``search`` entries written by :func:`play_game`), from agent A's point of view.
+
+    Keys: ``a``, ``b``; ``games``; ``wins``/``draws``/``losses``/``score`` of A (a game without a
+    result counts as a draw); ``win_rate`` (score per game), ``se`` (normal approximation),
+    ``ci95`` (normal, as the JFA paper), ``wilson_ci95``, ``elo`` and ``elo_ci95`` (A minus B,
+    ``null`` when infinite) — see ``train.stats``; ``by_colour`` ``{"a_white", "a_black"}`` with the
+    same keys for the games A played with that colour; ``colours`` ``{"white_wins", "black_wins",
+    "draws", "white_score"}`` (first-move advantage); ``reasons`` (end reason -> count);
+    ``mean_game_length`` (plies, placements included), ``mean_battle_plies``, ``min_plies``,
+    ``max_plies``; ``time`` ``{"a"|"b": {"all"|"layout"|"battle": {"moves", "mean", "p95", "max",
+    "total"}}}`` decision times in seconds per move (``p95`` linear interpolation);
+    ``time_unit`` = ``"seconds"``."""
+    records = list(records)
+    overall = _wdl(records)
+    times: dict[str, dict[str, list[float]]] = {who: {"all": [], "layout": [], "battle": []} for who in "ab"}
+    lengths = [len(r.moves) for r in records]
+    for r in records:
+        a_colour = r.metadata["a_colour"]
+        for entry in r.search or ():
+            if not entry:
+                continue
+            who = "a" if entry["side"] == a_colour else "b"
+            times[who]["all"].append(entry["time"])
+            times[who][entry["phase"]].append(entry["time"])
+    results = Counter(r.result for r in records)
+    n = len(records)
+    data = {
+        "a": a,
+        "b": b,
+        "games": n,
+        **{k: overall[k] for k in ("wins", "draws", "losses", "score", "win_rate", "se", "ci95",
+                                   "wilson_ci95", "elo", "elo_ci95")},
+        "by_colour": {"a_white": _wdl(records, "w"), "a_black": _wdl(records, "b")},
+        "colours": {"white_wins": results.get("w", 0), "black_wins": results.get("b", 0),
+                    "draws": n - results.get("w", 0) - results.get("b", 0),
+                    "white_score": (results.get("w", 0) + 0.5 * (n - results.get("w", 0) - results.get("b", 0))) / n
+                    if n else None},
+        "reasons": dict(sorted(Counter(r.reason or "unknown" for r in records).items())),
+        "mean_game_length": float(np.mean(lengths)) if lengths else None,
+        "mean_battle_plies": float(np.mean([max(0, x - LAYOUT_PLIES) for x in lengths])) if lengths else None,
+        "min_plies": min(lengths) if lengths else None,
+        "max_plies": max(lengths) if lengths else None,
+        "time_unit": "seconds",
+        "time": {who: {k: _time_stats(v) for k, v in d.items()} for who, d in times.items()},
+    }
+    return json_safe(data)
+
+
+# ============================================================================ run directory
+def _config(a: str, b: str, seed: int, ruleset: Ruleset, games: int) -> dict[str, Any]:
+    return {"format": ARENA_FORMAT, "version": VERSION, "a": a, "b": b, "seed": seed,
+            "ruleset": ruleset.model_dump(), "games": games}
+
+
+def check_run_dir(out_dir: Path, a: str, b: str, seed: int, ruleset: Ruleset) -> None:
+    """Raise ``ArenaError`` naming the field if ``out_dir/arena.json`` exists and describes another
+    match (other specs, seed or ruleset) or is unreadable."""
+    path = out_dir / CONFIG_FILE
+    if not path.exists():
+        if (out_dir / GAMES_DIR).exists() and any((out_dir / GAMES_DIR).glob("*.json")):
+            raise ArenaError(f"{out_dir}: holds game records but no {CONFIG_FILE}; use another --out directory")
+        return
+    try:
+        stored = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ArenaError(f"{path}: unreadable arena configuration ({exc}); use another --out directory") from None
+    if not isinstance(stored, dict) or stored.get("format") != ARENA_FORMAT:
+        raise ArenaError(f"{path}: not an arena configuration (field 'format' is not {ARENA_FORMAT!r})")
+    want = _config(a, b, seed, ruleset, 0)
+    for key in ("a", "b", "seed", "ruleset"):
+        if stored.get(key) != want[key]:
+            raise ArenaError(
+                f"{path}: field {key!r} is {stored.get(key)!r} but this run asks for {want[key]!r};"
+                " resume with the same agents, seed and rules, or use another --out directory"
+            )
+
+
+def _clean_temp_files(games_dir: Path) -> None:
+    """Remove temporary files left by atomic writes interrupted by a kill (``.NNNN.json.*.tmp``)."""
+    if games_dir.is_dir():
+        for tmp in games_dir.glob(".*.json.*.tmp"):
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+
+
+def load_records(out_dir: str | os.PathLike, games: int, a: str | None = None, b: str | None = None,
+                 seed: int | None = None) -> dict[int, Any]:
+    """The finished game records of a run directory with index below ``games``: ``{index:
+    GameRecord}``. When ``a``/``b``/``seed`` are given each record's ``metadata["arena"]`` must match
+    (else ``ArenaError`` naming the file). Unreadable records raise ``ArenaError`` (delete the file to
+    play that game again)."""
+    from core.records import read_json
+
+    out: dict[int, Any] = {}
+    for i in range(games):
+        path = record_path(out_dir, i)
+        if not path.exists():
+            continue
+        try:
+            record = read_json(path)
+        except JiuError as exc:
+            raise ArenaError(f"{path}: unreadable game record ({exc}); delete it to play the game again") from None
+        meta = record.metadata
+        if meta.get("game_index") != i or "a_colour" not in meta:
+            raise ArenaError(f"{path}: field 'metadata.game_index' is {meta.get('game_index')!r}, expected {i}")
+        if a is not None and meta.get("arena") != {"a": a, "b": b, "seed": seed}:
+            raise ArenaError(f"{path}: field 'metadata.arena' is {meta.get('arena')!r}; this record belongs to"
+                             " another match")
+        out[i] = record
+    return out
+
+
+# ============================================================================ the arena
+def run_arena(
+    spec_a: str,
+    spec_b: str,
+    games: int,
+    workers: int = 1,
+    seed: int = 0,
+    out_dir: str | os.PathLike = "runs/arena",
+    ruleset: Ruleset = DEFAULT_RULESET,
+    progress: Any = True,
+    imports: Sequence[str] = (),
+    executor: Executor | None = None,
+) -> ArenaSummary:
+    """Play (or finish) a colour-balanced match of ``games`` games between ``spec_a`` and ``spec_b``
+    and return its :class:`ArenaSummary` (also written to ``out_dir/summary.json``).
+
+    ``games``: even, >= 2. ``workers``: processes (``0`` = play in this process). ``seed``: base
+    seed (module docstring). ``progress``: ``True`` for a rich progress bar on stderr, ``False`` for
+    none, or a ``rich.progress.Progress`` to add a task line to. ``imports``: modules each worker
+    imports first (they may register extra agents). ``executor``: an existing pool from
+    :func:`make_executor` to use instead of starting one (``workers`` is then ignored).
+
+    Raises ``ArenaError`` for a bad spec (listing the available agents), an odd or non-positive
+    ``games``, a run directory of another match, or a failed game / dead worker (the records written
+    so far stay; rerun the same call to resume)."""
+    import importlib
+
+    if not isinstance(games, int) or games < 2 or games % 2:
+        raise ArenaError(f"games: must be an even number >= 2 (colour-balanced pairs), got {games!r}")
+    if workers < 0:
+        raise ArenaError(f"workers: must be >= 0, got {workers}")
+    if not isinstance(seed, int) or seed < 0:
+        raise ArenaError(f"seed: must be an integer >= 0, got {seed!r}")
+    for module in imports:
+        importlib.import_module(module)
+    check_agent_spec(spec_a, "agent A")
+    check_agent_spec(spec_b, "agent B")
+    out = Path(out_dir)
+    check_run_dir(out, spec_a, spec_b, seed, ruleset)
+    games_dir = out / GAMES_DIR
+    games_dir.mkdir(parents=True, exist_ok=True)
+    _clean_temp_files(games_dir)
+    atomic_write_json(out / CONFIG_FILE, _config(spec_a, spec_b, seed, ruleset, games))
+    done = load_records(out, games, spec_a, spec_b, seed)
+    todo = [i for i in range(games) if i not in done]
+    task_base = {"a": spec_a, "b": spec_b, "seed": seed, "ruleset": ruleset.model_dump(), "out_dir": str(out)}
+    start = time.perf_counter()
+    score = Counter({"w": 0, "d": 0, "l": 0})
+    for r in done.values():
+        score["d" if r.result in ("draw", None) else "w" if r.result == r.metadata["a_colour"] else "l"] += 1
+
+    with _progress_context(progress) as bar:
+        label = f"{spec_a} vs {spec_b}"
+        task_id = bar.add_task(label, total=games, completed=len(done), score=_score_text(score)) if bar else None
+
+        def finished(info: dict[str, Any]) -> None:
+            res, colour = info["result"], info["a_colour"]
+            score["d" if res in ("draw", None) else "w" if res == colour else "l"] += 1
+            if bar is not None:
+                bar.update(task_id, advance=1, score=_score_text(score))
+
+        if todo and workers == 0 and executor is None:
+            for i in todo:
+                try:
+                    info = _game_task({**task_base, "index": i})
+                except Exception as exc:
+                    raise ArenaError(f"game {i}: {type(exc).__name__}: {exc}") from exc
+                finished(info)
+        elif todo:
+            own = executor is None
+            pool = make_executor(min(workers, len(todo)), imports) if own else executor
+            try:
+                _run_pool(pool, todo, task_base, finished, out)
+            except BaseException:
+                if own:
+                    stop_pool(pool)
+                raise
+            if own:
+                pool.shutdown(wait=True)
+
+    records = load_records(out, games, spec_a, spec_b, seed)
+    ordered = [records[i] for i in sorted(records)]
+    data = summarize_records(ordered, spec_a, spec_b)
+    data = {"format": SUMMARY_FORMAT, "version": VERSION, **data, "games_requested": games,
+            "complete": len(records) == games, "seed": seed, "ruleset": ruleset.model_dump()}
+    atomic_write_json(out / SUMMARY_FILE, data)
+    return ArenaSummary(data, out, played=len(todo), elapsed_seconds=time.perf_counter() - start, records=ordered)
+
+
+def _run_pool(pool: Executor, todo: list[int], task_base: dict[str, Any], finished, out: Path) -> None:
+    futures = {pool.submit(_game_task, {**task_base, "index": i}): i for i in todo}
+    pending = set(futures)
+    try:
+        while pending:
+            ready, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in ready:
+                i = futures[fut]
+                try:
+                    info = fut.result()
+                except BrokenProcessPool:
+                    saved = len(list((out / GAMES_DIR).glob("*.json")))
+                    raise ArenaError(
+                        f"game {i}: a worker process died (killed or crashed); {saved} game records are saved in"
+                        f" {out / GAMES_DIR}; rerun the same command to play the missing games"
+                    ) from None
+                except Exception as exc:
+                    raise ArenaError(f"game {i}: {type(exc).__name__}: {exc}") from exc
+                finished(info)
+    finally:
+        for fut in pending:
+            fut.cancel()
+
+
+def stop_pool(pool: ProcessPoolExecutor) -> None:
+    """Shut a pool we started down now: cancel queued games and terminate the workers."""
+    processes = list(getattr(pool, "_processes", {}).values()) if isinstance(pool, ProcessPoolExecutor) else []
+    pool.shutdown(wait=False, cancel_futures=True)
+    for p in processes:
+        with contextlib.suppress(Exception):
+            if p.is_alive():
+                p.terminate()
+    for p in processes:
+        with contextlib.suppress(Exception):
+            p.join(timeout=5)
+
+
+def _score_text(score: Counter) -> str:
+    return f"+{score['w']} ={score['d']} -{score['l']}"
+
+
+@contextlib.contextmanager
+def _progress_context(progress: Any):
+    """Yield a rich ``Progress`` (a new one on stderr for ``True``, the given one, or ``None``)."""
+    if progress is False or progress is None:
+        yield None
+        return
+    if progress is not True:
+        yield progress
+        return
+    yield_bar = new_progress()
+    with yield_bar:
+        yield yield_bar
+
+
+def new_progress():
+    """A rich ``Progress`` on stderr with columns: description, bar, games done/total, score of A
+    (``+wins =draws -losses``), elapsed and remaining time."""
+    from rich.console import Console
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                               TimeRemainingColumn)
+
+    return Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+        TextColumn("{task.fields[score]}"), TimeElapsedColumn(), TimeRemainingColumn(),
+        console=Console(stderr=True),
+    )
+
+
+# ============================================================================ display
+def summary_table(data: dict[str, Any]):
+    """A rich ``Table`` of an arena summary dictionary (for the CLI)."""
+    from rich.table import Table
+
+    def pct(x):
+        return "-" if x is None else f"{100 * x:.1f}%"
+
+    def interval(ci, fmt):
+        if ci is None:
+            return "-"
+        lo, hi = ci
+        return f"{'-inf' if lo is None else fmt(lo)} .. {'+inf' if hi is None else fmt(hi)}"
+
+    t = Table(title=f"{data['a']} (A) vs {data['b']} (B): {data['games']} games")
+    t.add_column("")
+    t.add_column("games", justify="right")
+    t.add_column("A +/=/-", justify="right")
+    t.add_column("A score", justify="right")
+    t.add_column("SE", justify="right")
+    t.add_column("95% CI (normal)", justify="right")
+    t.add_column("95% CI (Wilson)", justify="right")
+    rows = [("all", data), ("A white", data["by_colour"]["a_white"]), ("A black", data["by_colour"]["a_black"])]
+    for label, d in rows:
+        t.add_row(label, f"{d['games']:g}", f"{d['wins']:g}/{d['draws']:g}/{d['losses']:g}", pct(d["win_rate"]),
+                  "-" if d["se"] is None else f"{d['se']:.4f}", interval(d["ci95"], pct),
+                  interval(d["wilson_ci95"], pct))
+    elo = data["elo"]
+    t.caption = (
+        f"Elo A-B: {_fmt_elo(elo, data['win_rate'])} (95% CI {interval(data['elo_ci95'], lambda v: f'{v:+.0f}')}); "
+        f"mean length {data['mean_game_length'] or 0:.0f} plies; ends: "
+        + ", ".join(f"{k} {v}" for k, v in data["reasons"].items())
+        + "\nmean / p95 seconds per move: "
+        + "; ".join(
+            f"{who.upper()} {ph} {_fmt_s(data['time'][who][ph]['mean'])} / {_fmt_s(data['time'][who][ph]['p95'])}"
+            for who in "ab" for ph in PHASES
+        )
+    )
+    return t
+
+
+def _fmt_elo(elo, rate) -> str:
+    if elo is None:
+        return "-" if rate is None else ("+inf" if rate > 0.5 else "-inf")
+    return f"{elo:+.0f}"
+
+
+def _fmt_s(x):
+    return "-" if x is None else f"{x:.4f}"
