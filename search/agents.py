@@ -30,7 +30,7 @@ MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
 class SearchAgent:
     """An agent that plays the move chosen by a WU-UCT :class:`Search` (``Agent`` protocol).
 
-    ``last_info`` holds the latest search's root statistics for game records: ``visits`` (root
+    ``last_search`` holds the latest search's root statistics for game records: ``visits`` (root
     visit count), ``value`` (root value for the mover) and ``simulations``.
     """
 
@@ -40,14 +40,14 @@ class SearchAgent:
         self.temperature = temperature
         self.rng = np.random.default_rng(seed)
         self.last_think_time = 0.0
-        self.last_info: dict | None = None
+        self.last_search: dict | None = None
 
     def select(self, state: GameState) -> Move:
         t0 = time.perf_counter()
         result = self.search.run(state)
         move = result.sample(self.temperature, self.rng)
         self.last_think_time = time.perf_counter() - t0
-        self.last_info = {"visits": int(result.visits.sum()), "value": round(result.value, 4),
+        self.last_search = {"visits": int(result.visits.sum()), "value": round(result.value, 4),
                           "simulations": result.simulations}
         return move
 
@@ -86,7 +86,8 @@ def _net_search(slm: str | None, upper: str | None, lower: str | None, batch: in
     from nets.evaluator import NetEvaluator, NetVictimScorer
 
     evaluator = NetEvaluator(_load(slm, "slm") if slm else None, _load(upper, "upper") if upper else None, max_batch=batch)
-    scorer = NetVictimScorer(_load(lower, "lower")) if lower else None
+    # The lower net runs on the evaluator's inference thread: all torch work stays on one thread.
+    scorer = NetVictimScorer(_load(lower, "lower"), evaluator=evaluator) if lower else None
     return Search(evaluator, config, victim_scorer=scorer)
 
 

@@ -45,6 +45,7 @@ from search.tree import (
     UNEXPANDED,
     Tree,
     TreeFullError,
+    resolve_victims,
     select_child,
     write_children,
 )
@@ -267,6 +268,8 @@ class Search:
     def _expand(self, tree: Tree, node: int, path: list[int]) -> float:
         """Evaluate the leaf and write its children; returns the value for its side to move."""
         try:
+            if tree.pending[node] > 0:
+                self._resolve(tree, node, self._state_at(tree, path[-2], path[:-1]))
             state = self._state_at(tree, node, path)
             if state.is_terminal():
                 value = _terminal_value(state)
@@ -286,8 +289,8 @@ class Search:
             write_children(
                 tree.board, tree.side, tree.phase, tree.counts, tree.quiet, tree.ply, tree.hash, tree.parent,
                 tree.mover, tree.action, tree.P, tree.move_off, tree.move_npath, tree.move_nvic, tree.move_jump,
-                tree.move_pool, tree.flag, tree.first_child, tree.n_children,
-                node, start, pool, moves.pts, moves.off, moves.jump, moves.victims, moves.voff,
+                tree.move_pool, tree.flag, tree.first_child, tree.n_children, tree.pending,
+                node, start, pool, moves.pts, moves.off, moves.jump, moves.squares,
                 moves.actions, moves.priors, moves.k,
             )
             with tree.lock(node):
@@ -299,6 +302,14 @@ class Search:
             event = self._pending.pop(node, None)
             if event is not None:
                 event.set()
+
+    def _resolve(self, tree: Tree, node: int, parent_state: GameState) -> None:
+        """Choose the pending square victims of the edge into ``node`` (JFA Eq. 6) and take them."""
+        o, n = int(tree.move_off[node]), int(tree.move_npath[node])
+        path = tuple(int(x) for x in tree.move_pool[o:o + n])
+        victims = self._choose_victims(parent_state, path, bool(tree.move_jump[node]), int(tree.pending[node]))
+        resolve_victims(tree.board, tree.side, tree.counts, tree.hash, tree.move_off, tree.move_npath,
+                        tree.move_nvic, tree.move_pool, tree.pending, node, np.array(victims, np.int16))
 
     def _state_at(self, tree: Tree, node: int, path: list[int]) -> GameState:
         """The ``GameState`` of ``node`` reached by ``path``, with its repetition history."""
@@ -323,8 +334,7 @@ class Search:
             points = np.array(state.placements(), np.int16)
             k = len(points)
             children = _Children(k, points, np.arange(k + 1, dtype=np.int32), np.zeros(k, np.int8),
-                                 np.zeros(0, np.int16), np.zeros(k + 1, np.int32), points.astype(np.int32),
-                                 np.zeros(k, np.float32), k)
+                                 np.zeros(k, np.int8), points.astype(np.int32), np.zeros(k, np.float32), k)
         else:
             children = self._battle_children(state)
         priors = np.asarray(policy, np.float64)[children.actions]
@@ -347,25 +357,19 @@ class Search:
         np.cumsum(lengths, out=off[1:])
         pts = np.concatenate([ps.pts[ps.off[i]:ps.off[i + 1]] for i in keep]).astype(np.int16)
         jump = ps.jump[keep].astype(np.int8)
-        victims: list[int] = []
-        voff = np.zeros(len(keep) + 1, np.int32)
-        for j, i in enumerate(keep):
-            if ps.nsq[i] > 0:
-                victims.extend(self._choose_victims(state, ps.path(int(i)), bool(ps.jump[i]), int(ps.nsq[i])))
-            voff[j + 1] = len(victims)
+        squares = ps.nsq[keep].astype(np.int8)  # victims are chosen when the child is first expanded
         actions = encode_paths(ps.pts, ps.off, ps.jump, ps.m)[keep].astype(np.int32)
-        return _Children(len(keep), pts, off, jump, np.array(victims, np.int16), voff, actions,
-                         np.zeros(len(keep), np.float32), int(off[-1]) + len(victims))
+        return _Children(len(keep), pts, off, jump, squares, actions, np.zeros(len(keep), np.float32),
+                         int(off[-1]) + int(np.minimum(squares, 4).sum()))
 
-    def _choose_victims(self, state: GameState, path: tuple[int, ...], jump: bool, squares: int) -> tuple[int, ...]:
-        """Square victims of a square-forming path: the lower net's best among the capture pruner's
-        candidates (JFA Eq. 6); without a lower net the pruner's best; without either, the lowest
-        points (a deterministic, documented fallback)."""
+    def _choose_victims(self, state: GameState, path: tuple[int, ...], jump: bool, count: int) -> tuple[int, ...]:
+        """``count`` square victims of a square-forming path from ``state``: the lower net's best among
+        the capture pruner's candidates (JFA Eq. 6); without a lower net the pruner's best; without
+        either, the lowest points (a deterministic, documented fallback)."""
         if self.capture_pruner is not None:
             sets, _ = self.capture_pruner.candidates(state, path, jump)
         else:
-            left = state.victims_left(path, jump)
-            sets = [tuple(left[: min(squares, len(left))])]
+            sets = [tuple(state.victims_left(path, jump)[:count])]
         if len(sets) > 1 and self.victim_scorer is not None:
             from core.encoding import encode_upper
 
@@ -392,6 +396,8 @@ class Search:
         tree = self.tree
         first, n = int(tree.first_child[0]), int(tree.n_children[0])
         idx = np.arange(first, first + n)
+        for c in idx[tree.pending[idx] > 0]:  # unvisited root children: complete their moves
+            self._resolve(tree, int(c), self._root_state)
         visits = tree.N[idx].copy()
         with np.errstate(invalid="ignore", divide="ignore"):
             q = np.where(visits > 0, tree.W[idx] / np.maximum(visits, 1), np.nan)
@@ -411,8 +417,7 @@ class _Children(NamedTuple):
     pts: np.ndarray
     off: np.ndarray
     jump: np.ndarray
-    victims: np.ndarray
-    voff: np.ndarray
+    squares: np.ndarray
     actions: np.ndarray
     priors: np.ndarray
     pool_size: int
@@ -433,7 +438,7 @@ def _subtree(tree: Tree, root: int) -> Tree:
     remap = np.full(tree.size, -1, np.int32)
     remap[order_a] = np.arange(len(order), dtype=np.int32)
     for name in ("N", "W", "P", "terminal_value", "n_children", "flag", "mover", "action", "board", "side",
-                 "phase", "counts", "quiet", "ply", "hash", "move_npath", "move_nvic", "move_jump"):
+                 "phase", "counts", "quiet", "ply", "hash", "move_npath", "move_nvic", "move_jump", "pending"):
         getattr(new, name)[: len(order)] = getattr(tree, name)[order_a]
     fc = tree.first_child[order_a]
     new.first_child[: len(order)] = np.where(fc >= 0, remap[np.maximum(fc, 0)], -1)
@@ -441,7 +446,7 @@ def _subtree(tree: Tree, root: int) -> Tree:
     new.parent[: len(order)] = np.where(par >= 0, remap[np.maximum(par, 0)], -1)
     new.parent[0] = -1
     new.flag[: len(order)][new.flag[: len(order)] == EXPANDING] = UNEXPANDED
-    sizes = (tree.move_npath[order_a] + tree.move_nvic[order_a]).astype(np.int64)
+    sizes = (tree.move_npath[order_a] + np.maximum(tree.move_nvic[order_a], tree.pending[order_a])).astype(np.int64)
     starts = np.zeros(len(order), np.int64)
     np.cumsum(sizes[:-1], out=starts[1:])
     for j, n in enumerate(order):

@@ -24,7 +24,9 @@ Per-node arrays (capacity ``cap``):
 - position after the edge: ``board`` int8[cap, 196], ``side``, ``phase`` int8, ``counts`` int16[cap, 2],
   ``quiet``, ``ply`` int32, ``hash`` uint64;
 - move of the edge: ``move_off`` int32 into ``move_pool`` (int16: path points then victims),
-  ``move_npath`` int16, ``move_nvic`` int8, ``move_jump`` int8.
+  ``move_npath`` int16, ``move_nvic`` int8, ``move_jump`` int8; ``pending`` int8: square victims still
+  to choose (JFA Fig. 2's lower decision is made lazily, when the child is first expanded: until then
+  the child's position is the one after the path, with ``move_pool`` space reserved for the victims).
 """
 
 from __future__ import annotations
@@ -75,6 +77,7 @@ class Tree:
         self.move_npath = np.zeros(cap, np.int16)
         self.move_nvic = np.zeros(cap, np.int8)
         self.move_jump = np.zeros(cap, np.int8)
+        self.pending = np.zeros(cap, np.int8)
         self.move_pool = np.zeros(8 * cap, np.int16)
         self.size = 1  # nodes in use (the root is node 0)
         self.pool_used = 0
@@ -127,20 +130,21 @@ def select_child(N, O, W, P, first, n, parent_visits, c_puct, fpu_value, formula
 def write_children(
     board, side, phase, counts, quiet, ply, hash_, parent, mover, action, P, move_off, move_npath, move_nvic,
     move_jump, move_pool, flag, first_child, n_children,
-    node, start, pool_start, pts, off, jump, victims, voff, actions, priors, k,
+    pending, node, start, pool_start, pts, off, jump, squares, actions, priors, k,
 ):
-    """Write the ``k`` children of ``node`` at ``start``: the positions after each move, with the
-    edge data. Move ``i`` has path ``pts[off[i]:off[i+1]]`` (one point: a placement), jump flag
-    ``jump[i]`` and square victims ``victims[voff[i]:voff[i+1]]``. Returns the move-pool entries used.
-    Handles the end of the layout (centre stones removed, Black to move, rule book 2.4)."""
+    """Write the ``k`` children of ``node`` at ``start`` with their edge data. Move ``i`` has path
+    ``pts[off[i]:off[i+1]]`` (one point: a placement) and jump flag ``jump[i]``; when its path forms
+    ``squares[i] > 0`` squares, ``min(squares, opponent stones left)`` victims are left *pending* (see
+    :func:`resolve_victims`) and the child holds the position after the path. Returns the move-pool
+    entries used (victim space included). Handles the end of the layout (rule book 2.4)."""
     s = side[node]
     used = 0
     for i in range(k):
         c = start + i
         board[c] = board[node]
         path = pts[off[i] : off[i + 1]]
-        vic = victims[voff[i] : voff[i + 1]]
         counts[c] = counts[node]
+        n_vic = 0
         next_side = 1 - s
         next_phase = phase[node]
         if phase[node] == 0:
@@ -155,9 +159,10 @@ def write_children(
                 next_side = BLACK
                 next_phase = 1
         else:
-            captured = apply_path(board[c], s, path, jump[i] != 0, vic)
+            captured = apply_path(board[c], s, path, jump[i] != 0, path[:0])
             counts[c, 1 - s] -= captured
-            quiet[c] = 0 if captured > 0 else quiet[node] + 1
+            n_vic = min(squares[i], counts[c, 1 - s])
+            quiet[c] = 0 if captured + n_vic > 0 else quiet[node] + 1
         side[c] = next_side
         phase[c] = next_phase
         ply[c] = ply[node] + 1
@@ -171,12 +176,24 @@ def write_children(
         n_children[c] = 0
         move_off[c] = pool_start + used
         move_npath[c] = path.shape[0]
-        move_nvic[c] = vic.shape[0]
+        move_nvic[c] = 0
         move_jump[c] = jump[i]
+        pending[c] = n_vic
         for j in range(path.shape[0]):
             move_pool[pool_start + used + j] = path[j]
-        used += path.shape[0]
-        for j in range(vic.shape[0]):
-            move_pool[pool_start + used + j] = vic[j]
-        used += vic.shape[0]
+        used += path.shape[0] + n_vic
     return used
+
+
+@kernel
+def resolve_victims(board, side, counts, hash_, move_off, move_npath, move_nvic, move_pool, pending, node, victims):
+    """Take the square ``victims`` (``int16[v]``, ``v == pending[node]``) of the edge into ``node``:
+    remove them, update counts and hash, record them in the move pool, clear ``pending``."""
+    opp = side[node]  # the side to move at the child is the one losing stones
+    for j in range(victims.shape[0]):
+        board[node, victims[j]] = EMPTY
+        move_pool[move_off[node] + move_npath[node] + j] = victims[j]
+    counts[node, opp] -= victims.shape[0]
+    move_nvic[node] = victims.shape[0]
+    pending[node] = 0
+    hash_[node] = zobrist_hash(board[node], side[node], 1)

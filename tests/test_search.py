@@ -51,6 +51,9 @@ def test_finds_the_square_capture_that_ends_the_game(prune, formula):
     best = result.best()
     assert best.path_str() == "c2-b2"
     assert result.q[result.moves.index(best)] == 1.0  # every visit of the winning move ends the game
+    assert state.apply(best).outcome().winner_code == "w"  # a full legal move: lazy victims resolved
+    for move in result.moves:  # every root child is a complete legal move, visited or not
+        state.check_move(move)
     assert result.value > 0
 
 

@@ -1,0 +1,129 @@
+"""Search benchmark (the JFA paper's Table 3 on this machine), measured in one run.
+
+For layout and battle positions, with the tiny nets (the shipped weights when present, else a seeded
+random initialisation — speed does not depend on the weights):
+
+- serial MCTS: one search thread, nets called one position at a time (``max_batch=1``);
+- WU-UCT with T = 1, 2, 4 threads and batched evaluation (``max_batch = T``);
+- at 400, 800 and 1,600 simulations: decision time per move (seconds) and simulations per second;
+- net-only throughput (positions/s of the raw forward pass) at the same batch sizes.
+
+Ratios printed: WU-UCT over serial at each simulation count, 2 threads over 1, and the search's
+simulations/s over the net-only throughput at the same batch size.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+
+import numpy as np
+
+from core.state import GameState
+from search.mcts import Search, SearchConfig
+
+SIMULATIONS = (400, 800, 1600)
+THREADS = (1, 2, 4)
+
+
+def _positions() -> dict[str, list[GameState]]:
+    """Two layout and two battle positions reached by seeded random play."""
+    from core.playout import random_game_moves
+    from core.rules import DEFAULT_RULESET
+
+    out: dict[str, list[GameState]] = {"layout": [], "battle": []}
+    for seed in (1, 2):
+        moves, _, _ = random_game_moves(seed, DEFAULT_RULESET.vector)
+        s = GameState.initial()
+        for i, m in enumerate(moves[:196 + 60]):
+            s = s._play(m)
+            if i == 20:
+                out["layout"].append(s)
+        out["battle"].append(s)
+    return out
+
+
+def _nets():
+    from nets.config import preset
+    from nets.model import build
+
+    import torch
+
+    torch.manual_seed(0)
+    return build(preset("slm", "tiny")), build(preset("upper", "tiny"))
+
+
+def _time_search(evaluator, threads: int, sims: int, states: list[GameState]) -> float:
+    """Mean seconds per decision over ``states`` (fresh tree each time)."""
+    total = 0.0
+    for st in states:
+        with Search(evaluator, SearchConfig(simulations=sims, threads=threads, reuse_tree=False, seed=0)) as search:
+            t0 = time.perf_counter()
+            search.run(st)
+            total += time.perf_counter() - t0
+    return total / len(states)
+
+
+def run_search_benchmark(simulations=SIMULATIONS, threads=THREADS, progress: bool = True, net_seconds: float = 1.5) -> dict:
+    """Run the benchmark; returns a dict of the figures (see the module docstring)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from nets.evaluator import NetEvaluator, net_throughput
+
+    console = Console(quiet=not progress, stderr=True)
+    slm, upper = _nets()
+    positions = _positions()
+    random.seed(0)
+    rows: list[dict] = []
+    with console.status("warming up"):
+        with NetEvaluator(slm, upper, max_batch=1) as ev:
+            _time_search(ev, 1, 16, positions["layout"][:1] + positions["battle"][:1])
+    for phase, states in positions.items():
+        net = slm if phase == "layout" else upper
+        for sims in simulations:
+            with console.status(f"{phase}: serial MCTS, {sims} simulations"):
+                with NetEvaluator(slm, upper, max_batch=1, max_wait_ms=0) as ev:
+                    t = _time_search(ev, 1, sims, states)
+            rows.append({"phase": phase, "search": "serial", "threads": 1, "simulations": sims,
+                         "seconds_per_move": t, "sims_per_s": sims / t})
+            for T in threads:
+                with console.status(f"{phase}: WU-UCT, {T} threads, {sims} simulations"):
+                    with NetEvaluator(slm, upper, max_batch=T, max_wait_ms=1.0) as ev:
+                        t = _time_search(ev, T, sims, states)
+                        batches = ev.stats()
+                rows.append({"phase": phase, "search": "wu-uct", "threads": T, "simulations": sims,
+                             "seconds_per_move": t, "sims_per_s": sims / t, "batches": batches})
+    with console.status("net-only throughput"):
+        net_only = {phase: {T: net_throughput(slm if phase == "layout" else upper, T, net_seconds) for T in (1, *threads)}
+                    for phase in positions}
+
+    def rate(phase, search, T, sims):
+        return next(r["sims_per_s"] for r in rows if (r["phase"], r["search"], r["threads"], r["simulations"]) == (phase, search, T, sims))
+
+    result: dict = {"rows": rows, "net_only_per_s": {p: {str(k): v for k, v in d.items()} for p, d in net_only.items()}}
+    best_t = max(threads)
+    for sims in simulations:
+        result[f"wuuct_vs_serial_{sims}"] = min(
+            max(rate(p, "wu-uct", T, sims) for T in threads) / rate(p, "serial", 1, sims) for p in positions)
+    if 1 in threads and 2 in threads:
+        result["two_vs_one_thread"] = min(rate(p, "wu-uct", 2, s) / rate(p, "wu-uct", 1, s) for p in positions for s in simulations)
+    result["search_vs_net_only"] = min(rate(p, "wu-uct", best_t, s) / net_only[p][best_t] for p in positions for s in simulations)
+
+    table = Table(title="search benchmark (tiny nets; seconds per move, simulations/s)")
+    for col in ("phase", "search", "threads", "simulations", "s/move", "sims/s", "net-only pos/s (same batch)", "search/net"):
+        table.add_column(col, justify="right")
+    for r in rows:
+        cap = net_only[r["phase"]][r["threads"]]
+        table.add_row(r["phase"], r["search"], str(r["threads"]), str(r["simulations"]), f"{r['seconds_per_move']:.2f}",
+                      f"{r['sims_per_s']:,.0f}", f"{cap:,.0f}", f"{r['sims_per_s'] / cap:.0%}")
+    console.print(table)
+    for key in [k for k in result if k.startswith("wuuct_vs_serial") or k in ("two_vs_one_thread", "search_vs_net_only")]:
+        console.print(f"{key}: {result[key]:.2f}")
+    return result
+
+
+if __name__ == "__main__":  # pragma: no cover
+    import json
+
+    print(json.dumps(run_search_benchmark(), default=float))

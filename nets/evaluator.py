@@ -1,0 +1,462 @@
+"""The evaluator interface the search uses, and its implementations (lc0-style narrow batching).
+
+The search sees nets only through two protocols:
+
+- :class:`Evaluator`: ``evaluate(states) -> list[Evaluation]``; an :class:`Evaluation` is a policy over
+  the phase's action space (``float32 (196,)`` in the layout, ``(48804,)`` in the battle, rule book
+  section 8; probabilities summing to 1, *not* masked to the legal actions: the search masks and
+  renormalises) and a value in [-1, 1] for the side to move of the evaluated state. Thread-safe; may
+  block.
+- :class:`VictimScorer` (the HBM lower net): ``q_values(states_after, upper_actions)`` -> ``float32
+  (n,)``, one Q per candidate capture (the state after the whole move, victims removed, and the upper
+  action of the move's path), higher is better for the player who captured.
+
+Implementations:
+
+- :class:`UniformEvaluator`: uniform policy, value 0 (pure MCTS baselines and tests).
+- :class:`KnowledgeEvaluator`: uniform policy, value from a knowledge evaluator (``eval.shape``).
+- :class:`NetEvaluator`: SLM for layout states, upper net for battle states, batched across threads.
+  Search threads call ``evaluate([state])``; the caller computes the feature planes (a Numba kernel
+  that releases the GIL, so this part runs in parallel), queues one request per state with a
+  ``concurrent.futures.Future`` and blocks on it. A single inference thread takes the first request,
+  then keeps collecting until it has ``max_batch`` states or ``max_wait_ms`` have passed since the
+  first, or (no point waiting) every state submitted so far and not yet answered is in the batch;
+  runs each phase's net once on its part of the batch under ``torch.inference_mode()``, and answers
+  every future. An exception in the inference thread is set on every future of that batch, so
+  it is raised in the callers (and the thread goes on serving). A phase without a net gets the uniform
+  policy and value 0, with a one-time ``RuntimeWarning``.
+- :class:`NetVictimScorer`: the lower net over a batch of candidates (chunks of ``max_batch``).
+
+Threads: PyTorch's intra-op thread pool is process-wide. ``NetEvaluator`` sets it once, at construction,
+to ``num_threads`` (default :func:`default_num_threads`: half the cores this process may use, at least
+1, so 1 on the 2-core machines). All net work happens in the one inference thread, but the search
+threads are not idle: their Numba move generation and Python tree updates want the other cores. And
+oversubscribed OpenMP threads spin: measured on the 2-core machine while other processes ran, 2 intra-op
+threads were 3 to 100 times *slower* than 1 (tiny upper net at batch 32: 79 vs 725 positions/s;
+``OMP_WAIT_POLICY=PASSIVE`` in the environment softens this, but 1 thread still won). Training is hit
+the same way: set ``torch.set_num_threads(1)`` in a learner on a shared machine. Pass ``num_threads=2``
+(or more) only on an otherwise idle machine; pass 1 when several evaluators or worker processes share a machine. Give a
+:class:`NetVictimScorer` the evaluator (``evaluator=``) to run its forward passes in the same inference
+thread instead of in the calling search thread, so that only one thread runs PyTorch at a time.
+
+The evaluator puts its nets in ``eval()`` mode (batch norm uses running statistics); a learner training
+the same module objects concurrently must hand the evaluator a copy.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+import time
+import warnings
+from collections import Counter
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from typing import Any, NamedTuple, Protocol, runtime_checkable
+
+import numpy as np
+import torch
+from torch import nn
+
+from core.encoding import NUM_LAYOUT_ACTIONS, NUM_UPPER_ACTIONS
+from core.features import NUM_PLANES, batch_planes, state_planes
+from core.state import GameState
+
+PHASE_NAMES = ("layout", "battle")
+POLICY_SIZE = (NUM_LAYOUT_ACTIONS, NUM_UPPER_ACTIONS)  # by phase
+
+
+class Evaluation(NamedTuple):
+    """A net's answer for one state."""
+
+    policy: np.ndarray  # float32 probabilities over the phase's action space: (196,) layout, (48804,) battle;
+    #                     not masked to the legal actions; may be a shared read-only array (copy to modify)
+    value: float  # in [-1, 1], for the side to move of the evaluated state
+
+
+@runtime_checkable
+class Evaluator(Protocol):
+    def evaluate(self, states: Sequence[GameState]) -> list[Evaluation]:
+        """One :class:`Evaluation` per state, in order. Thread-safe; may block."""
+        ...
+
+
+@runtime_checkable
+class VictimScorer(Protocol):
+    def q_values(self, states_after: Sequence[GameState], upper_actions: Sequence[int]) -> np.ndarray:
+        """``float32 (n,)``: Q of each (state after the capture, upper action of the path), higher is
+        better for the mover who captured."""
+        ...
+
+
+def _uniform(n: int) -> np.ndarray:
+    a = np.full(n, 1.0 / n, np.float32)
+    a.setflags(write=False)
+    return a
+
+
+UNIFORM_POLICY = (_uniform(NUM_LAYOUT_ACTIONS), _uniform(NUM_UPPER_ACTIONS))  # by phase; read-only
+
+
+def uniform_policy(phase: int) -> np.ndarray:
+    """The shared read-only uniform policy of ``phase`` (0 layout, 1 battle)."""
+    return UNIFORM_POLICY[phase]
+
+
+class UniformEvaluator:
+    """Uniform policy over the phase's whole action space (read-only shared array), value 0."""
+
+    name = "uniform"
+
+    def evaluate(self, states: Sequence[GameState]) -> list[Evaluation]:
+        return [Evaluation(UNIFORM_POLICY[s.phase], 0.0) for s in states]
+
+
+class KnowledgeEvaluator:
+    """Uniform policy; value from a knowledge evaluator of the registry (default ``eval.shape``:
+    ``value(state)`` in [-1, 1] for the side to move). ``evaluator`` may also be such an object."""
+
+    name = "knowledge"
+
+    def __init__(self, evaluator: str | Any = "eval.shape"):
+        if isinstance(evaluator, str):
+            from knowledge.registry import REGISTRY
+
+            evaluator = REGISTRY.create(evaluator, kind="evaluator")
+        self._evaluator = evaluator
+
+    def evaluate(self, states: Sequence[GameState]) -> list[Evaluation]:
+        out = []
+        for s in states:
+            v = float(self._evaluator.value(s))
+            out.append(Evaluation(UNIFORM_POLICY[s.phase], min(1.0, max(-1.0, v))))
+        return out
+
+
+def default_num_threads() -> int:
+    """Half the cores this process may use, at least 1 (module docstring: the rest run the search)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cores = os.cpu_count() or 1
+    return max(1, cores // 2)
+
+
+def _check_kind(model: nn.Module | None, kind: str, what: str) -> None:
+    cfg = getattr(model, "config", None)
+    if model is not None and cfg is not None and cfg.kind != kind:
+        raise ValueError(f"{what}: expected a {kind!r} net, got a {cfg.kind!r} net")
+
+
+class _Request(NamedTuple):
+    phase: int
+    planes: np.ndarray
+    future: Future
+
+
+class _Call(NamedTuple):
+    fn: Callable[[], Any]
+    future: Future
+
+
+_STOP = object()
+
+
+class NetEvaluator:
+    """Batched net evaluator: SLM for the layout, upper net for the battle (module docstring).
+
+    ``slm``/``upper``: ``nn.Module`` mapping planes ``(B, 14, 14, 14)`` to ``(logits (B, A), value (B,))``,
+    or ``None`` (that phase falls back to uniform/0 with a one-time warning). ``max_batch`` positions per
+    forward pass at most; ``max_wait_ms`` the longest the inference thread waits for more requests after
+    the first (0: take only what is already queued); it never waits when every outstanding request is
+    already in the batch (a lone search thread pays no latency). ``num_threads``: see the module docstring.
+    Use as a context manager or call :meth:`close`."""
+
+    name = "net"
+
+    def __init__(
+        self,
+        slm: nn.Module | None,
+        upper: nn.Module | None,
+        max_batch: int = 32,
+        max_wait_ms: float = 1.0,
+        num_threads: int | None = None,
+    ):
+        if max_batch < 1:
+            raise ValueError(f"max_batch must be >= 1, got {max_batch}")
+        if max_wait_ms < 0:
+            raise ValueError(f"max_wait_ms must be >= 0, got {max_wait_ms}")
+        _check_kind(slm, "slm", "NetEvaluator slm")
+        _check_kind(upper, "upper", "NetEvaluator upper")
+        self.nets: tuple[nn.Module | None, nn.Module | None] = (slm, upper)
+        for net in self.nets:
+            if net is not None:
+                net.eval()
+        self.max_batch = int(max_batch)
+        self.max_wait = float(max_wait_ms) / 1000.0
+        self.num_threads = int(num_threads) if num_threads is not None else default_num_threads()
+        if self.num_threads < 1:
+            raise ValueError(f"num_threads must be >= 1, got {num_threads}")
+        if torch.get_num_threads() != self.num_threads:
+            torch.set_num_threads(self.num_threads)
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._closed = False
+        self._outstanding = 0  # states queued and not yet answered (guarded by _lock)
+        self._warned: set[int] = set()
+        self._batches: Counter[int] = Counter()
+        self._stats_lock = threading.Lock()
+        self._thread = threading.Thread(target=self._run, name="net-evaluator", daemon=True)
+        self._thread.start()
+
+    @classmethod
+    def from_files(
+        cls, slm: str | os.PathLike | None = None, upper: str | os.PathLike | None = None, **kwargs
+    ) -> "NetEvaluator":
+        """Load the nets with ``nets.io.load`` (kinds checked) and build an evaluator."""
+        from nets.io import load
+
+        s = load(slm, expected_kind="slm")[0] if slm is not None else None
+        u = load(upper, expected_kind="upper")[0] if upper is not None else None
+        return cls(s, u, **kwargs)
+
+    # ---------------------------------------------------------------------------- client side
+    def evaluate(self, states: Sequence[GameState]) -> list[Evaluation]:
+        """One :class:`Evaluation` per state (in order); blocks until the inference thread answers.
+        Raises whatever the inference raised, or ``RuntimeError`` after :meth:`close`."""
+        if not states:
+            return []
+        requests = [_Request(s.phase, state_planes(s), Future()) for s in states]
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("NetEvaluator is closed")
+            self._outstanding += len(requests)
+            for r in requests:
+                self._queue.put(r)
+        return [r.future.result() for r in requests]
+
+    def submit(self, fn: Callable[[], Any]) -> Future:
+        """Run ``fn()`` in the inference thread (between batches); its result or exception comes back
+        through the returned ``Future``. Used by :class:`NetVictimScorer` to keep PyTorch on one thread."""
+        fut: Future = Future()
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("NetEvaluator is closed")
+            self._queue.put(_Call(fn, fut))
+        return fut
+
+    def close(self) -> None:
+        """Answer every request queued so far, then stop the inference thread. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._queue.put(_STOP)
+        if threading.current_thread() is not self._thread:
+            self._thread.join()
+
+    def __enter__(self) -> "NetEvaluator":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def stats(self) -> dict[str, Any]:
+        """Batches run so far: ``batches``, ``positions``, ``mean_batch``, ``max_batch`` and the
+        ``histogram`` {batch size: count} (a batch = the states collected for one round; each phase's
+        net runs once per round on its part)."""
+        with self._stats_lock:
+            hist = dict(sorted(self._batches.items()))
+        n = sum(hist.values())
+        pos = sum(k * v for k, v in hist.items())
+        return {
+            "batches": n,
+            "positions": pos,
+            "mean_batch": pos / n if n else 0.0,
+            "max_batch": max(hist) if hist else 0,
+            "histogram": hist,
+        }
+
+    # ---------------------------------------------------------------------------- inference thread
+    def _run(self) -> None:
+        stop = False
+        try:
+            while not stop:
+                item = self._queue.get()
+                if item is _STOP:
+                    break
+                batch: list[_Request] = []
+                calls: list[_Call] = []
+                (calls if isinstance(item, _Call) else batch).append(item)
+                deadline = time.perf_counter() + self.max_wait
+                while len(batch) < self.max_batch:
+                    with self._lock:
+                        everything_in_hand = len(batch) >= self._outstanding
+                    if everything_in_hand and self._queue.empty():
+                        break  # no other request is queued: waiting would only add latency
+                    remaining = deadline - time.perf_counter()
+                    try:
+                        item = self._queue.get(timeout=remaining) if remaining > 0 else self._queue.get_nowait()
+                    except queue.Empty:
+                        break
+                    if item is _STOP:
+                        stop = True
+                        break
+                    (calls if isinstance(item, _Call) else batch).append(item)
+                if batch:
+                    self._answer(batch)
+                for c in calls:
+                    self._call(c)
+        finally:
+            self._fail_pending()
+
+    def _call(self, c: _Call) -> None:
+        if not c.future.set_running_or_notify_cancel():
+            return
+        try:
+            c.future.set_result(c.fn())
+        except BaseException as e:  # noqa: BLE001 - handed to the caller
+            c.future.set_exception(e)
+
+    def _answer(self, batch: list[_Request]) -> None:
+        with self._stats_lock:
+            self._batches[len(batch)] += 1
+        try:
+            self._answer_phases(batch)
+        finally:
+            with self._lock:
+                self._outstanding -= len(batch)
+
+    def _answer_phases(self, batch: list[_Request]) -> None:
+        try:
+            for phase in (0, 1):
+                part = [r for r in batch if r.phase == phase]
+                if not part:
+                    continue
+                net = self.nets[phase]
+                if net is None:
+                    self._warn_missing(phase)
+                    for r in part:
+                        r.future.set_result(Evaluation(UNIFORM_POLICY[phase], 0.0))
+                    continue
+                x = torch.from_numpy(np.stack([r.planes for r in part]))
+                with torch.inference_mode():
+                    logits, value = net(x)
+                    probs = torch.softmax(logits.float(), dim=1).numpy()
+                    values = value.float().reshape(-1).clamp(-1.0, 1.0).tolist()
+                if probs.shape != (len(part), POLICY_SIZE[phase]):
+                    raise ValueError(
+                        f"{PHASE_NAMES[phase]} net returned policy {probs.shape}, expected "
+                        f"({len(part)}, {POLICY_SIZE[phase]})"
+                    )
+                for i, r in enumerate(part):
+                    r.future.set_result(Evaluation(probs[i].copy(), values[i]))
+        except BaseException as e:  # noqa: BLE001 - handed to every caller of the batch
+            for r in batch:
+                if not r.future.done():
+                    r.future.set_exception(e)
+
+    def _warn_missing(self, phase: int) -> None:
+        if phase not in self._warned:
+            self._warned.add(phase)
+            warnings.warn(
+                f"NetEvaluator has no {'SLM' if phase == 0 else 'upper'} net: {PHASE_NAMES[phase]} states get "
+                "a uniform policy and value 0",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+
+    def _fail_pending(self) -> None:
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if isinstance(item, (_Request, _Call)) and not item.future.done():
+                item.future.set_exception(RuntimeError("NetEvaluator closed before answering"))
+
+    # ---------------------------------------------------------------------------- benchmark
+    def throughput(self, batch_size: int, seconds: float = 2.0, phase: int | str | None = None) -> float:
+        """Positions per second of the raw net (planes in, logits and value out; no queueing, no
+        softmax) at ``batch_size``, measured for about ``seconds`` in the calling thread. ``phase``:
+        ``0``/``"layout"`` (SLM) or ``1``/``"battle"`` (upper); default the upper net if present."""
+        if isinstance(phase, str):
+            phase = PHASE_NAMES.index(phase)
+        if phase is None:
+            phase = 1 if self.nets[1] is not None else 0
+        net = self.nets[phase]
+        if net is None:
+            raise ValueError(f"throughput: no net for the {PHASE_NAMES[phase]} phase")
+        return net_throughput(net, batch_size, seconds)
+
+
+def net_throughput(model: nn.Module, batch_size: int, seconds: float = 2.0) -> float:
+    """Positions per second of ``model``'s forward pass (eval mode, inference mode) at ``batch_size`` on
+    random binary planes (a lower net also gets random upper actions), measured for about ``seconds``
+    after two warm-up passes."""
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    gen = torch.Generator().manual_seed(0)
+    in_planes = getattr(getattr(model, "config", None), "in_planes", NUM_PLANES)
+    x = (torch.rand(batch_size, in_planes, 14, 14, generator=gen) < 0.5).float()
+    args: tuple = (x,)
+    if getattr(getattr(model, "config", None), "kind", None) == "lower":
+        args = (x, torch.randint(0, NUM_UPPER_ACTIONS, (batch_size,), generator=gen))
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.inference_mode():
+            for _ in range(2):
+                model(*args)
+            n, t0 = 0, time.perf_counter()
+            while True:
+                model(*args)
+                n += batch_size
+                elapsed = time.perf_counter() - t0
+                if elapsed >= seconds:
+                    return n / elapsed
+    finally:
+        model.train(was_training)
+
+
+class NetVictimScorer:
+    """The lower net as a :class:`VictimScorer`: one batched forward pass (chunks of ``max_batch``) over
+    the candidates. ``evaluator``: a :class:`NetEvaluator` whose inference thread should run the passes
+    (recommended: one thread runs PyTorch); without it the passes run in the calling thread under a
+    lock. The net is put in ``eval()`` mode."""
+
+    name = "lower"
+
+    def __init__(self, lower: nn.Module, max_batch: int = 256, evaluator: NetEvaluator | None = None):
+        _check_kind(lower, "lower", "NetVictimScorer")
+        if max_batch < 1:
+            raise ValueError(f"max_batch must be >= 1, got {max_batch}")
+        self.lower = lower.eval()
+        self.max_batch = int(max_batch)
+        self.evaluator = evaluator
+        self._lock = threading.Lock()
+
+    def q_values(self, states_after: Sequence[GameState], upper_actions: Sequence[int]) -> np.ndarray:
+        states_after = list(states_after)
+        actions = np.asarray(upper_actions, dtype=np.int64).reshape(-1)
+        if len(states_after) != actions.shape[0]:
+            raise ValueError(f"q_values: {len(states_after)} states but {actions.shape[0]} upper actions")
+        if actions.size and (actions.min() < 0 or actions.max() >= NUM_UPPER_ACTIONS):
+            raise ValueError(f"q_values: upper actions must be in 0..{NUM_UPPER_ACTIONS - 1}")
+        if not states_after:
+            return np.zeros(0, np.float32)
+        planes = batch_planes(states_after)
+        if self.evaluator is not None:
+            return self.evaluator.submit(lambda: self._forward(planes, actions)).result()
+        with self._lock:
+            return self._forward(planes, actions)
+
+    def _forward(self, planes: np.ndarray, actions: np.ndarray) -> np.ndarray:
+        out = np.empty(actions.shape[0], np.float32)
+        with torch.inference_mode():
+            for i in range(0, actions.shape[0], self.max_batch):
+                x = torch.from_numpy(planes[i : i + self.max_batch])
+                a = torch.from_numpy(actions[i : i + self.max_batch])
+                out[i : i + self.max_batch] = self.lower(x, a).float().reshape(-1).numpy()
+        return out

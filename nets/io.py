@@ -1,0 +1,148 @@
+"""Saving and loading nets: one ``.safetensors`` file per net, written atomically.
+
+File format: the net's ``state_dict`` as safetensors tensors, and in the safetensors header metadata
+(string -> string; no sidecar file, so a single ``os.replace`` makes the write atomic):
+
+================  ======================================================================
+key               value
+================  ======================================================================
+format            ``"jiu-jfa-net"``
+format_version    ``"1"`` (this file layout)
+encoding_version  ``nets.config.ENCODING_VERSION`` when saved (action encodings + planes)
+config            the ``NetConfig`` as JSON
+preset            ``"paper"``, ``"tiny"`` or ``"custom"``
+extra             JSON of the caller's ``extra`` dict (training info: step, games, ...), ``{}``
+================  ======================================================================
+
+:func:`load` checks all of it and raises ``ValueError`` naming the file and the reason for: a file that is
+not a readable safetensors file (corrupt, truncated), a missing or foreign format tag, an encoding
+version other than the current one, an invalid config, a kind other than ``expected_kind``, missing,
+unexpected or mis-shaped tensors, and non-finite weights. A missing file raises ``FileNotFoundError``.
+:func:`read_metadata` reads the header only (cheap; for listings).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+from pydantic import ValidationError
+from safetensors import safe_open
+from safetensors.torch import save as st_save
+from torch import nn
+
+from nets.config import ENCODING_VERSION, NetConfig, preset_name
+from nets.model import build
+
+FORMAT = "jiu-jfa-net"
+FORMAT_VERSION = 1
+
+
+def save(model: nn.Module, config: NetConfig, path: str | os.PathLike, extra: dict[str, Any] | None = None) -> Path:
+    """Write ``model``'s weights and ``config`` (and ``extra``, JSON-serialisable) to ``path`` atomically
+    (a temporary file in the same directory, fsync, ``os.replace``). Returns the path."""
+    path = Path(path)
+    if getattr(model, "config", config) != config:
+        raise ValueError(f"save {path}: the model was built from {model.config!r}, not from the given config")
+    try:
+        extra_json = json.dumps(extra or {}, sort_keys=True)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"save {path}: extra is not JSON-serialisable ({e})") from e
+    metadata = {
+        "format": FORMAT,
+        "format_version": str(FORMAT_VERSION),
+        "encoding_version": str(ENCODING_VERSION),
+        "config": config.model_dump_json(),
+        "preset": preset_name(config) or "custom",
+        "extra": extra_json,
+    }
+    tensors = {k: v.detach().cpu().contiguous().clone() for k, v in model.state_dict().items()}
+    data = st_save(tensors, metadata=metadata)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    return path
+
+
+def read_metadata(path: str | os.PathLike) -> dict[str, str]:
+    """The header metadata of a saved net (see the module docstring), validated only as far as the
+    format tag; ``ValueError`` for unreadable or foreign files, ``FileNotFoundError`` if missing."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"net file {path} does not exist")
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            meta = f.metadata()
+    except Exception as e:  # safetensors raises its own error types for corrupt headers
+        raise ValueError(f"net file {path}: not a readable safetensors file ({e})") from e
+    if not meta or meta.get("format") != FORMAT:
+        raise ValueError(f"net file {path}: not a {FORMAT} file (format tag {(meta or {}).get('format')!r})")
+    return dict(meta)
+
+
+def load(path: str | os.PathLike, expected_kind: str | None = None) -> tuple[nn.Module, NetConfig, dict[str, Any]]:
+    """Load a net saved by :func:`save`: ``(model, config, extra)``, the model in ``eval()`` mode on the
+    CPU. Raises ``ValueError`` naming the file and the reason when the file does not match (module
+    docstring); ``expected_kind`` (``"slm"``, ``"upper"``, ``"lower"``) also checks the net's kind."""
+    path = Path(path)
+    meta = read_metadata(path)
+
+    def fail(reason: str) -> ValueError:
+        return ValueError(f"net file {path}: {reason}")
+
+    if meta.get("format_version") != str(FORMAT_VERSION):
+        raise fail(f"file format version {meta.get('format_version')!r}, this code reads {FORMAT_VERSION}")
+    if meta.get("encoding_version") != str(ENCODING_VERSION):
+        raise fail(
+            f"encoding version {meta.get('encoding_version')!r} but the current ENCODING_VERSION is "
+            f"{ENCODING_VERSION} (action encodings or feature planes changed; retrain or convert the net)"
+        )
+    try:
+        config = NetConfig.model_validate_json(meta.get("config", ""))
+    except ValidationError as e:
+        raise fail(f"invalid net config: {e}") from e
+    if expected_kind is not None and config.kind != expected_kind:
+        raise fail(f"wrong kind: a {config.kind!r} net, expected a {expected_kind!r} net")
+    try:
+        extra = json.loads(meta.get("extra", "{}"))
+    except json.JSONDecodeError as e:
+        raise fail(f"extra metadata is not JSON ({e})") from e
+
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            tensors = {k: f.get_tensor(k) for k in f.keys()}
+    except Exception as e:
+        raise fail(f"tensor data unreadable ({e})") from e
+    model = build(config)
+    expected = model.state_dict()
+    missing = sorted(set(expected) - set(tensors))
+    unexpected = sorted(set(tensors) - set(expected))
+    if missing or unexpected:
+        raise fail(
+            f"tensors do not match the {config.kind} config: missing {missing[:5]}{' ...' if len(missing) > 5 else ''}"
+            f", unexpected {unexpected[:5]}{' ...' if len(unexpected) > 5 else ''}"
+        )
+    for k, v in expected.items():
+        t = tensors[k]
+        if t.shape != v.shape or t.dtype != v.dtype:
+            raise fail(f"tensor {k!r} is {t.dtype} {tuple(t.shape)}, the config needs {v.dtype} {tuple(v.shape)}")
+        if t.is_floating_point() and not torch.isfinite(t).all():
+            raise fail(f"tensor {k!r} has non-finite values")
+    model.load_state_dict(tensors, strict=True)
+    model.eval()
+    return model, config, extra

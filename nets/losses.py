@@ -1,0 +1,85 @@
+"""Training losses of the JFA nets.
+
+- :func:`policy_value_loss`: the AlphaZero / JFA loss ``(z - v)^2 - pi^T log p`` (batch mean) for the SLM
+  and the upper net, with ``p = softmax(logits)`` restricted to the legal actions when a mask is given.
+- **L2 regularisation** ``c * ||theta||^2``: use the optimiser's ``weight_decay`` (SGD's weight decay
+  ``wd`` is the gradient of ``(wd / 2) * ||theta||^2``, so ``wd = 2c``; AdamW's is decoupled). For an
+  explicit term (e.g. to log it) add :func:`l2_penalty` to the loss and use no weight decay.
+- :func:`dqn_loss`: the lower net's regression of Q on its target; **Huber** (smooth L1, ``delta = 1``)
+  by default, as in the DQN paper (robust to the occasional large TD error); ``kind="mse"`` for squared
+  error. Targets are in [-1, 1] (the lower net's Q is a ``tanh``), so the two only differ for errors
+  above ``delta``.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+
+class PolicyValueTerms(NamedTuple):
+    """The batch-mean terms of :func:`policy_value_terms` (scalar tensors)."""
+
+    total: torch.Tensor
+    value: torch.Tensor  # mean (z - v)^2
+    policy: torch.Tensor  # mean -pi^T log p
+
+
+def policy_value_terms(
+    logits: torch.Tensor,
+    value: torch.Tensor,
+    target_pi: torch.Tensor,
+    target_z: torch.Tensor,
+    legal_mask: torch.Tensor | None = None,
+) -> PolicyValueTerms:
+    """Value, policy and total loss. ``logits`` ``(B, A)``, ``value`` ``(B,)``, ``target_pi`` ``(B, A)``
+    (rows sum to 1; visit distributions), ``target_z`` ``(B,)`` in [-1, 1], ``legal_mask`` optional
+    ``bool (B, A)`` (True = legal; every row needs one legal action). Masked actions get no probability
+    and contribute nothing to the cross-entropy, whatever ``target_pi`` says there."""
+    if logits.shape != target_pi.shape:
+        raise ValueError(f"logits {tuple(logits.shape)} and target_pi {tuple(target_pi.shape)} differ in shape")
+    value = value.reshape(-1)
+    target_z = target_z.reshape(-1).to(value.dtype)
+    if legal_mask is not None:
+        if legal_mask.shape != logits.shape:
+            raise ValueError(f"legal_mask {tuple(legal_mask.shape)} does not match logits {tuple(logits.shape)}")
+        legal_mask = legal_mask.to(torch.bool)
+        logits = logits.masked_fill(~legal_mask, torch.finfo(logits.dtype).min)
+    logp = F.log_softmax(logits, dim=1)
+    cross = target_pi * logp
+    if legal_mask is not None:
+        cross = torch.where(legal_mask, cross, torch.zeros_like(cross))
+    policy = -cross.sum(dim=1).mean()
+    value_loss = (target_z - value).pow(2).mean()
+    return PolicyValueTerms(value_loss + policy, value_loss, policy)
+
+
+def policy_value_loss(
+    logits: torch.Tensor,
+    value: torch.Tensor,
+    target_pi: torch.Tensor,
+    target_z: torch.Tensor,
+    legal_mask: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """``mean((z - v)^2 - pi^T log softmax(logits))`` over the batch (see :func:`policy_value_terms`)."""
+    return policy_value_terms(logits, value, target_pi, target_z, legal_mask).total
+
+
+def l2_penalty(model: nn.Module, c: float) -> torch.Tensor:
+    """Explicit ``c * ||theta||^2`` over all parameters of ``model`` (alternative to weight decay)."""
+    return c * sum(p.pow(2).sum() for p in model.parameters())
+
+
+def dqn_loss(q: torch.Tensor, target: torch.Tensor, kind: str = "huber", delta: float = 1.0) -> torch.Tensor:
+    """Mean Huber (``kind="huber"``, threshold ``delta``) or squared (``kind="mse"``) error between the
+    lower net's ``q`` ``(B,)`` and its ``target`` ``(B,)`` (the target is treated as a constant)."""
+    q = q.reshape(-1)
+    target = target.reshape(-1).to(q.dtype).detach()
+    if kind == "huber":
+        return F.huber_loss(q, target, delta=delta)
+    if kind == "mse":
+        return F.mse_loss(q, target)
+    raise ValueError(f"dqn_loss: unknown kind {kind!r} (huber or mse)")

@@ -1,0 +1,254 @@
+"""The JFA nets in PyTorch: SLM (layout), HBM upper (battle paths) and HBM lower (square victims).
+
+All three share the trunk of JFA Fig. 3: a convolutional block (3x3 conv + batch norm + ReLU) on the
+``(B, NUM_PLANES, 14, 14)`` feature planes of ``core.features``, then ``blocks`` residual blocks of two
+such blocks each (the second block's ReLU comes after the skip addition, as in AlphaZero).
+
+Heads
+-----
+**Value** (SLM, upper): 1x1 conv block to 2 channels, flattened (392) and concatenated with the global
+average of the trunk (``channels``), a fully connected layer of ``value_hidden`` + ReLU, one output,
+``tanh``: the value in [-1, 1] for the side to move.
+
+**SLM policy**, ``policy_head="conv"``: a 1x1 conv block (``channels``), then a 1x1 conv to one logit per
+point; the logit at plane position ``(r, k)`` is layout action ``r * 14 + k`` (the point index).
+``"fc"``: 1x1 conv block to 2 channels, then a fully connected layer to 196 logits.
+
+**Upper policy**, ``policy_head="conv"``: a 1x1 conv block (``channels``), then a 1x1 conv to
+``UPPER_CHANNELS = 4 + 49 + 196 = 249`` logits per point ``o``, read in the rule book's order
+(section 8, ``core.encoding``): channel ``d < 4`` at ``o`` is the step ``4*o + d``; channel ``4 + j``
+(``j < 49``) is the jump ``784 + 49*o + j``; channel ``53 + e`` is the flight ``10388 + 196*o + e``
+(see :func:`flatten_upper`). A 1x1 conv alone makes every flight logit a linear function of the features
+at its *origin*; a flight's worth depends just as much on its destination, so the flight block also gets
+a bilinear term ``<q(o), k(e)> / sqrt(FLIGHT_KEY_DIM)`` with ``q``, ``k`` two 1x1 convs of the head's
+features (``FLIGHT_KEY_DIM = 16`` channels each). ``"fc"``: 1x1 conv block to 2 channels and one fully
+connected layer to all 48,804 logits (19M weights: paper scale only).
+
+**Lower (DQN, JFA Fig. 4)**: two inputs, the planes of the state *after* the candidate capture and the
+upper action index (0..48,803). The board goes through the trunk; the action through an
+``nn.Embedding(48804, action_embedding)``; the embedding is broadcast over the 14 x 14 board as
+``action_embedding`` extra channels and concatenated with the trunk's output (so every point sees the
+action), then one 3x3 conv block back to ``channels`` and the value-style head (1x1 conv block, flatten +
+global average, fully connected ``value_hidden`` + ReLU, one output) with ``tanh``: one Q in [-1, 1] per
+(state after capture, upper action) pair, for the player who made the capture (the state's side to
+move is then the *opponent*; the net learns that from the planes, the targets are the capturer's).
+
+:func:`build` makes a net from a ``NetConfig``; every net keeps it as ``net.config``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from core.board import NUM_POINTS, SIZE
+from core.encoding import (
+    FLIGHT_BASE,
+    JUMP_BASE,
+    JUMP_PER_ORIGIN,
+    NUM_LAYOUT_ACTIONS,
+    NUM_UPPER_ACTIONS,
+)
+from nets.config import NetConfig
+
+STEP_CHANNELS = 4
+JUMP_CHANNELS = JUMP_PER_ORIGIN  # 49
+FLIGHT_CHANNELS = NUM_POINTS  # 196
+UPPER_CHANNELS = STEP_CHANNELS + JUMP_CHANNELS + FLIGHT_CHANNELS  # 249
+FLIGHT_KEY_DIM = 16
+
+assert STEP_CHANNELS * NUM_POINTS == JUMP_BASE
+assert JUMP_BASE + JUMP_CHANNELS * NUM_POINTS == FLIGHT_BASE
+assert FLIGHT_BASE + FLIGHT_CHANNELS * NUM_POINTS == NUM_UPPER_ACTIONS
+
+
+def flatten_upper(per_point: torch.Tensor) -> torch.Tensor:
+    """``(B, 249, 14, 14)`` per-point logits -> ``(B, 48804)`` upper-action logits in the rule book's
+    order: channel ``d`` at point ``o`` -> ``4*o + d``; channel ``4 + j`` -> ``784 + 49*o + j``;
+    channel ``53 + e`` -> ``10388 + 196*o + e`` (point ``o = r * 14 + k`` at plane position ``(r, k)``)."""
+    b = per_point.shape[0]
+    pp = per_point.reshape(b, UPPER_CHANNELS, NUM_POINTS).transpose(1, 2)  # (B, o, channel)
+    steps = pp[:, :, :STEP_CHANNELS].reshape(b, -1)
+    jumps = pp[:, :, STEP_CHANNELS : STEP_CHANNELS + JUMP_CHANNELS].reshape(b, -1)
+    flights = pp[:, :, STEP_CHANNELS + JUMP_CHANNELS :].reshape(b, -1)
+    return torch.cat((steps, jumps, flights), dim=1)
+
+
+class ConvBlock(nn.Sequential):
+    """Conv (no bias) + batch norm + ReLU (JFA Fig. 3's convolutional block)."""
+
+    def __init__(self, cin: int, cout: int, kernel: int = 3):
+        super().__init__(
+            nn.Conv2d(cin, cout, kernel, padding=kernel // 2, bias=False),
+            nn.BatchNorm2d(cout),
+            nn.ReLU(inplace=True),
+        )
+
+
+class ResBlock(nn.Module):
+    """Two convolutional blocks with a skip connection; ReLU after the addition."""
+
+    def __init__(self, channels: int):
+        super().__init__()
+        self.conv1 = ConvBlock(channels, channels)
+        self.conv2 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(channels)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.relu(x + self.bn2(self.conv2(self.conv1(x))), inplace=True)
+
+
+class Trunk(nn.Sequential):
+    """Input convolutional block then ``blocks`` residual blocks: ``(B, in_planes, 14, 14)`` ->
+    ``(B, channels, 14, 14)``."""
+
+    def __init__(self, in_planes: int, channels: int, blocks: int):
+        super().__init__(ConvBlock(in_planes, channels), *(ResBlock(channels) for _ in range(blocks)))
+
+
+class ValueHead(nn.Module):
+    """1x1 conv block to 2 channels, flatten + global average of the input, FC + ReLU, FC -> tanh."""
+
+    def __init__(self, channels: int, hidden: int):
+        super().__init__()
+        self.conv = ConvBlock(channels, 2, kernel=1)
+        self.fc1 = nn.Linear(2 * NUM_POINTS + channels, hidden)
+        self.fc2 = nn.Linear(hidden, 1)
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        x = torch.cat((self.conv(h).flatten(1), h.mean(dim=(2, 3))), dim=1)
+        return torch.tanh(self.fc2(F.relu(self.fc1(x), inplace=True))).squeeze(1)
+
+
+class FCPolicyHead(nn.Module):
+    """AlphaZero policy head: 1x1 conv block to 2 channels, then one fully connected layer."""
+
+    def __init__(self, channels: int, actions: int):
+        super().__init__()
+        self.conv = ConvBlock(channels, 2, kernel=1)
+        self.fc = nn.Linear(2 * NUM_POINTS, actions)
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        return self.fc(self.conv(h).flatten(1))
+
+
+class SLMConvPolicyHead(nn.Module):
+    """1x1 conv block, then a 1x1 conv to one logit per point (= layout action)."""
+
+    def __init__(self, channels: int):
+        super().__init__()
+        self.conv = ConvBlock(channels, channels, kernel=1)
+        self.out = nn.Conv2d(channels, 1, 1)
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        return self.out(self.conv(h)).flatten(1)
+
+
+class UpperConvPolicyHead(nn.Module):
+    """1x1 conv block, 1x1 conv to 249 logits per point plus a bilinear origin/destination term on the
+    flight channels; flattened by :func:`flatten_upper` (module docstring)."""
+
+    def __init__(self, channels: int):
+        super().__init__()
+        self.conv = ConvBlock(channels, channels, kernel=1)
+        self.out = nn.Conv2d(channels, UPPER_CHANNELS, 1)
+        self.query = nn.Conv2d(channels, FLIGHT_KEY_DIM, 1)
+        self.key = nn.Conv2d(channels, FLIGHT_KEY_DIM, 1)
+
+    def per_point(self, h: torch.Tensor) -> torch.Tensor:
+        """The ``(B, 249, 14, 14)`` per-point logits before flattening."""
+        f = self.conv(h)
+        out = self.out(f)
+        b = h.shape[0]
+        q = self.query(f).reshape(b, FLIGHT_KEY_DIM, NUM_POINTS)
+        k = self.key(f).reshape(b, FLIGHT_KEY_DIM, NUM_POINTS)
+        # bilinear[b, e, o] = <q(o), k(e)>: channel 53 + e at point o
+        bilinear = torch.einsum("bdo,bde->beo", q, k) / math.sqrt(FLIGHT_KEY_DIM)
+        flights = out[:, STEP_CHANNELS + JUMP_CHANNELS :] + bilinear.reshape(b, FLIGHT_CHANNELS, SIZE, SIZE)
+        return torch.cat((out[:, : STEP_CHANNELS + JUMP_CHANNELS], flights), dim=1)
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        return flatten_upper(self.per_point(h))
+
+
+class PolicyValueNet(nn.Module):
+    """Trunk + policy head + value head: ``forward(planes) -> (logits (B, A), value (B,))``."""
+
+    num_actions: int
+
+    def __init__(self, config: NetConfig, policy: nn.Module):
+        super().__init__()
+        self.config = config
+        self.trunk = Trunk(config.in_planes, config.channels, config.blocks)
+        self.policy = policy
+        self.value = ValueHead(config.channels, config.value_hidden)
+
+    def forward(self, planes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        h = self.trunk(planes)
+        return self.policy(h), self.value(h)
+
+
+class SLMNet(PolicyValueNet):
+    """The layout net (JFA Fig. 3): policy logits ``(B, 196)``, value ``(B,)`` in [-1, 1]."""
+
+    num_actions = NUM_LAYOUT_ACTIONS
+
+    def __init__(self, config: NetConfig):
+        if config.kind != "slm":
+            raise ValueError(f"SLMNet needs a kind='slm' config, got {config.kind!r}")
+        c = config.channels
+        head = SLMConvPolicyHead(c) if config.policy_head == "conv" else FCPolicyHead(c, NUM_LAYOUT_ACTIONS)
+        super().__init__(config, head)
+
+
+class UpperNet(PolicyValueNet):
+    """The HBM upper net: policy logits ``(B, 48804)`` (rule book section 8), value ``(B,)``."""
+
+    num_actions = NUM_UPPER_ACTIONS
+
+    def __init__(self, config: NetConfig):
+        if config.kind != "upper":
+            raise ValueError(f"UpperNet needs a kind='upper' config, got {config.kind!r}")
+        c = config.channels
+        head = UpperConvPolicyHead(c) if config.policy_head == "conv" else FCPolicyHead(c, NUM_UPPER_ACTIONS)
+        super().__init__(config, head)
+
+
+class LowerNet(nn.Module):
+    """The HBM lower net (JFA Fig. 4): ``forward(planes_after, upper_action) -> q (B,)`` in [-1, 1].
+
+    ``planes_after`` ``(B, in_planes, 14, 14)``: the state after the candidate capture;
+    ``upper_action`` ``int64 (B,)``: the upper action (0..48,803) of the move's path."""
+
+    def __init__(self, config: NetConfig):
+        super().__init__()
+        if config.kind != "lower":
+            raise ValueError(f"LowerNet needs a kind='lower' config, got {config.kind!r}")
+        self.config = config
+        c, e = config.channels, config.action_embedding
+        self.trunk = Trunk(config.in_planes, c, config.blocks)
+        self.embedding = nn.Embedding(NUM_UPPER_ACTIONS, e)
+        self.merge = ConvBlock(c + e, c)
+        self.q = ValueHead(c, config.value_hidden)
+
+    def forward(self, planes: torch.Tensor, upper_action: torch.Tensor) -> torch.Tensor:
+        h = self.trunk(planes)
+        emb = self.embedding(upper_action)  # (B, E)
+        emb = emb[:, :, None, None].expand(-1, -1, SIZE, SIZE)
+        return self.q(self.merge(torch.cat((h, emb), dim=1)))
+
+
+_CLASSES = {"slm": SLMNet, "upper": UpperNet, "lower": LowerNet}
+
+
+def build(config: NetConfig) -> nn.Module:
+    """A freshly initialised net of ``config`` (``SLMNet``, ``UpperNet`` or ``LowerNet``)."""
+    return _CLASSES[config.kind](config)
+
+
+def count_parameters(model: nn.Module, trainable_only: bool = False) -> int:
+    """Number of parameters of ``model`` (all, or only those with ``requires_grad``)."""
+    return sum(p.numel() for p in model.parameters() if p.requires_grad or not trainable_only)
