@@ -217,6 +217,30 @@ def random_game(
     typer.echo(record_to_json(game))
 
 
+@bench_app.command("search")
+@cli_errors
+def bench_search(
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    simulations: Annotated[str, typer.Option(help="Comma-separated simulation counts.")] = "400,800,1600",
+    threads: Annotated[str, typer.Option(help="Comma-separated WU-UCT thread counts.")] = "1,2,4",
+):
+    """Serial MCTS vs WU-UCT (1/2/4 threads) on layout and battle positions with the tiny nets (JFA Table 3)."""
+    from bench.search import run_search_benchmark
+
+    def ints(text: str, what: str) -> tuple[int, ...]:
+        try:
+            values = tuple(int(x) for x in text.split(",") if x.strip())
+        except ValueError:
+            fail(f"--{what} {text!r}: expected comma-separated integers")
+        if not values or min(values) < 1:
+            fail(f"--{what} {text!r}: expected positive integers")
+        return values
+
+    result = run_search_benchmark(ints(simulations, "simulations"), ints(threads, "threads"), progress=not json_out)
+    if json_out:
+        typer.echo(json.dumps(result, default=float))
+
+
 @bench_app.command("rules")
 @cli_errors
 def bench_rules(

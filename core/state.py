@@ -189,9 +189,13 @@ class GameState:
             moves = [Move((p,)) for p in self.placements()]
         else:
             ps = self.paths()
+            pts, off = ps.pts.tolist(), ps.off.tolist()
             moves = []
             for i in range(ps.m):
-                path, jump = ps.path(i), bool(ps.jump[i])
+                path, jump = tuple(pts[off[i]:off[i + 1]]), bool(ps.jump[i])
+                if ps.nsq[i] == 0:
+                    moves.append(Move(path, jump))
+                    continue
                 left = self.victims_left(path, jump)
                 n = min(int(ps.nsq[i]), len(left))
                 moves.extend(Move(path, jump, v) for v in combinations(left, n))
