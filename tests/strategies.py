@@ -97,6 +97,18 @@ def battle_boards(draw) -> str:
     return random_battle_jfen(rng, rng.randint(lo_w, hi_w), rng.randint(lo_b, hi_b), draw(st.integers(0, 4)))
 
 
+def random_playout(state, rng: random.Random, plies: int):
+    """Up to ``plies`` uniformly random full moves from ``state``; the states visited, ``state`` first."""
+    visited = [state]
+    for _ in range(plies):
+        moves = state.legal_moves()
+        if not moves:
+            break
+        state = state.apply(rng.choice(moves))
+        visited.append(state)
+    return visited
+
+
 def biased_playout(state, rng: random.Random, plies: int, capture_bias: float = 0.7):
     """Play up to ``plies`` random moves from ``state`` preferring captures with probability
     ``capture_bias``; returns the list of states visited (``state`` first)."""

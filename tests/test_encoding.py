@@ -37,7 +37,7 @@ from core.jfen import format_jfen
 from core.notation import Move
 from core.rules import Ruleset
 from core.state import GameState
-from tests.strategies import random_battle_jfen
+from tests.strategies import random_playout, random_battle_jfen
 
 RULESETS = (
     Ruleset(),
@@ -48,18 +48,6 @@ RULESETS = (
 
 def _adjacent(a: int, b: int) -> bool:
     return b in NEIGHBOR[a]
-
-
-def play_random(state: GameState, rng: random.Random, plies: int) -> list[GameState]:
-    """Random legal moves (uniform over ``state.legal_moves()``); the states visited, ``state`` first."""
-    out = [state]
-    for _ in range(plies):
-        moves = state.legal_moves()
-        if not moves:
-            break
-        state = state.apply(rng.choice(moves))
-        out.append(state)
-    return out
 
 
 def random_layout_end(rng: random.Random, ruleset: Ruleset = Ruleset()) -> GameState:
@@ -75,13 +63,13 @@ def sample_states(seed: int, n_boards: int = 6, plies: int = 6) -> list[GameStat
     stone counts (both sides walking, one side flying, both flying, near-empty) played on at random,
     under several rulesets."""
     rng = random.Random(seed)
-    states = play_random(random_layout_end(rng), rng, plies)
+    states = random_playout(random_layout_end(rng), rng, plies)
     counts = [(97, 97), (60, 20), (14, 60), (8, 9), (30, 12), (3, 40), (13, 14), (90, 6)]
     for b in range(n_boards):
         ruleset = RULESETS[b % len(RULESETS)]
         nw, nb = counts[rng.randrange(len(counts))]
         start = GameState.from_jfen(random_battle_jfen(rng, nw, nb, shapes=rng.randrange(5)), ruleset)
-        states.extend(play_random(start, rng, plies))
+        states.extend(random_playout(start, rng, plies))
     return states
 
 

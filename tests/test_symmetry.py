@@ -42,21 +42,10 @@ from core.symmetry import (
     transform_state,
     upper_maps,
 )
-from tests.strategies import battle_boards, random_battle_jfen, rulesets
+from tests.strategies import random_playout, battle_boards, random_battle_jfen, rulesets
 
 SYMS = range(NUM_SYMMETRIES)
 G7, H8 = 90, 105
-
-
-def _play(state: GameState, rng: random.Random, plies: int) -> list[GameState]:
-    out = [state]
-    for _ in range(plies):
-        moves = state.legal_moves()
-        if not moves:
-            break
-        state = state.apply(rng.choice(moves))
-        out.append(state)
-    return out
 
 
 @cache
@@ -64,19 +53,19 @@ def corpus() -> tuple[GameState, ...]:
     """Seeded positions: early and late layout, the first battle position of a random game, random
     battle boards with walking and flying sides under several rulesets, each played on at random."""
     rng = random.Random(1234)
-    states = _play(GameState.initial(), rng, 4)
+    states = random_playout(GameState.initial(), rng, 4)
     s = states[-1]
     while s.phase == 0:
         s = s._play(rng.choice(s.legal_moves()))
         if s.ply in (150, 195):
             states.append(s)
-    states += _play(s, rng, 4)
+    states += random_playout(s, rng, 4)
     rulesets_ = (Ruleset(), Ruleset(chain_revisit="allow", fly_jump_rule="none"), Ruleset(fly_jump_rule="all-multi"))
     counts = [(97, 97), (40, 12), (10, 70), (9, 11), (14, 15), (25, 5)]
     for b in range(14):
         nw, nb = counts[b % len(counts)]
         start = GameState.from_jfen(random_battle_jfen(rng, nw, nb, shapes=rng.randrange(5)), rulesets_[b % 3])
-        states += _play(start, rng, 5)
+        states += random_playout(start, rng, 5)
     return tuple(states)
 
 
