@@ -1,0 +1,663 @@
+"""Kernels of the expert (auxiliary) agent: layout point scores and battle path scores.
+
+The expert is the JFA paper's human-knowledge auxiliary agent (papers/000 sections 3.4-3.5); the
+Python side is ``knowledge.agents.ExpertAgent``. Everything that runs per candidate move lives here
+so that one decision costs a few milliseconds, also in the flying stage (thousands of flights).
+
+Layout (:func:`layout_scores`): every empty point is scored by the change it makes to the cells
+(2x2 blocks) that contain it, for both sides:
+
+- own gain: a cell free of opponent stones is worth ``own[k]`` with ``k`` own corners
+  (``own = [0, .5, 1.5, 4, 10]``: 3 corners is a gate, 4 a square); placing adds ``own[k+1] - own[k]``;
+- blocking: a cell holding only opponent stones loses its whole value ``block * own[k]`` for them;
+- Dalian geometry: completing (or raising to a gate) a cell that sits at a Dalian offset from an own
+  square (the two squares of a flat or diagonal Dalian, ``core.shapes`` docstring: offset ``2u`` or
+  ``2u`` + 1 across) earns ``dalian_sq`` (``dalian_gate``); blocking such an opponent cell likewise;
+- centre holes: the two centre points are emptied when the battle starts, so they count as empty
+  for both sides in every cell; a cell with one centre corner and 3 own others becomes a gate whose
+  hole is the centre at the first battle move (``centre`` values).
+
+The agent adds this kernel, times ``layout_mix`` (0.3), to the greedy layout score (``eval.shape``
+difference after the placement plus the Gaussian prior of ``knowledge.priors``): in matches between
+expert battle players that mix beat both the kernel alone and the shape score alone.
+
+Battle, one ply (:func:`battle_scores`): every legal path gets
+
+    W_GAIN * captured + LEVEL[level] - W_RISK * reply - W_BREADTH * threats + W_THREAT * ours
+    + shape(own, S_*) - shape(opponent, O_*)
+
+where ``captured`` is jump victims plus square victims, ``level`` the JFA Table 1 level
+(``core.pruning.path_levels``), ``reply`` the most stones the opponent can take with one move on the
+resulting board (a one-ply safety check with the move generator), ``threats`` the number of distinct
+points where the opponent has a capturing move, ``ours`` the most stones our next move could take if
+left alone, and ``shape(x, w) = w_dalian Dalians + w_square squares + w_open open gates + w_gate closed
+gates`` from ``core.shapes.shape_counts`` (papers/001 Eq. 9 shapes; the opponent's Dalians weigh 14,
+ours 8: a Dalian left standing takes a stone every turn). Square victims of the candidate are
+removed first by :func:`_take_victims` (the stone behind the opponent's strongest capturing reply,
+Dalian shuttles first, then stones of its gates and squares) so the safety check sees the position
+the capture leaves. A capture that leaves the opponent below ``loss_below`` stones, or without a
+move, scores ``W_WIN``; a move after which the opponent can take us below ``loss_below`` costs
+``W_LOSE``. When there are more than ``k_full`` paths (flights), all paths get a cheap pre-score
+(captures, level, fleeing a stone the opponent can jump now, landing on a point where the opponent
+captures, gates made at the destination, own squares left at the origin) and only the best ``k_full``
+get the full evaluation.
+
+Battle, two plies (:func:`search_scores`, the agent's default): the ``n_top`` best paths by the
+one-ply score are played (victims by :func:`_take_victims`); each of the opponent's replies (all, or
+when it flies the ``k_reply`` best by a pre-score: stones taken, Table 1 level, fleeing a stone we
+could jump, landing where we would capture) is played with its own victims, and the
+position is valued for us, to move, by :func:`_leaf`: ``E_MATERIAL`` per stone of difference,
+``E_MY_THREAT`` per stone we can take now, ``-E_THEIR_THREAT`` per stone they could take, and the
+shape terms above. A candidate's value is its worst reply (plus ``E_ONE_PLY`` times its one-ply
+score as a tie-breaker).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from core.board import CELL_CORNERS, CENTRE_OTHER, CENTRE_WHITE_FIRST, EMPTY, NUM_CELLS, NUM_POINTS, POINT_CELLS
+from core.jit import kernel
+from core.movegen import generate_paths, new_path_buffers, squares_at
+from core.rules import R_LOSS_BELOW
+from core.shapes import shape_counts
+
+# ---------------------------------------------------------------------------------- battle weights
+(W_GAIN, W_RISK, W_BREADTH, LEVEL1, LEVEL2, LEVEL3, W_THREAT, W_FLEE, W_BLOCK, W_WIN, W_LOSE,
+ S_DALIAN, S_SQUARE, S_OPEN_GATE, S_GATE, O_DALIAN, O_SQUARE, O_OPEN_GATE, O_GATE, W_PRE_GATE, W_PRE_BREAK) = range(21)
+N_BATTLE_WEIGHTS = 21
+
+BATTLE_WEIGHTS = np.array(
+    [
+        10.0,  # W_GAIN       per stone captured now
+        9.0,  # W_RISK        per stone of the opponent's best reply
+        1.0,  # W_BREADTH     per distinct point where the opponent captures (capped at 4)
+        8.0,  # LEVEL1        Dalian shuttle (JFA Table 1)
+        3.0,  # LEVEL2        square-forming move
+        1.0,  # LEVEL3        jump capture / opening a square
+        4.0,  # W_THREAT      per stone our best next move would take (capped at 2) if left alone
+        6.0,  # W_FLEE        pre-score: the origin stone is jumpable now
+        3.0,  # W_BLOCK       pre-score: the destination is where the opponent would capture
+        1e5,  # W_WIN         the move wins at once
+        1e4,  # W_LOSE        the opponent's reply takes us below loss_below
+        8.0,  # S_DALIAN      own shapes (papers/001 Eq. 9 weighs chain 7, square 4, gate 3)
+        3.0,  # S_SQUARE
+        3.0,  # S_OPEN_GATE
+        1.0,  # S_GATE        a gate nobody of ours can close yet
+        14.0,  # O_DALIAN     the opponent's shapes: a Dalian left standing takes a stone every turn
+        3.0,  # O_SQUARE
+        3.0,  # O_OPEN_GATE
+        1.0,  # O_GATE
+        2.0,  # W_PRE_GATE    pre-score: per gate the move makes at its destination (a threat for next turn)
+        2.0,  # W_PRE_BREAK   pre-score: per own square the move leaves (Dalian shuttles excepted)
+    ],
+    np.float64,
+)
+BATTLE_WEIGHTS.setflags(write=False)
+
+# ---------------------------------------------------------------------------------- layout weights
+# own[0..4], centre-cell own[0..3], block, dalian_sq, dalian_gate
+LAYOUT_WEIGHTS = np.array(
+    [0.0, 0.5, 1.5, 4.0, 10.0, 0.0, 0.5, 1.5, 6.0, 0.9, 3.0, 1.0],
+    np.float64,
+)
+LAYOUT_WEIGHTS.setflags(write=False)
+_L_OWN, _L_CENTRE, _L_BLOCK, _L_DSQ, _L_DGATE = 0, 5, 9, 10, 11
+
+_CS = 13  # cells per row
+# Lower-left offsets (dcol, drow) between the two squares of a Dalian (flat: 2u; diagonal: 2u + 1 across).
+_DALIAN_OFFSETS = np.array(
+    [[2, 0], [-2, 0], [0, 2], [0, -2], [2, 1], [2, -1], [-2, 1], [-2, -1], [1, 2], [-1, 2], [1, -2], [-1, -2]],
+    np.int64,
+)
+_DALIAN_OFFSETS.setflags(write=False)
+
+
+# ================================================================================== layout
+@kernel
+def _cell_counts(board, c, me, op):
+    """(own, opponent, centre corners) of cell ``c``; centre points count as neither side."""
+    a = 0
+    b = 0
+    z = 0
+    for t in range(4):
+        q = CELL_CORNERS[c, t]
+        if q == CENTRE_WHITE_FIRST or q == CENTRE_OTHER:
+            z += 1
+            continue
+        v = board[q]
+        if v == me:
+            a += 1
+        elif v == op:
+            b += 1
+    return a, b, z
+
+
+@kernel
+def _dalian_partners(board, c, me, op):
+    """(own squares, own pure gates) at a Dalian offset from cell ``c`` (centre points ignored)."""
+    c0 = c % _CS
+    r0 = c // _CS
+    nsq = 0
+    ngate = 0
+    for k in range(_DALIAN_OFFSETS.shape[0]):
+        cc = c0 + _DALIAN_OFFSETS[k, 0]
+        rr = r0 + _DALIAN_OFFSETS[k, 1]
+        if cc < 0 or cc >= _CS or rr < 0 or rr >= _CS:
+            continue
+        a, b, z = _cell_counts(board, rr * _CS + cc, me, op)
+        if b == 0 and z == 0:
+            if a == 4:
+                nsq += 1
+            elif a == 3:
+                ngate += 1
+    return nsq, ngate
+
+
+@kernel
+def layout_scores(board, side, w):
+    """Knowledge score of placing a stone of ``side`` on each point (module docstring).
+
+    ``board`` ``int8[196]``, ``side`` 0/1, ``w`` ``float64[12]`` (``LAYOUT_WEIGHTS``). Returns
+    ``float64[196]``, ``-inf`` on occupied points. Legality of the first two placements (centre
+    points) is the caller's business.
+    """
+    me = side + 1
+    op = 2 - side
+    out = np.full(NUM_POINTS, -np.inf)
+    for p in range(NUM_POINTS):
+        if board[p] != EMPTY:
+            continue
+        s = 0.0
+        if p == CENTRE_WHITE_FIRST or p == CENTRE_OTHER:
+            out[p] = 0.0
+            continue
+        for j in range(4):
+            c = POINT_CELLS[p, j]
+            if c < 0:
+                break
+            a, b, z = _cell_counts(board, c, me, op)
+            if z == 0:
+                if b == 0:
+                    s += w[_L_OWN + a + 1] - w[_L_OWN + a]
+                    if a == 3 or a == 2:
+                        dsq, dg = _dalian_partners(board, c, me, op)
+                        if a == 3:
+                            s += w[_L_DSQ] * dsq + w[_L_DGATE] * dg
+                        else:
+                            s += w[_L_DGATE] * dsq
+                if a == 0 and b > 0:
+                    s += w[_L_BLOCK] * w[_L_OWN + b]
+                    if b >= 2:
+                        dsq, dg = _dalian_partners(board, c, op, me)
+                        if b == 3:
+                            s += w[_L_BLOCK] * (w[_L_DSQ] * dsq + w[_L_DGATE] * dg)
+                        else:
+                            s += w[_L_BLOCK] * w[_L_DGATE] * dsq
+            elif z == 1:
+                if b == 0 and a < 3:
+                    s += w[_L_CENTRE + a + 1] - w[_L_CENTRE + a]
+                if a == 0 and b > 0:
+                    s += w[_L_BLOCK] * w[_L_CENTRE + b]
+            else:  # the middle cell g7: both centre corners become holes
+                if b == 0 and a < 2:
+                    s += w[_L_OWN + a + 1] - w[_L_OWN + a]
+                if a == 0 and b > 0:
+                    s += w[_L_BLOCK] * w[_L_OWN + b]
+        out[p] = s
+    return out
+
+
+# ================================================================================== battle
+@kernel
+def _reply(board, side, n_own, n_opp, rules, pts, off, nsq, jump, mark):
+    """The best immediate capture of ``side`` (to move) on ``board``.
+
+    Returns ``(m, best, breadth, origin, pts, off, nsq, jump)``: the number of legal paths, the most
+    stones one move takes (jump victims + square victims capped by the stones left), the number of
+    distinct destination points of capturing moves, the origin of a best move (-1 if none), and the
+    (possibly regrown) path buffers. ``mark`` ``bool[196]`` scratch, all False on entry and exit.
+    """
+    m, pts, off, nsq, jump = generate_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump)
+    best = 0
+    breadth = 0
+    origin = -1
+    for j in range(m):
+        a = off[j]
+        e = off[j + 1]
+        hops = e - a - 1 if jump[j] != 0 else 0
+        k = nsq[j]
+        if k > n_opp - hops:
+            k = n_opp - hops
+        cap = hops + k
+        if cap > 0:
+            d = pts[e - 1]
+            if not mark[d]:
+                mark[d] = True
+                breadth += 1
+            if cap > best:
+                best = cap
+                origin = pts[a]
+    for j in range(m):
+        mark[pts[off[j + 1] - 1]] = False
+    return m, best, breadth, origin, pts, off, nsq, jump
+
+
+@kernel
+def _quick_shape(board, o, d, stone):
+    """Cheap shape change of moving ``stone`` from ``o`` to ``d`` (jump victims ignored): the gates
+    it makes at ``d`` (cells containing ``d`` that get 3 of ``stone``'s corners and 1 empty corner, ``o``
+    counting as empty) and the squares of ``stone`` containing ``o`` it leaves."""
+    gates = 0
+    for j in range(4):
+        c = POINT_CELLS[d, j]
+        if c < 0:
+            break
+        own = 0
+        empty = 0
+        for t in range(4):
+            q = CELL_CORNERS[c, t]
+            if q == d:
+                continue
+            if q == o or board[q] == EMPTY:
+                empty += 1
+            elif board[q] == stone:
+                own += 1
+        if own == 2 and empty == 1:
+            gates += 1
+    return gates, squares_at(board, o, stone)
+
+
+@kernel
+def _threat_maps(board, side, n_own, n_opp, rules, pts, off, nsq, jump, threatened, hot):
+    """Mark the stones ``side`` can jump now (``threatened``) and the destinations/landings of its
+    capturing moves (``hot``). Returns the regrown buffers."""
+    m, pts, off, nsq, jump = generate_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump)
+    for j in range(m):
+        a = off[j]
+        e = off[j + 1]
+        if jump[j] != 0:
+            for t in range(a + 1, e):
+                threatened[(pts[t - 1] + pts[t]) // 2] = True
+                hot[pts[t]] = True
+        elif nsq[j] > 0:
+            hot[pts[e - 1]] = True
+    return pts, off, nsq, jump
+
+
+@kernel
+def _shape_value(board, side, n_own, n_opp, rules, w, base):
+    """Weighted shapes of ``side``: ``w[base..base+3]`` per Dalian, square, open gate, closed gate."""
+    n_sq, n_gates, n_open, n_dal = shape_counts(board, side, n_own, n_opp, rules)
+    return w[base] * n_dal + w[base + 1] * n_sq + w[base + 2] * n_open + w[base + 3] * (n_gates - n_open)
+
+
+@kernel
+def _threat_victim(b, side, n_own, n_opp, rules, pts, off, nsq, jump, value):
+    """The opponent stone whose removal best defuses the opponent's immediate threats on ``b``
+    (``side`` is the mover, about to take square victims): the origin of the opponent's strongest
+    capturing reply, preferring a Dalian shuttle (a non-jump move out of one of its squares, which
+    would capture again every turn). Returns ``(victim or -1, regrown buffers)``."""
+    op_side = 1 - side
+    op = 2 - side
+    m, pts, off, nsq, jump = generate_paths(b, op_side, n_opp, n_own, rules, pts, off, nsq, jump)
+    best = 0.0
+    victim = -1
+    for j in range(m):
+        a = off[j]
+        e = off[j + 1]
+        hops = e - a - 1 if jump[j] != 0 else 0
+        k = nsq[j]
+        if k > n_own - hops:
+            k = n_own - hops
+        cap = hops + k
+        if cap <= 0:
+            continue
+        o = pts[a]
+        v = 10.0 * cap
+        if jump[j] == 0 and squares_at(b, o, op) > 0:
+            v += 5.0
+        value[o] += 0.01  # several threats from one stone: a tie-breaker
+        v += value[o]
+        if v > best:
+            best = v
+            victim = o
+    for j in range(m):
+        value[pts[off[j]]] = 0.0
+    return victim, pts, off, nsq, jump
+
+
+@kernel
+def _shape_victim(b, side, value):
+    """The opponent stone in most opponent-only cells with 3+ stones (its gates and squares),
+    weighted by stones in the cell; the lowest such point on ties; -1 if the opponent has none."""
+    me = side + 1
+    op = 2 - side
+    for p in range(NUM_POINTS):
+        value[p] = 0.0
+    for c in range(NUM_CELLS):
+        a = 0
+        o = 0
+        for t in range(4):
+            v = b[CELL_CORNERS[c, t]]
+            if v == op:
+                o += 1
+            elif v == me:
+                a += 1
+        if a == 0 and o >= 3:
+            for t in range(4):
+                q = CELL_CORNERS[c, t]
+                if b[q] == op:
+                    value[q] += o - 2
+    victim = -1
+    best = -1.0
+    for p in range(NUM_POINTS):
+        if b[p] == op and value[p] > best:
+            best = value[p]
+            victim = p
+        value[p] = 0.0
+    return victim
+
+
+@kernel
+def _take_victims(b, side, n_own, n_opp, rules, k, pts, off, nsq, jump, value, out):
+    """Remove up to ``k`` opponent stones from ``b`` (``side`` the mover, ``n_opp`` the opponent's
+    stones on ``b``): while the opponent has a capturing reply, :func:`_threat_victim`; then
+    :func:`_shape_victim`. Writes the victims to ``out``; returns ``(taken, taken for threats,
+    regrown buffers)``."""
+    n = 0
+    n_threat = 0
+    for _ in range(k):
+        victim, pts, off, nsq, jump = _threat_victim(b, side, n_own, n_opp, rules, pts, off, nsq, jump, value)
+        if victim >= 0:
+            n_threat += 1
+        else:
+            victim = _shape_victim(b, side, value)
+        if victim < 0:
+            break
+        b[victim] = EMPTY
+        out[n] = victim
+        n += 1
+        n_opp -= 1
+    return n, n_threat, pts, off, nsq, jump
+
+
+@kernel
+def threat_victims(board, side, n_own, n_opp, rules, path, is_jump, k):
+    """The expert's own choice of ``k`` square victims for the legal ``path`` (``int16[n]``) of
+    ``side`` on ``board`` (before the move; ``n_opp`` the opponent's count before it): first the
+    stones behind the opponent's immediate threats (:func:`_threat_victim`: Dalian shuttles first),
+    then stones of its gates and squares. Returns ``(victims int16[<=k] ascending, how many were
+    taken for threats)``; the caller may prefer another rule when that count is 0."""
+    b = board.copy()
+    b[path[0]] = EMPTY
+    hops = 0
+    if is_jump:
+        for t in range(1, path.shape[0]):
+            b[(path[t - 1] + path[t]) // 2] = EMPTY
+            hops += 1
+    b[path[path.shape[0] - 1]] = side + 1
+    pts, off, nsq, jump = new_path_buffers(256)
+    value = np.zeros(NUM_POINTS)
+    out = np.empty(max(k, 1), np.int16)
+    n, n_threat, pts, off, nsq, jump = _take_victims(b, side, n_own, n_opp - hops, rules, k, pts, off, nsq, jump,
+                                                     value, out)
+    return np.sort(out[:n]), n_threat
+
+
+@kernel
+def battle_scores(board, side, n_own, n_opp, rules, pts, off, nsq, jump, m, levels, w, k_full):
+    """Expert score of each of the ``m`` legal paths of ``side`` (module docstring).
+
+    ``board`` ``int8[196]``; ``n_own``/``n_opp`` the stone counts of the mover and the opponent;
+    ``rules`` ``Ruleset.vector``; ``pts, off, nsq, jump`` the CSR paths (``GameState.paths()``);
+    ``levels`` ``int8[m]`` JFA Table 1 levels 1..4; ``w`` ``BATTLE_WEIGHTS``; ``k_full`` how many
+    paths (best by pre-score) get the full evaluation. Returns ``(scores float64[m], full bool[m])``;
+    paths without the full evaluation score ``pre-score - 1e6``.
+    """
+    opp_side = 1 - side
+    loss_below = rules[R_LOSS_BELOW]
+    level_bonus = np.zeros(5)
+    level_bonus[1] = w[LEVEL1]
+    level_bonus[2] = w[LEVEL2]
+    level_bonus[3] = w[LEVEL3]
+    bpts, boff, bnsq, bjump = new_path_buffers(256)
+    threatened = np.zeros(NUM_POINTS, np.bool_)
+    hot = np.zeros(NUM_POINTS, np.bool_)
+    mark = np.zeros(NUM_POINTS, np.bool_)
+    value = np.zeros(NUM_POINTS)
+    victims = np.empty(8, np.int16)
+    bpts, boff, bnsq, bjump = _threat_maps(board, opp_side, n_opp, n_own, rules, bpts, boff, bnsq, bjump, threatened, hot)
+    gain = np.zeros(m, np.int64)
+    pre = np.empty(m)
+    for i in range(m):
+        a = off[i]
+        e = off[i + 1]
+        hops = e - a - 1 if jump[i] != 0 else 0
+        k = nsq[i]
+        if k > n_opp - hops:
+            k = n_opp - hops
+        gain[i] = hops + k
+        lv = levels[i]
+        if lv < 1 or lv > 4:
+            lv = 4
+        s = w[W_GAIN] * gain[i] + level_bonus[lv]
+        g, broken = _quick_shape(board, pts[a], pts[e - 1], side + 1)
+        s += w[W_PRE_GATE] * g
+        if lv != 1:
+            s -= w[W_PRE_BREAK] * broken
+        if threatened[pts[a]]:
+            s += w[W_FLEE]
+        if hot[pts[e - 1]]:
+            s += w[W_BLOCK]
+        if n_opp - gain[i] < loss_below:
+            s += w[W_WIN]
+        pre[i] = s
+    scores = np.empty(m)
+    full = np.zeros(m, np.bool_)
+    if m > k_full:
+        order = np.argsort(-pre, kind="mergesort")
+    else:
+        order = np.arange(m)
+    b = np.empty(NUM_POINTS, np.int8)
+    me = side + 1
+    for r in range(m):
+        i = order[r]
+        if r >= k_full:
+            scores[i] = pre[i] - 1e6
+            continue
+        full[i] = True
+        a = off[i]
+        e = off[i + 1]
+        for p in range(NUM_POINTS):
+            b[p] = board[p]
+        b[pts[a]] = EMPTY
+        hops = 0
+        if jump[i] != 0:
+            for t in range(a + 1, e):
+                b[(pts[t - 1] + pts[t]) // 2] = EMPTY
+                hops += 1
+        b[pts[e - 1]] = me
+        n_opp2 = n_opp - gain[i]
+        lv = levels[i]
+        if lv < 1 or lv > 4:
+            lv = 4
+        s = w[W_GAIN] * gain[i] + level_bonus[lv]
+        if n_opp2 < loss_below:
+            scores[i] = s + w[W_WIN]
+            continue
+        k = gain[i] - hops
+        if k > 0:
+            nv, nt, bpts, boff, bnsq, bjump = _take_victims(b, side, n_own, n_opp - hops, rules, k, bpts, boff, bnsq,
+                                                            bjump, value, victims)
+        mo, best, breadth, origin, bpts, boff, bnsq, bjump = _reply(
+            b, opp_side, n_opp2, n_own, rules, bpts, boff, bnsq, bjump, mark
+        )
+        if mo == 0:
+            scores[i] = s + w[W_WIN]
+            continue
+        s -= w[W_RISK] * best + w[W_BREADTH] * min(breadth, 4)
+        if n_own - best < loss_below:
+            s -= w[W_LOSE]
+        mm, mine, mb, mo2, bpts, boff, bnsq, bjump = _reply(
+            b, side, n_own, n_opp2, rules, bpts, boff, bnsq, bjump, mark
+        )
+        s += w[W_THREAT] * min(mine, 2)
+        s += _shape_value(b, side, n_own, n_opp2, rules, w, S_DALIAN)
+        s -= _shape_value(b, opp_side, n_opp2, n_own, rules, w, O_DALIAN)
+        scores[i] = s
+    return scores, full
+
+
+# ================================================================================== two-ply refinement
+E_MATERIAL, E_MY_THREAT, E_THEIR_THREAT, E_ONE_PLY = range(4)
+EVAL_WEIGHTS = np.array(
+    [
+        10.0,  # E_MATERIAL      per stone of difference
+        8.0,  # E_MY_THREAT     per stone (capped at 2) we can take now (we are to move at the leaf)
+        4.0,  # E_THEIR_THREAT  per stone (capped at 2) they could take if it were their move
+        0.01,  # E_ONE_PLY      the one-ply score as a tie-breaker
+    ],
+    np.float64,
+)
+EVAL_WEIGHTS.setflags(write=False)
+
+
+@kernel
+def _play_path(b, board, pts, a, e, is_jump, stone):
+    """``b[:] = board`` then play the path ``pts[a:e]`` (no square victims); returns the hops."""
+    for p in range(NUM_POINTS):
+        b[p] = board[p]
+    b[pts[a]] = EMPTY
+    hops = 0
+    if is_jump:
+        for t in range(a + 1, e):
+            b[(pts[t - 1] + pts[t]) // 2] = EMPTY
+            hops += 1
+    b[pts[e - 1]] = stone
+    return hops
+
+
+@kernel
+def _leaf(b, side, n_own, n_opp, rules, w, ew, pts, off, nsq, jump, mark):
+    """Static value of ``b`` for ``side``, who is to move: material, our capture now, their capture
+    threat, shapes (``w`` own ``S_*`` and opponent ``O_*`` weights). Returns ``(value, buffers)``."""
+    m1, mine, b1, o1, pts, off, nsq, jump = _reply(b, side, n_own, n_opp, rules, pts, off, nsq, jump, mark)
+    m2, theirs, b2, o2, pts, off, nsq, jump = _reply(b, 1 - side, n_opp, n_own, rules, pts, off, nsq, jump, mark)
+    v = ew[E_MATERIAL] * (n_own - n_opp)
+    v += ew[E_MY_THREAT] * min(mine, 2) - ew[E_THEIR_THREAT] * min(theirs, 2)
+    if m1 == 0:
+        v -= w[W_WIN]
+    v += _shape_value(b, side, n_own, n_opp, rules, w, S_DALIAN)
+    v -= _shape_value(b, 1 - side, n_opp, n_own, rules, w, O_DALIAN)
+    return v, pts, off, nsq, jump
+
+
+@kernel
+def search_scores(board, side, n_own, n_opp, rules, pts, off, nsq, jump, m, levels, w, ew, k_full, n_top,
+                  k_reply):
+    """Two-ply refinement of :func:`battle_scores` (module docstring): the ``n_top`` best paths by the
+    one-ply score are searched one reply deep. For each, the opponent's replies (all of them, or the
+    ``k_reply`` best by a cheap pre-score, as in :func:`battle_scores`) are played (their square
+    victims by :func:`_take_victims`) and the resulting position is valued for us by :func:`_leaf`;
+    the candidate's score is the minimum over the replies (plus ``E_ONE_PLY`` times its one-ply
+    score). Returns ``(scores float64[m], one_ply float64[m])``; paths outside the ``n_top`` keep
+    ``one_ply - 1e7``."""
+    one, full = battle_scores(board, side, n_own, n_opp, rules, pts, off, nsq, jump, m, levels, w, k_full)
+    out = np.empty(m)
+    for i in range(m):
+        out[i] = one[i] - 1e7
+    if m == 0:
+        return out, one
+    order = np.argsort(-one, kind="mergesort")
+    opp_side = 1 - side
+    me = side + 1
+    op = 2 - side
+    loss_below = rules[R_LOSS_BELOW]
+    level_bonus = np.zeros(5)
+    level_bonus[1] = w[LEVEL1]
+    level_bonus[2] = w[LEVEL2]
+    level_bonus[3] = w[LEVEL3]
+    b1 = np.empty(NUM_POINTS, np.int8)
+    b2 = np.empty(NUM_POINTS, np.int8)
+    rpts, roff, rnsq, rjump = new_path_buffers(256)
+    lpts, loff, lnsq, ljump = new_path_buffers(256)
+    mark = np.zeros(NUM_POINTS, np.bool_)
+    threatened = np.zeros(NUM_POINTS, np.bool_)
+    hot = np.zeros(NUM_POINTS, np.bool_)
+    value = np.zeros(NUM_POINTS)
+    victims = np.empty(8, np.int16)
+    top = min(n_top, m)
+    for r in range(top):
+        i = order[r]
+        a = off[i]
+        e = off[i + 1]
+        hops = _play_path(b1, board, pts, a, e, jump[i] != 0, me)
+        k = nsq[i]
+        if k > n_opp - hops:
+            k = n_opp - hops
+        n_opp1 = n_opp - hops - k
+        if n_opp1 < loss_below:
+            out[i] = one[i] + w[W_WIN]
+            continue
+        if k > 0:
+            nv, nt, lpts, loff, lnsq, ljump = _take_victims(b1, side, n_own, n_opp - hops, rules, k, lpts, loff, lnsq,
+                                                            ljump, value, victims)
+        mr, rpts, roff, rnsq, rjump = generate_paths(b1, opp_side, n_opp1, n_own, rules, rpts, roff, rnsq, rjump)
+        if mr == 0:
+            out[i] = one[i] + w[W_WIN]
+            continue
+        if mr > k_reply:  # the replies are cut by pre-score: mark our threats so that parries rank high
+            for p in range(NUM_POINTS):
+                threatened[p] = False
+                hot[p] = False
+            lpts, loff, lnsq, ljump = _threat_maps(b1, side, n_own, n_opp1, rules, lpts, loff, lnsq, ljump,
+                                                   threatened, hot)
+        # the opponent's replies to consider
+        rgain = np.empty(mr, np.int64)
+        rpre = np.empty(mr)
+        for j in range(mr):
+            ra = roff[j]
+            re = roff[j + 1]
+            rh = re - ra - 1 if rjump[j] != 0 else 0
+            rk = rnsq[j]
+            if rk > n_own - rh:
+                rk = n_own - rh
+            rgain[j] = rh + rk
+            rpre[j] = w[W_GAIN] * rgain[j]
+            if rnsq[j] > 0 and rjump[j] == 0 and squares_at(b1, rpts[ra], op) > 0:
+                rpre[j] += level_bonus[1]
+            elif rnsq[j] > 0:
+                rpre[j] += level_bonus[2]
+            if mr > k_reply:
+                g, broken = _quick_shape(b1, rpts[ra], rpts[re - 1], op)
+                rpre[j] += w[W_PRE_GATE] * g
+                if rnsq[j] == 0 or rjump[j] != 0 or broken == 0:
+                    rpre[j] -= w[W_PRE_BREAK] * broken
+                if threatened[rpts[ra]]:
+                    rpre[j] += w[W_FLEE]
+                if hot[rpts[re - 1]]:
+                    rpre[j] += w[W_BLOCK]
+        if mr > k_reply:
+            rorder = np.argsort(-rpre, kind="mergesort")[:k_reply]
+        else:
+            rorder = np.arange(mr)
+        worst = np.inf
+        for jj in range(rorder.shape[0]):
+            j = rorder[jj]
+            ra = roff[j]
+            re = roff[j + 1]
+            rh = _play_path(b2, b1, rpts, ra, re, rjump[j] != 0, op)
+            rk = rgain[j] - rh
+            n_own2 = n_own - rgain[j]
+            if n_own2 < loss_below:
+                worst = -w[W_WIN]
+                break
+            if rk > 0:
+                nv, nt, lpts, loff, lnsq, ljump = _take_victims(b2, opp_side, n_opp1, n_own - rh, rules, rk, lpts, loff,
+                                                                lnsq, ljump, value, victims)
+            v, lpts, loff, lnsq, ljump = _leaf(b2, side, n_own2, n_opp1, rules, w, ew, lpts, loff, lnsq, ljump, mark)
+            if v < worst:
+                worst = v
+        out[i] = worst + ew[E_ONE_PLY] * one[i]
+    return out, one

@@ -1,0 +1,531 @@
+"""Knowledge agents: the baselines (``random``, ``greedy``, ``minimax``) and the ``expert``.
+
+Every agent follows ``knowledge.protocols.Agent``: ``name``, ``last_think_time`` (wall seconds of the
+latest ``select``), ``select(state) -> Move`` for a non-terminal layout or battle state. Factories are
+registered with kind ``"agent"`` and take keyword arguments from spec strings (``minimax:depth=2``);
+all accept ``seed`` and are deterministic for a seed and a sequence of states.
+:func:`make_agent` also understands ``LAYOUT+BATTLE`` (``expert+random``), which builds a
+:class:`PhasedAgent`.
+
+Agents (papers/004 section 2 for the baselines, papers/000 sections 3.4-3.5 for the expert):
+
+- ``random``: a uniformly random legal placement; in the battle a uniformly random legal *path*,
+  then a uniformly random victim set of the required size (the same two-level distribution as
+  ``core.playout.random_game``; it is not uniform over full moves, whose count explodes for
+  square-forming paths).
+- ``greedy``: one ply. Battle: each legal path scores ``capture * stones taken`` (jump victims plus
+  square victims) plus the ``eval.shape`` score difference (mover minus opponent) of the position after
+  the path; the square victims of the chosen path come from ``best_victims`` (evaluating every
+  square-forming flight's victim sets would cost seconds, so the shape term is taken before the
+  square victims are removed). Layout: the ``eval.shape`` difference after the placement (own shapes
+  gained, opponent shapes blocked) plus ``prior *`` the Gaussian prior scaled to max 1, so the
+  centre is taken first and ties go to central points.
+- ``minimax``: alpha-beta negamax over *paths* (square victims by ``best_victims``), iterative
+  deepening under ``time`` seconds (default 0.5) or to a fixed ``depth``; children ordered by JFA
+  Table 1 level (``core.pruning.path_levels``) then stones taken, the previous iteration's best root
+  move first. Leaves: ``eval.shape`` score difference plus ``material`` per stone of difference;
+  terminal positions +-1e6 (sooner wins score higher). Inside the tree the repetition rule is the
+  state's own (history is carried). Layout: the greedy layout policy (a tree over 196 placements with
+  a shape evaluation says nothing the one-ply policy does not).
+- ``expert``: the JFA auxiliary agent from human knowledge; kernels and weights in ``core/expert.py``
+  (its module docstring has the formulas). Layout: the greedy layout score (``eval.shape`` gain and
+  blocking, Gaussian prior: the centre first) plus ``layout_mix`` (0.3) times a knowledge kernel over
+  the cells around each point (own gates/squares, blocking the opponent's, Dalian geometry next to
+  own squares, the two centre holes the battle starts from). Battle: every path gets a one-ply score
+  (stones taken, JFA Table 1 level bonus: Dalian shuttle > square-forming > jump/opening a square, a
+  safety check of the opponent's best capture reply, our next threat, Dalians/squares/gates of both
+  sides after the move); the best ``top`` (8) are then checked against the opponent's replies (all,
+  or the ``replies`` (48) best by captures and level when the opponent flies) and valued by the worst
+  resulting position (material, who can capture next, shapes). Flying stage: the same scores rank
+  flights that form squares, flee jump threats or land where the opponent would capture; only the
+  ``k_full`` (64) best flights by a cheap pre-score are scored in full. Square victims: when the
+  opponent would have a capturing reply, the stones behind its threats go first (Dalian shuttles
+  first), otherwise ``best_victims`` (JFA Eq. 9: break the opponent's Dalians, squares and gates).
+  Positions are never repeated into a draw while ahead in stones. Mean ~7 ms per battle move.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from core.board import PHASE_LAYOUT
+from core.expert import (
+    BATTLE_WEIGHTS,
+    EVAL_WEIGHTS,
+    LAYOUT_WEIGHTS,
+    battle_scores,
+    layout_scores,
+    search_scores,
+    threat_victims,
+)
+from core.movegen import apply_path
+from core.notation import Move
+from core.pruning import path_levels
+from core.state import GameState
+from core.zobrist import ZOBRIST_BLACK_TO_MOVE, ZOBRIST_STONE
+from knowledge.evaluation import ShapeEvaluator
+from knowledge.priors import GaussianPrior
+from knowledge.pruning import CapturePruner, best_victims
+from knowledge.registry import REGISTRY, register
+
+__all__ = [
+    "RandomAgent",
+    "GreedyAgent",
+    "MinimaxAgent",
+    "ExpertAgent",
+    "PhasedAgent",
+    "make_agent",
+]
+
+
+class _Agent:
+    """Shared plumbing: timing and the seeded generator."""
+
+    name = "agent"
+
+    def __init__(self, seed: int = 0):
+        self.seed = int(seed)
+        self.rng = np.random.default_rng(self.seed)
+        self.last_think_time = 0.0
+
+    def select(self, state: GameState) -> Move:
+        t0 = time.perf_counter()
+        try:
+            return self._select(state)
+        finally:
+            self.last_think_time = time.perf_counter() - t0
+
+    def _select(self, state: GameState) -> Move:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name} seed={self.seed}>"
+
+
+def _path_stones(ps, i: int, n_opp: int) -> int:
+    """Stones path ``i`` of ``ps`` takes: jump victims plus square victims capped by the stones left."""
+    hops = int(ps.off[i + 1] - ps.off[i] - 1) if ps.jump[i] else 0
+    return hops + min(int(ps.nsq[i]), n_opp - hops)
+
+
+def _victims(state: GameState, path: tuple[int, ...], jump: bool, nsq: int, pruner=None) -> tuple[int, ...]:
+    if nsq <= 0:
+        return ()
+    return best_victims(state, path, jump, pruner)
+
+
+# ============================================================================ random
+class RandomAgent(_Agent):
+    """Uniform placement; in the battle a uniform path, then a uniform victim set (module docstring)."""
+
+    name = "random"
+
+    def _select(self, state: GameState) -> Move:
+        if state.phase == PHASE_LAYOUT:
+            pts = state.placements()
+            return Move((pts[int(self.rng.integers(len(pts)))],))
+        ps = state.paths()
+        i = int(self.rng.integers(ps.m))
+        path, jump = ps.path(i), bool(ps.jump[i])
+        victims: tuple[int, ...] = ()
+        if ps.nsq[i] > 0:
+            left = state.victims_left(path, jump)
+            k = min(int(ps.nsq[i]), len(left))
+            victims = tuple(sorted(int(v) for v in self.rng.choice(left, size=k, replace=False))) if k else ()
+        return Move(path, jump, victims)
+
+
+# ============================================================================ greedy
+class _BoardView:
+    """The attributes ``ShapeEvaluator`` reads from a state (board, counts, ruleset, phase), for
+    scoring a board after a path without building a ``GameState`` (no hash, no history)."""
+
+    __slots__ = ("board", "counts", "ruleset", "phase")
+
+    def __init__(self, board, counts, ruleset, phase):
+        self.board, self.counts, self.ruleset, self.phase = board, counts, ruleset, phase
+
+
+def _shape_diff(evaluator: ShapeEvaluator, view, player: int) -> float:
+    return evaluator.score(view, player) - evaluator.score(view, 1 - player)
+
+
+def greedy_layout_scores(state: GameState, evaluator: ShapeEvaluator, prior: GaussianPrior,
+                         prior_weight: float) -> np.ndarray:
+    """``float64[196]`` greedy layout scores (``-inf`` on illegal points): ``eval.shape`` difference
+    after the placement plus ``prior_weight`` times the Gaussian prior scaled to max 1."""
+    me = state.side
+    scores = np.full(196, -np.inf)
+    pr = prior.prior(state).astype(np.float64)
+    top = pr.max()
+    if top > 0:
+        pr /= top
+    board = state.board.copy()
+    counts = list(state.counts)
+    counts[me] += 1
+    view = _BoardView(board, tuple(counts), state.ruleset, state.phase)
+    for p in state.placements():
+        board[p] = me + 1
+        scores[p] = _shape_diff(evaluator, view, me) + prior_weight * pr[p]
+        board[p] = 0
+    return scores
+
+
+class GreedyAgent(_Agent):
+    """One-ply greedy (module docstring). Options: ``capture`` (weight per stone taken, default 5),
+    ``prior`` (weight of the Gaussian prior in the layout, default 1)."""
+
+    name = "greedy"
+
+    def __init__(self, seed: int = 0, capture: float = 5.0, prior: float = 1.0):
+        super().__init__(seed)
+        self.capture, self.prior_weight = float(capture), float(prior)
+        self.evaluator = ShapeEvaluator()
+        self.prior = GaussianPrior()
+
+    def _pick(self, scores: np.ndarray) -> int:
+        """Argmax with seeded random tie-breaking."""
+        best = np.flatnonzero(scores >= scores.max() - 1e-9)
+        return int(best[int(self.rng.integers(len(best)))]) if len(best) > 1 else int(best[0])
+
+    def _select(self, state: GameState) -> Move:
+        if state.phase == PHASE_LAYOUT:
+            return Move((self._pick(greedy_layout_scores(state, self.evaluator, self.prior, self.prior_weight)),))
+        ps = state.paths()
+        me, n_opp = state.side, state.counts[1 - state.side]
+        scores = np.empty(ps.m)
+        board = np.empty_like(state.board)
+        for i in range(ps.m):
+            board[:] = state.board
+            path = ps.pts[ps.off[i] : ps.off[i + 1]]
+            jumped = apply_path(board, me, path, bool(ps.jump[i]), path[:0])
+            taken = _path_stones(ps, i, n_opp)
+            counts = [0, 0]
+            counts[me], counts[1 - me] = state.counts[me], n_opp - jumped
+            view = _BoardView(board, tuple(counts), state.ruleset, state.phase)
+            scores[i] = self.capture * taken + _shape_diff(self.evaluator, view, me)
+        i = self._pick(scores)
+        path, jump = ps.path(i), bool(ps.jump[i])
+        return Move(path, jump, _victims(state, path, jump, int(ps.nsq[i])))
+
+
+# ============================================================================ minimax
+class _Timeout(Exception):
+    pass
+
+
+WIN_SCORE = 1e6
+
+
+class MinimaxAgent(_Agent):
+    """Alpha-beta negamax with iterative deepening (module docstring).
+
+    Options: ``time`` (seconds per battle move, default 0.5; ignored when ``depth`` is given unless
+    both are), ``depth`` (fixed depth; with ``time`` too, deepening stops at whichever comes first),
+    ``material`` (leaf weight per stone of difference, default 4: with eval.shape's own 1 per stone a
+    stone is worth a little more than a square), ``max_depth`` (cap of iterative deepening, default 8),
+    ``prior`` (layout prior weight, as greedy).
+    """
+
+    name = "minimax"
+
+    def __init__(self, seed: int = 0, time: float | None = None, depth: int | None = None, material: float = 4.0,
+                 max_depth: int = 8, prior: float = 1.0):
+        super().__init__(seed)
+        if depth is None and time is None:
+            time = 0.5
+        if depth is not None and int(depth) < 1:
+            raise ValueError(f"minimax: depth must be >= 1, got {depth!r}")
+        if time is not None and float(time) <= 0:
+            raise ValueError(f"minimax: time must be > 0, got {time!r}")
+        self.time_budget = None if time is None else float(time)
+        self.depth = None if depth is None else int(depth)
+        self.max_depth = int(max_depth) if self.depth is None else self.depth
+        self.material = float(material)
+        self.prior_weight = float(prior)
+        self.evaluator = ShapeEvaluator()
+        self.prior = GaussianPrior()
+        self.capture_pruner = CapturePruner(top=1, pool=12)
+        self.nodes = 0
+        self.completed_depth = 0
+        self._deadline = float("inf")
+        self._partial = None
+
+    # ------------------------------------------------------------------ tree
+    def _evaluate(self, state: GameState) -> float:
+        p = state.side
+        e = self.evaluator
+        return e.score(state, p) - e.score(state, 1 - p) + self.material * (state.counts[p] - state.counts[1 - p])
+
+    def _children(self, state: GameState):
+        """``(paths, order)``: the legal paths and their search order (JFA Table 1 level, then stones
+        taken, descending)."""
+        ps = state.paths()
+        s = state.side
+        levels = path_levels(state.board, s, state.counts[s], state.counts[1 - s], ps.pts, ps.off, ps.nsq, ps.jump, ps.m)
+        m = ps.m
+        hops = np.where(ps.jump[:m] != 0, np.diff(ps.off[: m + 1]) - 1, 0)
+        gain = hops + np.minimum(ps.nsq[:m].astype(np.int64), state.counts[1 - s] - hops)
+        order = np.lexsort((-gain, levels))
+        return ps, order
+
+    def _move(self, state: GameState, ps, i: int) -> Move:
+        path, jump = ps.path(i), bool(ps.jump[i])
+        return Move(path, jump, _victims(state, path, jump, int(ps.nsq[i]), self.capture_pruner))
+
+    def _negamax(self, state: GameState, depth: int, alpha: float, beta: float, ply: int) -> float:
+        self.nodes += 1
+        if time.perf_counter() > self._deadline:
+            raise _Timeout
+        out = state.outcome()
+        if out.terminal:
+            if out.winner is None or out.winner < 0:
+                return 0.0
+            return (WIN_SCORE - ply) if out.winner == state.side else -(WIN_SCORE - ply)
+        if depth == 0:
+            return self._evaluate(state)
+        ps, order = self._children(state)
+        best = -np.inf
+        for i in order:
+            v = -self._negamax(state._play(self._move(state, ps, int(i))), depth - 1, -beta, -alpha, ply + 1)
+            if v > best:
+                best = v
+            if v > alpha:
+                alpha = v
+            if alpha >= beta:
+                break
+        return best
+
+    def _root(self, state: GameState, depth: int, first: int | None) -> tuple[int, float]:
+        """Search the root to ``depth``; the best move so far is kept in ``self._partial`` so that an
+        interrupted iteration still counts (its first child is the previous iteration's best)."""
+        ps, order = self._children(state)
+        if first is not None:
+            order = np.concatenate(([first], order[order != first]))
+        alpha, beta = -np.inf, np.inf
+        best_i, best_v = int(order[0]), -np.inf
+        self._partial = None
+        for i in order:
+            i = int(i)
+            v = -self._negamax(state._play(self._move(state, ps, i)), depth - 1, -beta, -alpha, 1)
+            if v > best_v:
+                best_i, best_v = i, v
+                self._partial = (best_i, best_v)
+            if v > alpha:
+                alpha = v
+        return best_i, best_v
+
+    def _select(self, state: GameState) -> Move:
+        if state.phase == PHASE_LAYOUT:
+            scores = greedy_layout_scores(state, self.evaluator, self.prior, self.prior_weight)
+            best = np.flatnonzero(scores >= scores.max() - 1e-9)
+            return Move((int(best[int(self.rng.integers(len(best)))]),))
+        start = time.perf_counter()
+        self._deadline = start + self.time_budget if self.time_budget is not None else float("inf")
+        self.nodes = 0
+        self.completed_depth = 0
+        ps, order = self._children(state)
+        best_i = int(order[0])
+        if ps.m > 1:
+            for d in range(1, self.max_depth + 1):
+                try:
+                    best_i, v = self._root(state, d, best_i if d > 1 else None)
+                except _Timeout:
+                    if self._partial is not None:
+                        best_i = self._partial[0]
+                    break
+                self.completed_depth = d
+                if abs(v) >= WIN_SCORE - 1000:  # a forced result is known: deeper search cannot change it
+                    break
+        return self._move(state, ps, best_i)
+
+
+# ============================================================================ expert
+class ExpertAgent(_Agent):
+    """The JFA auxiliary agent from human knowledge (module docstring; kernels in ``core/expert.py``).
+
+    Options: ``noise`` (standard deviation of Gaussian noise added to the battle scores, for
+    diverse self-play; default 0: only seeded tie-breaking), ``layout_noise`` (same for the layout
+    scores), ``k_full`` (flights evaluated in full, default 64), ``prior`` (weight of the Gaussian
+    prior scaled to max 1, default 1), ``pool`` (single victims paired by ``best_victims`` for
+    two-victim moves, default 12), ``weights``/``layout_weights`` (arrays overriding
+    ``core.expert.BATTLE_WEIGHTS``/``LAYOUT_WEIGHTS``).
+    """
+
+    name = "expert"
+
+    VICTIM_RULES = ("threat", "eq9", "kernel")
+
+    def __init__(self, seed: int = 0, noise: float = 0.0, layout_noise: float = 0.0, k_full: int = 64,
+                 prior: float = 1.0, pool: int = 12, victims: str = "threat", plies: int = 2, top: int = 8,
+                 replies: int = 48, layout_mix: float = 0.3, weights=None, layout_weights=None, eval_weights=None):
+        super().__init__(seed)
+        self.layout_mix = float(layout_mix)
+        self.evaluator = ShapeEvaluator()
+        if int(plies) not in (1, 2):
+            raise ValueError(f"expert: plies must be 1 or 2, got {plies!r}")
+        self.plies, self.top, self.replies = int(plies), int(top), int(replies)
+        self.eval_weights = np.array(EVAL_WEIGHTS if eval_weights is None else eval_weights, np.float64)
+        if victims not in self.VICTIM_RULES:
+            raise ValueError(f"expert: victims must be one of {', '.join(self.VICTIM_RULES)}, got {victims!r}")
+        self.victim_rule = victims
+        self.noise, self.layout_noise = float(noise), float(layout_noise)
+        self.k_full = int(k_full)
+        self.prior_weight = float(prior)
+        self.weights = np.array(BATTLE_WEIGHTS if weights is None else weights, np.float64)
+        self.layout_weights = np.array(LAYOUT_WEIGHTS if layout_weights is None else layout_weights, np.float64)
+        self.prior = GaussianPrior()
+        self.capture_pruner = CapturePruner(top=1, pool=int(pool))
+
+    def layout_scores(self, state: GameState) -> np.ndarray:
+        """``float64[196]`` layout scores of the legal placements (``-inf`` elsewhere), before noise:
+        the ``eval.shape`` difference after the placement plus the Gaussian prior (as greedy), plus
+        ``layout_mix`` times the knowledge kernel ``core.expert.layout_scores``."""
+        scores = greedy_layout_scores(state, self.evaluator, self.prior, self.prior_weight)
+        if self.layout_mix:
+            legal = np.isfinite(scores)
+            raw = layout_scores(state.board, state.side, self.layout_weights)
+            scores[legal] += self.layout_mix * raw[legal]
+        return scores
+
+    def battle_scores(self, state: GameState) -> tuple[np.ndarray, np.ndarray]:
+        """``(scores float64[m], levels int8[m])`` of the legal paths (``state.paths()`` order), before noise."""
+        ps = state.paths()
+        s = state.side
+        n_own, n_opp = state.counts[s], state.counts[1 - s]
+        levels = path_levels(state.board, s, n_own, n_opp, ps.pts, ps.off, ps.nsq, ps.jump, ps.m)
+        if self.plies == 1:
+            scores, _ = battle_scores(state.board, s, n_own, n_opp, state.ruleset.vector, ps.pts, ps.off, ps.nsq,
+                                      ps.jump, ps.m, levels, self.weights, self.k_full)
+        else:
+            scores, _ = search_scores(state.board, s, n_own, n_opp, state.ruleset.vector, ps.pts, ps.off, ps.nsq,
+                                      ps.jump, ps.m, levels, self.weights, self.eval_weights, self.k_full, self.top,
+                                      self.replies)
+        return scores, levels
+
+    def _argmax(self, scores: np.ndarray, noise: float) -> int:
+        jitter = self.rng.random(len(scores)) * 1e-6
+        if noise > 0:
+            jitter += self.rng.normal(0.0, noise, len(scores))
+        return int(np.argmax(scores + jitter))
+
+    def _select(self, state: GameState) -> Move:
+        if state.phase == PHASE_LAYOUT:
+            return Move((self._argmax(self.layout_scores(state), self.layout_noise),))
+        ps = state.paths()
+        scores, _ = self.battle_scores(state)
+        self._repetition_adjust(state, ps, scores)
+        i = self._argmax(scores, self.noise)
+        path, jump = ps.path(i), bool(ps.jump[i])
+        return Move(path, jump, self.victims(state, path, jump, int(ps.nsq[i])))
+
+    def _repetition_adjust(self, state: GameState, ps, scores: np.ndarray, top: int = 12) -> None:
+        """Repetition awareness for the best ``top`` quiet paths (only quiet moves can repeat a position):
+        a move that would end the game by the repetition rule scores ``-1000 * sign(stone lead)`` (avoid
+        it when ahead, take it when behind); when ahead, a move back to a position seen before costs
+        ``5`` per earlier occurrence, so the expert makes progress instead of shuffling."""
+        rep = state.ruleset.repetition_draw
+        lead = state.counts[state.side] - state.counts[1 - state.side]
+        if len(state.history) < 2 or (lead == 0 and rep == 0):
+            return
+        hist = state.history
+        me = state.side
+        base = state.hash ^ int(ZOBRIST_BLACK_TO_MOVE)
+        for i in np.argsort(-scores, kind="stable")[:top]:
+            if ps.jump[i] or ps.nsq[i] > 0:
+                continue
+            o, d = int(ps.pts[ps.off[i]]), int(ps.pts[ps.off[i] + 1])
+            h = np.uint64(base ^ int(ZOBRIST_STONE[o, me]) ^ int(ZOBRIST_STONE[d, me]))
+            seen = int(np.count_nonzero(hist == h))
+            if seen == 0:
+                continue
+            if rep > 0 and seen + 1 >= rep:
+                scores[i] -= 1000.0 * np.sign(lead)
+            elif lead > 0:
+                scores[i] -= 5.0 * seen
+
+    def victims(self, state: GameState, path: tuple[int, ...], jump: bool, nsq: int) -> tuple[int, ...]:
+        """Square victims of a legal path forming ``nsq`` squares. Rule ``"threat"`` (default): when
+        the opponent would have a capturing reply, the stones behind its threats go first, Dalian
+        shuttles first (``core.expert.threat_victims``); otherwise ``best_victims`` (JFA Eq. 9, breaks the
+        opponent's Dalians, squares and gates). ``"eq9"``: always ``best_victims``; ``"kernel"``: always
+        the kernel's rule."""
+        if nsq <= 0:
+            return ()
+        if self.victim_rule != "eq9":
+            s = state.side
+            k = min(nsq, len(state.victims_left(path, jump)))
+            if k == 0:
+                return ()
+            out, n_threat = threat_victims(state.board, s, state.counts[s], state.counts[1 - s], state.ruleset.vector,
+                                           np.asarray(path, np.int16), jump, k)
+            if self.victim_rule == "kernel" or (n_threat > 0 and len(out) == k):
+                return tuple(int(v) for v in out)
+        return _victims(state, path, jump, nsq, self.capture_pruner)
+
+
+# ============================================================================ phased
+class PhasedAgent:
+    """Plays the layout with ``layout_agent`` and the battle with ``battle_agent``; ``name`` is
+    ``"layout_name+battle_name"``, ``last_think_time`` that of the agent that moved last."""
+
+    def __init__(self, layout_agent, battle_agent):
+        self.layout_agent, self.battle_agent = layout_agent, battle_agent
+        self.name = f"{layout_agent.name}+{battle_agent.name}"
+        self.last_think_time = 0.0
+        self.last_agent = None
+
+    def select(self, state: GameState) -> Move:
+        agent = self.layout_agent if state.phase == PHASE_LAYOUT else self.battle_agent
+        try:
+            return agent.select(state)
+        finally:
+            self.last_agent = agent
+            self.last_think_time = agent.last_think_time
+
+    def __repr__(self) -> str:
+        return f"<PhasedAgent {self.name}>"
+
+
+def make_agent(spec: str, seed: int = 0, **overrides: Any):
+    """An agent from a spec string: ``NAME[:k=v,...]`` or ``LAYOUT+BATTLE`` (each part a spec, e.g.
+    ``expert+minimax:depth=2``), seeded with ``seed`` (both parts get the same seed). ``overrides``
+    go to a single agent's factory."""
+    parts = [p.strip() for p in spec.split("+")]
+    if len(parts) == 1:
+        return REGISTRY.create(parts[0], "agent", seed=seed, **overrides)
+    if len(parts) != 2 or not all(parts):
+        raise ValueError(f"agent spec {spec!r}: expected NAME or LAYOUT+BATTLE")
+    return PhasedAgent(REGISTRY.create(parts[0], "agent", seed=seed), REGISTRY.create(parts[1], "agent", seed=seed))
+
+
+# ============================================================================ registration
+@register("random", "agent")
+def make_random(seed: int = 0) -> RandomAgent:
+    """Uniform random legal path, then a uniform victim set (uniform placement in the layout)."""
+    return RandomAgent(seed)
+
+
+@register("greedy", "agent")
+def make_greedy(seed: int = 0, capture: float = 5.0, prior: float = 1.0) -> GreedyAgent:
+    """One ply: stones taken plus eval.shape after the move; layout: Gaussian prior plus shape gain."""
+    return GreedyAgent(seed, capture=capture, prior=prior)
+
+
+@register("minimax", "agent")
+def make_minimax(seed: int = 0, time: float | None = None, depth: int | None = None, material: float = 4.0,
+                 max_depth: int = 8, prior: float = 1.0) -> MinimaxAgent:
+    """Alpha-beta negamax, iterative deepening (time= seconds, default 0.5) or depth=, Table 1 ordering."""
+    return MinimaxAgent(seed, time=time, depth=depth, material=material, max_depth=max_depth, prior=prior)
+
+
+@register("expert", "agent")
+def make_expert(seed: int = 0, noise: float = 0.0, layout_noise: float = 0.0, k_full: int = 64, prior: float = 1.0,
+                pool: int = 12, victims: str = "threat", plies: int = 2, top: int = 8, replies: int = 48,
+                layout_mix: float = 0.3) -> ExpertAgent:
+    """The JFA auxiliary agent: knowledge layout, Table 1 battle policy with a safety check of the replies."""
+    return ExpertAgent(seed, noise=noise, layout_noise=layout_noise, k_full=k_full, prior=prior, pool=pool,
+                       victims=victims, plies=plies, top=top, replies=replies, layout_mix=layout_mix)
