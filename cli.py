@@ -364,5 +364,183 @@ def play(
     play_game(agent, human, seed, ruleset, record)
 
 
+# ----------------------------------------------------------------------------- training (train/)
+SetOption = Annotated[
+    Optional[list[str]],
+    typer.Option("--set", help="Config override SECTION.KEY=VALUE (repeatable), e.g. --set selfplay.games=8."),
+]
+
+
+def _train_errors(fn):
+    """``_agent_errors`` plus ``ValueError`` (bad values) as status 2, and Ctrl-C as status 130."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except KeyboardInterrupt:
+            typer.echo("interrupted", err=True)
+            raise typer.Exit(130)
+        except ValueError as exc:
+            fail(str(exc))
+
+    return _agent_errors(wrapper)
+
+
+def _rule_overrides(rule: list[str] | None) -> list[str]:
+    out = []
+    for item in rule or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            fail(f"--rule {item!r}: expected KEY=VALUE")
+        out.append(f"ruleset.{key.strip().replace('-', '_')}={value.strip()}")
+    return out
+
+
+@app.command()
+@_train_errors
+def selfplay(
+    config: Annotated[Optional[Path], typer.Option("--config", "-c", help="Config file (.toml or .json); default: the built-in defaults (= configs/default.toml).")] = None,
+    overrides: SetOption = None,
+    model: Annotated[Optional[str], typer.Option(help="Net to train: slm, upper, lower or cycle (default slm).")] = None,
+    iterations: Annotated[Optional[int], typer.Option(help="Total iterations of the run (default 2).")] = None,
+    minutes: Annotated[Optional[float], typer.Option(help="Wall-clock budget of this invocation, in minutes.")] = None,
+    workers: Annotated[Optional[int], typer.Option(help="Worker processes (0: everything in this process; default 2).")] = None,
+    seed: Annotated[Optional[int], typer.Option(help="Run seed (default 0).")] = None,
+    backend: Annotated[Optional[str], typer.Option(help="Self-play backend: process (default) or ray.")] = None,
+    reward: Annotated[Optional[str], typer.Option(help="SLM reward plugin (default reward.first_square; or reward.outcome).")] = None,
+    run_dir: Annotated[Optional[Path], typer.Option("--run-dir", help="Directory of a new run (default runs/selfplay-<time>).")] = None,
+    resume: Annotated[Optional[Path], typer.Option(help="Continue the run in this directory where it stopped.")] = None,
+    no_progress: Annotated[bool, typer.Option("--no-progress", help="No live display.")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the final state as one JSON object.")] = False,
+    rule: RuleOption = None,
+):
+    """Self-play training of SLM / HBM upper / HBM lower (JFA): self-play, training, checkpoint, gate; resumable.
+
+    Each iteration plays self-play games with the best net, trains the latest net on the replay window,
+    saves a checkpoint and gates it against the best net (and logs its score against the expert). A new run
+    first pretrains the net on expert games (pretrain.* fields). Prints the run directory."""
+    from train.config import apply_overrides, config_to_dict, load_config, read_config_file, validate_config
+    from train.pipeline import default_run_dir, load_run_config, run_pipeline
+
+    typed = {"model": model, "iterations": iterations, "minutes": minutes, "workers": workers, "seed": seed,
+             "backend": backend, "selfplay.reward": reward}
+    typed = {k: v for k, v in typed.items() if v is not None}
+    sets = [*(overrides or []), *_rule_overrides(rule)]
+    if resume is not None:
+        if run_dir is not None:
+            fail("give either --resume RUN_DIR or --run-dir DIR, not both")
+        if config is not None:
+            fail("--config cannot be combined with --resume (the run keeps its config.json)")
+        base = config_to_dict(load_run_config(resume))
+        cfg = validate_config(apply_overrides(apply_overrides(base, sets), typed))
+        target, is_resume = resume, True
+    else:
+        data = read_config_file(config) if config is not None else {}
+        cfg = validate_config(apply_overrides(apply_overrides(data, sets), typed), str(config) if config else "config")
+        target, is_resume = (run_dir if run_dir is not None else default_run_dir()), False
+    typer.echo(f"run directory: {target}", err=True)
+    result = run_pipeline(cfg, target, resume=is_resume, progress=not no_progress and not json_out)
+    state = result["state"]
+    if json_out:
+        typer.echo(json.dumps({"run_dir": str(target), "reason": result["reason"],
+                               "session_seconds": round(result["session_seconds"], 3), "state": state}))
+    else:
+        typer.echo(f"stopped ({result['reason']}) after {state.get('completed_iterations', 0)} completed iteration(s) in "
+                   f"{result['session_seconds']:.0f} s; next: iteration {state['iteration']} phase {state['phase']}")
+        typer.echo(f"run directory: {target}  (best nets in {Path(target) / 'best'}; "
+                   f"plots: python cli.py report {target}; continue: python cli.py selfplay --resume {target} --iterations N)")
+
+
+@app.command()
+@_train_errors
+def pretrain(
+    records: Annotated[list[Path], typer.Argument(metavar="RECORDS...", help="Record files or directories (.json, .jiu/.txt, .csv).")],
+    model: Annotated[str, typer.Option(help="Net to train: slm, upper or lower.")] = "slm",
+    out: Annotated[Optional[Path], typer.Option(help="Output net file (default models/pretrained/<model>.safetensors).")] = None,
+    steps: Annotated[int, typer.Option(min=0, help="Training steps.")] = 200,
+    batch_size: Annotated[int, typer.Option(min=1, help="Batch size.")] = 64,
+    lr: Annotated[float, typer.Option(min=0.0, help="Learning rate (constant).")] = 1e-3,
+    seed: Annotated[int, typer.Option(help="Seed of the initial weights and the batches.")] = 0,
+    init: Annotated[Optional[Path], typer.Option(help="Continue training this net file instead of a fresh net.")] = None,
+    config: Annotated[Optional[Path], typer.Option("--config", "-c", help="Config file for nets/learner/replay settings.")] = None,
+    overrides: SetOption = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the summary as one JSON object.")] = False,
+    rule: RuleOption = None,
+):
+    """Supervised pretraining on records: policy target = the played move (one-hot), value target = the result."""
+    from train.config import KINDS, load_config
+    from train.supervised import pretrain as run_pretrain, read_records, samples_from_records
+
+    if model not in KINDS:
+        fail(f"--model {model!r}: expected one of {', '.join(KINDS)}")
+    cfg = load_config(config, overrides or [])
+    ruleset = ruleset_from(rule)
+    games = read_records(records, ruleset)
+    if not games:
+        fail("no records found in " + ", ".join(str(r) for r in records))
+    samples = samples_from_records(games, model)
+    if len(samples) == 0:
+        fail(f"the {len(games)} record(s) give no {model} samples")
+    target = out if out is not None else Path("models") / "pretrained" / f"{model}.safetensors"
+    summary = run_pretrain(samples, cfg.nets.net_config(model), cfg.learner, target, steps, batch_size, lr, seed=seed,
+                           symmetries=cfg.replay.symmetries, init=init, extra={"records": len(games)})
+    summary["records"] = len(games)
+    if json_out:
+        typer.echo(json.dumps(summary))
+    else:
+        typer.echo(f"{model}: {len(games)} records, {summary['samples']} samples, {steps} steps in {summary['seconds']:.1f} s;"
+                   f" loss {summary.get('first_loss', float('nan')):.4f} -> {summary.get('last_loss', float('nan')):.4f}")
+        typer.echo(f"wrote {target}")
+
+
+@app.command("gen-records")
+@_train_errors
+def gen_records(
+    agent: Annotated[str, typer.Option(help="Agent spec playing both sides (or White with --black).")] = "expert",
+    black: Annotated[Optional[str], typer.Option(help="Agent spec of Black (default: the same as --agent).")] = None,
+    games: Annotated[int, typer.Option("--games", "-n", min=1, help="Number of games.")] = 10,
+    out: Annotated[Path, typer.Option(help="Output directory of the JSON records (resumed if it exists).")] = Path("runs/records"),
+    workers: Annotated[int, typer.Option(min=0, help="Worker processes (0: in this process).")] = 2,
+    seed: Annotated[int, typer.Option(help="Base seed; game i's seeds derive from (seed, i).")] = 0,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the summary as one JSON object.")] = False,
+    rule: RuleOption = None,
+):
+    """Generate a starter corpus of JSON records (agent vs itself), in parallel; resumable."""
+    from train.supervised import generate_records
+
+    progress = None
+    if not json_out:
+        from train.arena import new_progress
+
+        progress = new_progress()
+    ruleset = ruleset_from(rule)
+    if progress is not None:
+        with progress:
+            summary = generate_records(agent, games, out, workers=workers, seed=seed, ruleset=ruleset, black=black,
+                                       progress=progress)
+    else:
+        summary = generate_records(agent, games, out, workers=workers, seed=seed, ruleset=ruleset, black=black)
+    if json_out:
+        typer.echo(json.dumps(summary))
+    else:
+        typer.echo(f"{summary['games']} records in {out} ({summary['played']} played now, {summary['seconds']:.1f} s);"
+                   f" results {summary['results']}")
+
+
+@app.command()
+@_train_errors
+def report(
+    run_dir: Annotated[Path, typer.Argument(help="A training run directory (python cli.py selfplay).")],
+    out: Annotated[Optional[Path], typer.Option(help="Output directory (default RUN_DIR/report).")] = None,
+):
+    """Plot losses, win rates and self-play speed of a training run into PNG files."""
+    from train.report import render_report
+
+    for path in render_report(run_dir, out):
+        typer.echo(str(path))
+
+
+
 if __name__ == "__main__":
     app()

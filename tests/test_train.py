@@ -1,0 +1,540 @@
+"""The training pipeline (train/config.py, samples.py, learner.py, selfplay.py, supervised.py, pipeline.py,
+report.py) and its CLI commands (selfplay, pretrain, gen-records, report).
+
+Everything runs with micro nets (1 block, 8 channels), 2 simulations per move and battles capped at 20
+plies with stone adjudication, so that whole iterations take seconds. One module-scoped run of the
+pipeline (``model = cycle``, three iterations in-process: slm, upper, lower) feeds several tests.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from cli import app
+from core.encoding import encode_paths, encode_upper
+from core.features import state_planes
+from core.records import read_json
+from core.rules import Ruleset
+from core.state import GameState
+from core.symmetry import action_map, transform_move, transform_state
+from knowledge.agents import make_agent
+from train.config import ConfigError, load_config, validate_config
+from train.learner import Learner, learning_rate
+from train.pipeline import read_metrics, run_pipeline
+from train.samples import SampleBuilder, load_window, make_batch, read_shard, write_shard
+from train.selfplay import game_seed
+
+ROOT = Path(__file__).resolve().parent.parent
+MICRO = [
+    "nets.blocks=1", "nets.channels=8", "nets.value_hidden=8",
+    "selfplay.games=2", "selfplay.simulations=2", "selfplay.search_threads=1", "selfplay.temperature_plies=4",
+    "pretrain.games=2", "pretrain.steps=2", "pretrain.batch_size=8",
+    "learner.steps=2", "learner.batch_size=8",
+    "gate.simulations=2", "gate.search_threads=1",
+    "ruleset.max_battle_plies=20", "workers=0", "replay.window=600",
+]
+RULES = Ruleset(max_battle_plies=20, adjudicate="stones")
+runner = CliRunner()
+# SLM searches evaluate the first battle positions without an upper net (value 0 by design).
+pytestmark = pytest.mark.filterwarnings("ignore:NetEvaluator has no upper net")
+
+
+def micro_config(*extra: str):
+    return load_config(None, [*MICRO, *extra])
+
+
+def _states(n_battle: int = 30) -> list[GameState]:
+    """The positions of an expert game: the whole layout and ``n_battle`` battle positions."""
+    agent = make_agent("expert", seed=3)
+    s = GameState.initial(RULES.model_copy(update={"max_battle_plies": 300}))
+    out = []
+    while not s.is_terminal() and s.ply < 196 + n_battle:
+        out.append(s)
+        s = s.apply(agent.select(s))
+    return out
+
+
+@pytest.fixture(scope="module")
+def states():
+    return _states()
+
+
+# ============================================================================ config
+def test_default_config_file_matches_the_builtin_defaults():
+    assert load_config(ROOT / "configs" / "default.toml") == load_config()
+    cfg = load_config()
+    assert cfg.ruleset.max_battle_plies == 300 and cfg.ruleset.adjudicate == "stones"
+    assert cfg.nets.preset == "tiny" and cfg.model == "slm"
+
+
+@pytest.mark.parametrize("override, field", [
+    ("selfplay.games=0", "selfplay.games"),
+    ("selfplay.gamez=3", "selfplay.gamez"),
+    ("gate.games=3", "gate.games"),
+    ("ruleset.adjudicate=maybe", "ruleset.adjudicate"),
+    ("replay.symmetries=[0,7]", "replay.symmetries"),
+    ("learner.optimizer=lion", "learner.optimizer"),
+    ("model=everything", "model"),
+    ("workers=-1", "workers"),
+])
+def test_config_errors_name_the_field(override, field):
+    with pytest.raises(ConfigError, match=f"'{field}'"):
+        load_config(None, [override])
+
+
+def test_config_is_frozen_and_round_trips_json(tmp_path):
+    cfg = micro_config("model=cycle")
+    with pytest.raises(Exception):
+        cfg.seed = 3  # frozen
+    assert validate_config(json.loads(cfg.model_dump_json())) == cfg
+    assert [cfg.kind_for(i) for i in (1, 2, 3, 4)] == ["slm", "upper", "lower", "slm"]
+    p = tmp_path / "c.json"
+    p.write_text(json.dumps({"selfplay": {"games": 3}}))
+    assert load_config(p).selfplay.games == 3
+
+
+def test_cli_bad_config_exits_2_naming_the_field(tmp_path):
+    result = runner.invoke(app, ["selfplay", "--run-dir", str(tmp_path / "r"), "--set", "selfplay.simulations=0"])
+    assert result.exit_code == 2
+    assert "selfplay.simulations" in result.output and "Traceback" not in result.output
+    result = runner.invoke(app, ["selfplay", "--run-dir", str(tmp_path / "r"), "--set", "nonsense"])
+    assert result.exit_code == 2 and "KEY=VALUE" in result.output
+
+
+def test_learning_rate_schedules():
+    cfg = load_config().learner
+    assert learning_rate(cfg, 0, 100) == pytest.approx(cfg.lr)
+    assert learning_rate(cfg, 100, 100) == pytest.approx(cfg.lr_min)
+    assert learning_rate(cfg, 50, 100) == pytest.approx((cfg.lr + cfg.lr_min) / 2)
+    step = cfg.model_copy(update={"schedule": "step", "step_size": 10, "gamma": 0.5})
+    assert learning_rate(step, 25, 100) == pytest.approx(cfg.lr / 4)
+
+
+# ============================================================================ samples
+def _policy_samples(kind: str, states, rng) -> SampleBuilder:
+    b = SampleBuilder(kind)
+    for s in states:
+        if kind == "slm" and s.phase == 0 and len(s.placements()) > 1:
+            pts = np.array(s.placements())
+            b.add_policy(state_planes(s), pts, rng.random(len(pts)), float(rng.choice([-1, 1])))
+        elif kind == "upper" and s.phase == 1:
+            ps = s.paths()
+            acts = encode_paths(ps.pts, ps.off, ps.jump, ps.m)
+            b.add_policy(state_planes(s), acts, rng.random(len(acts)), float(rng.choice([-1, 1])))
+        elif kind == "lower" and s.phase == 1:
+            b.add_lower(state_planes(s), int(rng.integers(48804)), float(rng.choice([-1, 1])))
+    return b
+
+
+@pytest.mark.parametrize("kind", ["slm", "upper", "lower"])
+def test_shard_round_trip(tmp_path, states, kind):
+    samples = _policy_samples(kind, states, np.random.default_rng(1)).build({"game": 7})
+    assert len(samples) > 10
+    path = write_shard(tmp_path / "s" / "i0001-g0000.npz", samples)
+    back = read_shard(path)
+    assert back.kind == kind and back.meta == {"game": 7} and len(back) == len(samples)
+    np.testing.assert_array_equal(back.planes, samples.planes)
+    np.testing.assert_array_equal(back.z, samples.z)
+    if kind == "lower":
+        np.testing.assert_array_equal(back.action, samples.action)
+    else:
+        for name in ("pi_off", "pi_idx", "pi_val"):
+            np.testing.assert_array_equal(getattr(back, name), getattr(samples, name))
+        idx, val = back.policy(3)
+        assert val.sum() == pytest.approx(1.0)
+    assert not list((tmp_path / "s").glob(".*.tmp"))
+
+
+def test_planes_survive_float16_storage(states):
+    s = states[-1]
+    exact = state_planes(s)
+    b = SampleBuilder("upper")
+    b.add_policy(exact, [1, 2], [1, 0])
+    np.testing.assert_allclose(b.build().planes[0].astype(np.float32), exact, atol=1e-3)
+
+
+def test_replay_window_keeps_the_newest_samples(tmp_path):
+    d = tmp_path / "shards"
+    z = 0
+    for g, n in enumerate((5, 7, 4)):
+        b = SampleBuilder("lower")
+        for _ in range(n):
+            b.add_lower(np.zeros((14, 14, 14), np.float32), z, z / 100)
+            z += 1
+        write_shard(d / f"i0001-g{g:04d}.npz", b.build())
+    window, files = load_window(d, 10, "lower")
+    assert list(window.action) == list(range(6, 16))
+    assert [f.name for f in files] == ["i0001-g0001.npz", "i0001-g0002.npz"]
+    everything, files = load_window(d, 100, "lower")
+    assert len(everything) == 16 and len(files) == 3
+    with pytest.raises(ValueError, match="expected 'slm'"):
+        load_window(d, 10, "slm")
+
+
+@pytest.mark.parametrize("phase", ["layout", "battle"])
+def test_augmentation_keeps_policy_mass_on_the_transformed_actions(states, phase):
+    """A one-hot policy on the played move lands on the transformed move's action, and the legal mask
+    becomes exactly the legal actions of the transformed position, for all four symmetries."""
+    rng = np.random.default_rng(5)
+    kind = "slm" if phase == "layout" else "upper"
+    picks = [s for s in states if (s.phase == 0) == (phase == "layout") and s.ply > 2][:6]
+    agent = make_agent("expert", seed=1)
+    b = SampleBuilder(kind)
+    moves = []
+    for s in picks:
+        move = agent.select(s)
+        moves.append(move)
+        if kind == "slm":
+            legal = np.array(s.placements())
+            b.add_policy(state_planes(s), legal, (legal == move.origin).astype(float), 1.0)
+        else:
+            ps = s.paths()
+            legal = encode_paths(ps.pts, ps.off, ps.jump, ps.m)
+            b.add_policy(state_planes(s), legal, (legal == encode_upper(move)).astype(float), 1.0)
+    samples = b.build()
+    for sym in range(4):
+        batch = make_batch(samples, np.arange(len(samples)), rng, symmetries=(sym,))
+        for i, (s, move) in enumerate(zip(picks, moves)):
+            image = transform_state(s, sym)
+            tmove = transform_move(move, sym)
+            want = tmove.origin if kind == "slm" else encode_upper(tmove)
+            assert int(np.argmax(batch.pi[i])) == want
+            assert batch.pi[i].sum() == pytest.approx(1.0)
+            if kind == "slm":
+                legal = set(image.placements())
+            else:
+                ps = image.paths()
+                legal = set(encode_paths(ps.pts, ps.off, ps.jump, ps.m).tolist())
+            assert set(np.flatnonzero(batch.mask[i]).tolist()) == legal
+            np.testing.assert_allclose(batch.planes[i], state_planes(image), atol=1e-3)
+
+
+def test_augmentation_maps_lower_actions(states):
+    s = states[-1]
+    b = SampleBuilder("lower")
+    b.add_lower(state_planes(s), 900, 1.0)
+    samples = b.build()
+    for sym in range(4):
+        batch = make_batch(samples, np.array([0]), np.random.default_rng(0), symmetries=(sym,))
+        assert batch.action[0] == action_map(sym, "upper")[900]
+        np.testing.assert_allclose(batch.planes[0], state_planes(transform_state(s, sym)), atol=1e-3)
+
+
+# ============================================================================ learner
+@pytest.mark.parametrize("kind", ["slm", "upper", "lower"])
+def test_one_learner_step_reduces_the_loss_on_a_fixed_batch(tmp_path, states, kind):
+    cfg = micro_config("learner.schedule=constant")
+    samples = _policy_samples(kind, states, np.random.default_rng(2)).build()
+    batch = make_batch(samples, np.arange(min(24, len(samples))))
+    learner = Learner(cfg.nets.net_config(kind), cfg.learner, seed=0)
+    learner.model.train()
+    with torch.no_grad():
+        before = float(learner.losses(batch)["total"])
+    out = learner.train_step(batch)
+    with torch.no_grad():
+        after = float(learner.losses(batch)["total"])
+    assert out["total"] == pytest.approx(before, rel=1e-4)
+    assert after < before
+    assert learner.step == 1
+    # checkpoint round trip: weights, step and optimiser state
+    path = learner.save(tmp_path / f"{kind}.safetensors", extra={"iteration": 1})
+    again = Learner.from_checkpoint(path, cfg.learner)
+    assert again.step == 1 and again.optimizer.state_dict()["state"]
+    for p, q in zip(learner.model.parameters(), again.model.parameters()):
+        torch.testing.assert_close(p, q)
+
+
+# ============================================================================ the pipeline
+EXPECTED_EVENTS = {"run_start", "init", "game", "selfplay", "train", "evaluate", "gate", "iteration", "run_end"}
+
+
+@pytest.fixture(scope="module")
+def cycle_run(tmp_path_factory):
+    """Three in-process iterations of ``model = cycle`` (slm, upper, lower)."""
+    base = tmp_path_factory.mktemp("cycle")
+    run = base / "run"
+    cfg = micro_config("model=cycle", "iterations=3", "seed=11", f"export_dir={base / 'export'}")
+    t0 = time.perf_counter()
+    result = run_pipeline(cfg, run, progress=False)
+    return run, cfg, result, time.perf_counter() - t0
+
+
+def test_pipeline_iterations_write_every_artefact(cycle_run):
+    run, cfg, result, seconds = cycle_run
+    assert result["reason"] == "iterations"
+    state = json.loads((run / "state.json").read_text())
+    assert state["iteration"] == 4 and state["phase"] == "init" and state["completed_iterations"] == 3
+    assert json.loads((run / "config.json").read_text()) == json.loads(cfg.model_dump_json())
+    events = read_metrics(run / "metrics.jsonl")
+    assert EXPECTED_EVENTS <= {e["event"] for e in events}
+    assert [e["kind"] for e in events if e["event"] == "train"] == ["slm", "upper", "lower"]
+    assert list((run / "tb").glob("events.out.tfevents.*"))
+    assert len(list((run / "pretrain" / "records").glob("g*.json"))) == 2
+    for it, kind in ((1, "slm"), (2, "upper"), (3, "lower")):
+        for g in range(2):
+            rec = read_json(run / "records" / f"i{it:04d}" / f"g{g:04d}.json")
+            meta = rec.metadata["selfplay"]
+            assert (meta["kind"], meta["iteration"], meta["game"]) == (kind, it, g)
+            assert meta["game_seed"] == game_seed(11, it, g) and meta["run_seed"] == 11
+            assert rec.final_state().is_terminal()
+            assert read_shard(run / "shards" / kind / f"i{it:04d}-g{g:04d}.npz").kind == kind
+        for f in (f"checkpoints/{kind}-i0000.safetensors", f"checkpoints/{kind}-i{it:04d}.safetensors",
+                  f"checkpoints/{kind}-i{it:04d}.opt.pt", f"best/{kind}.safetensors",
+                  f"eval/i{it:04d}-{kind}/best/summary.json", f"eval/i{it:04d}-{kind}/expert/summary.json"):
+            assert (run / f).exists(), f
+        assert (Path(cfg.export_dir) / f"{kind}.safetensors").read_bytes() == (run / "best" / f"{kind}.safetensors").read_bytes()
+    ev = [e for e in events if e["event"] == "evaluate"]
+    assert {e["opponent"] for e in ev} == {"best", "expert"}
+    assert all(e["games"] == 2 and len(e["ci95"]) == 2 for e in ev)
+    # resuming a finished run does nothing
+    again = run_pipeline(cfg, run, resume=True, progress=False)
+    assert again["state"]["iteration"] == 4 and again["reason"] == "iterations"
+
+
+def test_resume_refuses_a_changed_config(cycle_run, tmp_path):
+    run, cfg, _, _ = cycle_run
+    changed = cfg.model_copy(update={"seed": 5})
+    with pytest.raises(ConfigError, match="'seed'"):
+        run_pipeline(changed, run, resume=True, progress=False)
+    with pytest.raises(Exception, match="not empty"):
+        run_pipeline(cfg, run, resume=False, progress=False)
+
+
+def test_cli_selfplay_resume_extends_a_finished_run(tmp_path):
+    run = tmp_path / "run"
+    args = ["selfplay", "--run-dir", str(run), "--no-progress", "--model", "lower", "--iterations", "1",
+            *sum((["--set", s] for s in MICRO), []), "--set", "pretrain.enabled=false"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert f"run directory: {run}" in result.output
+    assert json.loads((run / "state.json").read_text())["completed_iterations"] == 1
+    result = runner.invoke(app, ["selfplay", "--resume", str(run), "--set", "selfplay.games=5", "--no-progress"])
+    assert result.exit_code == 2 and "selfplay.games" in result.output
+    result = runner.invoke(app, ["selfplay", "--resume", str(run), "--iterations", "2", "--workers", "0", "--json"])
+    assert result.exit_code == 0, result.output
+    state = json.loads(result.output.strip().splitlines()[-1])["state"]
+    assert state["completed_iterations"] == 2 and state["iteration"] == 3 and state["sessions"] == 2
+    assert (run / "checkpoints" / "lower-i0002.safetensors").exists()
+
+
+def test_minutes_budget_stops_at_a_resumable_point(tmp_path):
+    run = tmp_path / "run"
+    cfg = micro_config("model=lower", "iterations=1", "pretrain.enabled=false", "minutes=0.00001", "gate.games=0",
+                       "gate.expert_games=0")
+    result = run_pipeline(cfg, run, progress=False)
+    assert result["reason"] == "minutes" and result["state"]["completed_iterations"] == 0
+    result = run_pipeline(cfg.model_copy(update={"minutes": None}), run, resume=True, progress=False)
+    assert result["reason"] == "iterations" and result["state"]["completed_iterations"] == 1
+    assert result["state"]["best"]["lower"]["iteration"] == 1  # no gate games: the candidate is accepted
+    assert not (run / "eval").exists()
+    ends = [e for e in read_metrics(run / "metrics.jsonl") if e["event"] == "run_end"]
+    assert [e["reason"] for e in ends] == ["minutes", "iterations"]
+
+
+@pytest.mark.parametrize("kind", ["slm", "upper", "lower"])
+def test_trained_checkpoint_plays_a_legal_full_game(cycle_run, kind):
+    from train.arena import play_game
+    from train.selfplay import net_agent_spec
+
+    run, cfg, _, _ = cycle_run
+    it = {"slm": 1, "upper": 2, "lower": 3}[kind]
+    spec = net_agent_spec(kind, run / "checkpoints" / f"{kind}-i{it:04d}.safetensors", cfg)
+    record = play_game(spec, "random", RULES, 1, 2)
+    assert record.reason != "illegal-move"
+    final = record.final_state()  # replays and validates every move
+    assert final.is_terminal() and record.result in ("w", "b", "draw")
+
+
+def test_report_writes_pngs(cycle_run):
+    run = cycle_run[0]
+    result = runner.invoke(app, ["report", str(run)])
+    assert result.exit_code == 0, result.output
+    for name in ("losses.png", "winrate.png", "selfplay.png"):
+        data = (run / "report" / name).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 2000
+    summary = json.loads((run / "report" / "summary.json").read_text())
+    assert [r["kind"] for r in summary["iterations"]] == ["slm", "upper", "lower"]
+    assert runner.invoke(app, ["report", str(run / "nope")]).exit_code == 2
+
+
+def _wait_for(predicate, timeout: float) -> bool:
+    end = time.time() + timeout
+    while time.time() < end:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_kill_9_and_resume_loses_and_duplicates_no_game(tmp_path):
+    """Kill the whole process group (pipeline and its worker) with SIGKILL right after the first self-play
+    record appears, resume, and check every game exists once with its deterministic seed."""
+    run = tmp_path / "run"
+    games = 6
+    args = [sys.executable, str(ROOT / "cli.py"), "selfplay", "--run-dir", str(run), "--no-progress",
+            *sum((["--set", s] for s in MICRO), []), "--set", f"selfplay.games={games}", "--set", "workers=1",
+            "--set", "pretrain.enabled=false", "--set", "iterations=1", "--set", "seed=5"]
+    proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    records = run / "records" / "i0001"
+    try:
+        appeared = _wait_for(lambda: any(records.glob("g*.json")) or proc.poll() is not None, 120)
+        assert appeared and proc.poll() is None, proc.stderr.read().decode()[-2000:] if proc.poll() is not None else ""
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    before = {p.name: (p.stat().st_mtime_ns, p.read_bytes()) for p in records.glob("g*.json")}
+    assert 1 <= len(before) < games
+    state = json.loads((run / "state.json").read_text())
+    assert state["phase"] == "selfplay" and state["iteration"] == 1
+    cfg = validate_config(json.loads((run / "config.json").read_text())).model_copy(update={"workers": 0})
+    result = run_pipeline(cfg, run, resume=True, progress=False)
+    assert result["state"]["completed_iterations"] == 1
+    names = sorted(p.name for p in records.glob("g*.json"))
+    assert names == [f"g{g:04d}.json" for g in range(games)]
+    for name, (mtime, data) in before.items():  # games finished before the kill were not played again
+        assert (records / name).stat().st_mtime_ns == mtime and (records / name).read_bytes() == data
+    for g in range(games):
+        meta = read_json(records / f"g{g:04d}.json").metadata["selfplay"]
+        assert meta["game"] == g and meta["game_seed"] == game_seed(5, 1, g)
+    shards = sorted(p.name for p in (run / "shards" / "slm").glob("*.npz"))
+    assert shards == [f"i0001-g{g:04d}.npz" for g in range(games)]
+    game_events = [e["index"] for e in read_metrics(run / "metrics.jsonl") if e["event"] == "game"]
+    assert len(game_events) == len(set(game_events))  # no game logged (played) twice
+    assert set(game_events) | {int(n[1:5]) for n in before} == set(range(games))
+
+
+# ============================================================================ records and pretraining
+def test_gen_records_and_pretrain(tmp_path):
+    out = tmp_path / "records"
+    common = ["-r", "max_battle_plies=20", "-r", "adjudicate=stones"]
+    result = runner.invoke(app, ["gen-records", "--agent", "expert", "--games", "2", "--out", str(out),
+                                 "--workers", "0", "--json", *common])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output.strip().splitlines()[-1])["played"] == 2
+    result = runner.invoke(app, ["gen-records", "--games", "3", "--out", str(out), "--workers", "0", "--json",
+                                 *common])
+    assert json.loads(result.output.strip().splitlines()[-1])["played"] == 1  # resumed: only game 2
+    metas = [read_json(out / f"g{i:05d}.json").metadata for i in range(3)]
+    assert [m["gen_records"]["index"] for m in metas] == [0, 1, 2]
+    for kind in ("slm", "upper", "lower"):
+        net = tmp_path / f"{kind}.safetensors"
+        result = runner.invoke(app, ["pretrain", str(out), "--model", kind, "--steps", "3", "--batch-size", "8",
+                                     "--out", str(net), "--json", "--set", "nets.blocks=1",
+                                     "--set", "nets.channels=8", *common])
+        assert result.exit_code == 0, result.output
+        summary = json.loads(result.output.strip().splitlines()[-1])
+        assert summary["records"] == 3 and summary["samples"] > 0
+        from nets.io import load
+
+        model, config, extra = load(net, expected_kind=kind)
+        assert extra["pretrain"]["steps"] == 3
+    assert runner.invoke(app, ["pretrain", str(tmp_path / "none")]).exit_code == 2
+
+
+def test_supervised_targets_are_the_played_moves(tmp_path):
+    from core.records import GameRecord
+    from core.notation import parse_move
+    from train.supervised import samples_from_record
+
+    states = _states(40)
+    final = states[-1]
+    # the moves actually played between the states, and one more
+    moves = [str(b.last_move) for b in states[1:]] + [str(make_agent("expert", seed=9).select(final))]
+    record = GameRecord.from_moves(moves, RULES.model_copy(update={"max_battle_plies": 300}), result="w")
+    replay = record.replay()
+    slm = samples_from_record(record, "slm")
+    upper = samples_from_record(record, "upper")
+    lower = samples_from_record(record, "lower")
+    assert len(slm) == 196 - 2  # placements 2 (h8 after g7, or g7 after h8) and 196 are forced
+    k = 0
+    for i, text in enumerate(record.moves[:196]):
+        if len(replay[i].placements()) < 2:
+            continue
+        idx, val = slm.policy(k)
+        assert idx[np.argmax(val)] == parse_move(text).origin and val.max() == 1.0
+        assert slm.z[k] == (1.0 if replay[i].side == 0 else -1.0)
+        k += 1
+    battle = [(i, t) for i, t in enumerate(record.moves) if i >= 196 and replay[i].paths().m > 1]
+    assert len(upper) == len(battle)
+    for k, (i, text) in enumerate(battle):
+        idx, val = upper.policy(k)
+        assert idx[np.argmax(val)] == encode_upper(parse_move(text))
+    captures = [t for i, t in enumerate(record.moves) if i >= 196 and "/" in t]
+    assert len(lower) == len(captures)
+
+
+def test_ray_backend(tmp_path):
+    pytest.importorskip("ray")
+    cfg = micro_config("backend=ray", "workers=1", "pretrain.enabled=false", "gate.games=0", "gate.expert_games=0",
+                       "iterations=1")
+    result = run_pipeline(cfg, tmp_path / "run", progress=False)
+    assert result["state"]["completed_iterations"] == 1
+    assert len(list((tmp_path / "run" / "records" / "i0001").glob("g*.json"))) == 2
+
+
+def test_ray_backend_missing_is_a_clear_error(tmp_path, monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_ray(name, *args, **kwargs):
+        if name == "ray" or name.startswith("ray."):
+            raise ImportError("No module named 'ray'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_ray)
+    cfg = micro_config("backend=ray", "workers=1", "pretrain.enabled=false")
+    from train.pipeline import TrainError
+
+    with pytest.raises(TrainError, match="ray is not installed"):
+        run_pipeline(cfg, tmp_path / "run", progress=False)
+
+
+def test_tensorboard_missing_is_a_warning(tmp_path, monkeypatch):
+    import builtins
+
+    from train.pipeline import TensorBoard
+
+    real_import = builtins.__import__
+
+    def no_tb(name, *args, **kwargs):
+        if name.startswith("torch.utils.tensorboard"):
+            raise ImportError("No module named 'tensorboard'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_tb)
+    with pytest.warns(RuntimeWarning, match="TensorBoard logging skipped"):
+        tb = TensorBoard(tmp_path / "tb")
+    tb.scalars(1, loss=1.0)  # a no-op
+    tb.close()
+
+
+def test_dashboard_renders(tmp_path):
+    import io
+
+    from rich.console import Console
+
+    from train.pipeline import Dashboard
+
+    dash = Dashboard(True, tmp_path, micro_config())
+    dash.update(iteration=1, kind="slm", phase="self-play", games_done=1, games_total=2, plies_per_s=3.0,
+                sims_per_s=40.0, positions_per_s=2.0, games_per_hour=100.0, loss=1.5, value_loss=0.5,
+                policy_loss=1.0, l2=0.01, lr=1e-3, step=3, eval_best="50%", gate="accepted", elapsed=3.0)
+    task = dash.task("self-play", 2)
+    dash.advance(task, "w 300 plies")
+    out = io.StringIO()
+    Console(file=out, width=100).print(dash._render())
+    text = out.getvalue()
+    assert "plies/s" in text and "total 1.5000" in text and "self-play" in text

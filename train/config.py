@@ -1,0 +1,363 @@
+"""The one configuration of the training pipeline: ``TrainConfig`` (frozen, validated, no unknown keys).
+
+A configuration comes from a file (TOML or JSON, e.g. ``configs/default.toml``) or the defaults below,
+plus overrides ``section.key=value`` (the CLI's ``--set``; values are parsed as JSON when they parse, else
+kept as strings: ``--set selfplay.games=8 --set model=upper --set replay.symmetries=[0,1]``). The resolved
+configuration is written to ``RUN/config.json``; ``--resume`` reads it back.
+
+Every validation error becomes a :class:`ConfigError` whose message names the field with its dotted path
+(``config field 'selfplay.games': Input should be greater than or equal to 1``).
+
+Fields and defaults (the defaults make ``python cli.py selfplay`` one short, useful iteration on two CPU
+cores with the tiny nets; ``configs/default.toml`` lists the same values):
+
+==============================  ==========================  ====================================================
+field                           default                     meaning
+==============================  ==========================  ====================================================
+``model``                       ``"slm"``                   which net self-play trains (JFA 4.1.2, independent
+                                                            training): ``slm``, ``upper``, ``lower``, or
+                                                            ``cycle`` (iteration i trains slm, upper, lower in
+                                                            turn: ``KINDS[(i - 1) % 3]``)
+``seed``                        ``0``                       run seed; every game seed derives from (seed,
+                                                            iteration, game index)
+``iterations``                  ``2``                       iterations to run (``None``: until ``minutes``)
+``minutes``                     ``None``                    wall-clock budget; no new phase starts after it
+``workers``                     ``2``                       self-play / arena worker processes (0: in-process)
+``backend``                     ``"process"``               ``process`` (``ProcessPoolExecutor``, spawn) or
+                                                            ``ray`` (self-play games as Ray tasks; optional)
+``ruleset``                     max_battle_plies=300,       the rules of every training, evaluation and
+                                adjudicate="stones"         pretraining game; the ply cap keeps
+                                                            expert battles short (they can run to 1000 plies),
+                                                            stone adjudication gives a decided result
+``nets.preset``                 ``"tiny"``                  ``tiny`` or ``paper`` (``nets.config.preset``)
+``nets.blocks/channels``        ``None``                    optional overrides of the preset (tests: tiny nets)
+``selfplay.games``              ``4``                       self-play games per iteration
+``selfplay.simulations``        ``32``                      MCTS simulations per searched move
+``selfplay.search_threads``     ``4``                       WU-UCT threads per game (batched evaluation)
+``selfplay.max_batch``          ``8``                       evaluator batch size
+``selfplay.c_puct``             ``1.5``
+``selfplay.dirichlet_alpha``    ``0.3``                     root noise (AlphaZero style)
+``selfplay.dirichlet_epsilon``  ``0.25``
+``selfplay.temperature``        ``1.0``                     move sampling temperature for the first
+``selfplay.temperature_plies``  ``30``                      plies of the searched phase; then most visited
+``selfplay.aux_agent``          ``"expert"``                the JFA auxiliary agent (any agent spec): plays
+                                                            the battle in ``slm`` mode, the layout in ``upper``
+                                                            mode, every path in ``lower`` mode
+``selfplay.reward``             ``"reward.first_square"``   ``slm`` mode's reward plugin (JFA 3.4);
+                                                            ``reward.outcome`` for the game result
+``selfplay.lower_epsilon``      ``0.1``                     ``lower`` mode: chance of a random candidate
+``selfplay.capture_pruner``     ``"prune.capture"``         candidate victim sets (JFA Eq. 7-9)
+``selfplay.expansion_pruner``   ``"prune.expansion"``       JFA Table 1 pruning in the search (or ``None``)
+``replay.window``               ``20000``                   the learner samples the most recent N samples
+``replay.symmetries``           ``[0, 1, 2, 3]``            board symmetries drawn per sample at training
+                                                            time (``core.symmetry``; ``[0, 1]`` = the paper's
+                                                            180-degree rotation only, ``[0]`` = none)
+``learner.optimizer``           ``"adam"``                  ``adam`` or ``sgd`` (with ``momentum``)
+``learner.lr``                  ``0.001``                   peak learning rate
+``learner.schedule``            ``"cosine"``                ``constant``, ``cosine`` (to ``lr_min`` over
+                                                            ``horizon_steps``) or ``step`` (times ``gamma``
+                                                            every ``step_size`` steps)
+``learner.horizon_steps``       ``None``                    cosine horizon; ``None``: iterations x steps when
+                                                            ``iterations`` is set, else 10,000
+``learner.l2``                  ``0.0001``                  ``c`` of the loss term ``c * ||theta||^2``
+``learner.batch_size``          ``64``
+``learner.steps``               ``40``                      training steps per iteration
+``learner.grad_clip``           ``5.0``                     gradient norm clip (``None``: off)
+``learner.dqn_loss``            ``"huber"``                 lower net: ``huber`` or ``mse``
+``gate.games``                  ``2``                       candidate vs best games (even; 0: accept always)
+``gate.threshold``              ``0.55``                    score per game the candidate needs to replace best
+``gate.expert_games``           ``2``                       candidate vs ``gate.expert`` (even; 0: skip)
+``gate.simulations``            ``32``                      search simulations in evaluation games
+``gate.search_threads``         ``4``
+``gate.expert``                 ``"expert"``                the reference opponent (agent spec)
+``pretrain.enabled``            ``True``                    supervised start (module ``train.supervised``)
+``pretrain.games``              ``8``                       expert games generated into RUN/pretrain/records
+``pretrain.agent``              ``"expert"``                the agent that plays them (both sides)
+``pretrain.records``            ``[]``                      extra record files or directories (json/jiu/csv)
+``pretrain.steps``              ``150``                     supervised steps before the first iteration
+``pretrain.batch_size``         ``64``
+``pretrain.lr``                 ``0.001``
+``export_dir``                  ``None``                    copy every accepted best net here too (e.g.
+                                                            ``models/default``, where the search agents look)
+==============================  ==========================  ====================================================
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from core.errors import JiuError
+from core.rules import Ruleset
+
+KINDS: tuple[str, ...] = ("slm", "upper", "lower")
+MODELS: tuple[str, ...] = (*KINDS, "cycle")
+# Fields a resumed run may change (they do not change what the run computes, only how far/fast).
+RESUMABLE_FIELDS: tuple[str, ...] = ("iterations", "minutes", "workers", "backend")
+
+TRAIN_RULESET = Ruleset(max_battle_plies=300, adjudicate="stones")
+
+
+class ConfigError(JiuError):
+    """A bad training configuration; the message names the field (dotted path) and the reason."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+def _spec(value: str | None) -> str | None:
+    if value is not None and not value.strip():
+        raise ValueError("must be a non-empty spec string")
+    return value
+
+
+class NetsConfig(_Section):
+    preset: Literal["tiny", "paper"] = "tiny"
+    blocks: int | None = Field(None, ge=1)
+    channels: int | None = Field(None, ge=1)
+    value_hidden: int | None = Field(None, ge=1)
+
+    def net_config(self, kind: str):
+        """The ``nets.config.NetConfig`` of ``kind``: the preset with the overrides applied."""
+        from nets.config import preset
+
+        base = preset(kind, self.preset)
+        updates = {k: v for k, v in (("blocks", self.blocks), ("channels", self.channels),
+                                     ("value_hidden", self.value_hidden)) if v is not None}
+        return base.model_copy(update=updates) if updates else base
+
+
+class SelfPlayConfig(_Section):
+    games: int = Field(4, ge=1)
+    simulations: int = Field(32, ge=1)
+    search_threads: int = Field(4, ge=1, le=64)
+    max_batch: int = Field(8, ge=1)
+    c_puct: float = Field(1.5, gt=0)
+    dirichlet_alpha: float = Field(0.3, gt=0)
+    dirichlet_epsilon: float = Field(0.25, ge=0, le=1)
+    temperature: float = Field(1.0, ge=0)
+    temperature_plies: int = Field(30, ge=0)
+    aux_agent: str = "expert"
+    reward: str = "reward.first_square"
+    lower_epsilon: float = Field(0.1, ge=0, le=1)
+    capture_pruner: str = "prune.capture"
+    expansion_pruner: str | None = "prune.expansion"
+
+    _specs = field_validator("aux_agent", "reward", "capture_pruner", "expansion_pruner")(_spec)
+
+
+class ReplayConfig(_Section):
+    window: int = Field(20_000, ge=1)
+    symmetries: tuple[int, ...] = (0, 1, 2, 3)
+
+    @field_validator("symmetries")
+    @classmethod
+    def _syms(cls, v: tuple[int, ...]) -> tuple[int, ...]:
+        if not v:
+            raise ValueError("give at least one symmetry ([0] = no augmentation)")
+        bad = [s for s in v if not 0 <= s <= 3]
+        if bad:
+            raise ValueError(f"symmetries are 0..3 (identity, rotate180, diagonal, antidiagonal), got {bad}")
+        return tuple(sorted(set(v)))
+
+
+class LearnerConfig(_Section):
+    optimizer: Literal["adam", "sgd"] = "adam"
+    lr: float = Field(1e-3, gt=0)
+    lr_min: float = Field(1e-5, ge=0)
+    schedule: Literal["constant", "cosine", "step"] = "cosine"
+    horizon_steps: int | None = Field(None, ge=1)
+    step_size: int = Field(1000, ge=1)
+    gamma: float = Field(0.5, gt=0, le=1)
+    momentum: float = Field(0.9, ge=0, lt=1)
+    l2: float = Field(1e-4, ge=0)
+    batch_size: int = Field(64, ge=1)
+    steps: int = Field(40, ge=1)
+    grad_clip: float | None = Field(5.0, gt=0)
+    dqn_loss: Literal["huber", "mse"] = "huber"
+
+
+class GateConfig(_Section):
+    games: int = Field(2, ge=0)
+    threshold: float = Field(0.55, ge=0, le=1)
+    expert_games: int = Field(2, ge=0)
+    simulations: int = Field(32, ge=1)
+    search_threads: int = Field(4, ge=1, le=64)
+    expert: str = "expert"
+
+    _specs = field_validator("expert")(_spec)
+
+    @field_validator("games", "expert_games")
+    @classmethod
+    def _even(cls, v: int) -> int:
+        if v % 2:
+            raise ValueError(f"must be even (colour-balanced pairs) or 0, got {v}")
+        return v
+
+
+class PretrainConfig(_Section):
+    enabled: bool = True
+    games: int = Field(8, ge=0)
+    agent: str = "expert"
+    records: tuple[str, ...] = ()
+    steps: int = Field(150, ge=0)
+    batch_size: int = Field(64, ge=1)
+    lr: float = Field(1e-3, gt=0)
+
+    _specs = field_validator("agent")(_spec)
+
+
+class TrainConfig(BaseModel):
+    """The training pipeline's configuration (module docstring lists every field)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: Literal["slm", "upper", "lower", "cycle"] = "slm"
+    seed: int = Field(0, ge=0)
+    iterations: int | None = Field(2, ge=1)
+    minutes: float | None = Field(None, gt=0)
+    workers: int = Field(2, ge=0, le=256)
+    backend: Literal["process", "ray"] = "process"
+    ruleset: Ruleset = TRAIN_RULESET
+    nets: NetsConfig = NetsConfig()
+    selfplay: SelfPlayConfig = SelfPlayConfig()
+    replay: ReplayConfig = ReplayConfig()
+    learner: LearnerConfig = LearnerConfig()
+    gate: GateConfig = GateConfig()
+    pretrain: PretrainConfig = PretrainConfig()
+    export_dir: str | None = None
+
+    @model_validator(mode="after")
+    def _budget(self) -> "TrainConfig":
+        if self.iterations is None and self.minutes is None:
+            raise ValueError("fields 'iterations' and 'minutes' are both null; give a budget (one or both)")
+        return self
+
+    def kind_for(self, iteration: int) -> str:
+        """The net trained in ``iteration`` (1-based)."""
+        if self.model == "cycle":
+            return KINDS[(iteration - 1) % len(KINDS)]
+        return self.model
+
+    def horizon(self) -> int:
+        """Steps of the cosine schedule (``learner.horizon_steps`` or its default)."""
+        if self.learner.horizon_steps is not None:
+            return self.learner.horizon_steps
+        if self.iterations is not None:
+            return max(1, self.iterations * self.learner.steps)
+        return 10_000
+
+
+# ============================================================================ loading and overrides
+def _field_path(loc) -> str:
+    return ".".join(str(x) for x in loc) or "config"
+
+
+def validate_config(data: Any, source: str = "config") -> TrainConfig:
+    """A ``TrainConfig`` from a mapping; raises :class:`ConfigError` naming the first bad field."""
+    if isinstance(data, TrainConfig):
+        return data
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: expected a mapping of fields, got {type(data).__name__}")
+    try:
+        return TrainConfig.model_validate(data)
+    except ValidationError as exc:
+        errors = exc.errors()
+        first = errors[0]
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        prefix = f"{source}: " if source != "config" else ""
+        where = f"config field {_field_path(first['loc'])!r}" if first["loc"] else "config"
+        raise ConfigError(f"{prefix}{where}: {first['msg']}{more}") from None
+
+
+def parse_value(text: str) -> Any:
+    """An override value: JSON when it parses (numbers, ``true``, ``null``, lists), else the string."""
+    low = text.strip()
+    if low.lower() in ("none", "null"):
+        return None
+    if low.lower() in ("true", "false"):
+        return low.lower() == "true"
+    try:
+        return json.loads(low)
+    except json.JSONDecodeError:
+        return low
+
+
+def apply_overrides(data: dict[str, Any], overrides: list[str] | dict[str, Any] | None) -> dict[str, Any]:
+    """A copy of ``data`` with dotted overrides applied (``["selfplay.games=8"]`` or ``{"selfplay.games": 8}``).
+    Raises :class:`ConfigError` for a malformed item."""
+    out = json.loads(json.dumps(data))
+    items: list[tuple[str, Any]] = []
+    if isinstance(overrides, dict):
+        items = list(overrides.items())
+    else:
+        for item in overrides or []:
+            key, sep, value = item.partition("=")
+            if not sep or not key.strip():
+                raise ConfigError(f"--set {item!r}: expected KEY=VALUE, e.g. selfplay.games=8")
+            items.append((key.strip(), parse_value(value)))
+    for key, value in items:
+        parts = [p.strip().replace("-", "_") for p in key.split(".")]
+        if not all(parts):
+            raise ConfigError(f"--set {key!r}: empty field name")
+        node = out
+        for p in parts[:-1]:
+            nxt = node.get(p)
+            if nxt is None:
+                nxt = node[p] = {}
+            if not isinstance(nxt, dict):
+                raise ConfigError(f"config field {'.'.join(parts[:-1])!r} is not a section")
+            node = nxt
+        node[parts[-1]] = value
+    return out
+
+
+def read_config_file(path: str | Path) -> dict[str, Any]:
+    """The mapping in a TOML (``.toml``) or JSON file; :class:`ConfigError` if unreadable."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"config file {path}: {exc.strerror or exc}") from None
+    try:
+        if path.suffix.lower() == ".toml":
+            return tomllib.loads(text)
+        return json.loads(text)
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"config file {path}: not valid {'TOML' if path.suffix.lower() == '.toml' else 'JSON'} ({exc})") from None
+
+
+def load_config(path: str | Path | None = None, overrides: list[str] | dict[str, Any] | None = None) -> TrainConfig:
+    """The defaults, or the file at ``path``, with ``overrides`` applied, validated."""
+    data = read_config_file(path) if path is not None else {}
+    data = apply_overrides(data, overrides)
+    return validate_config(data, str(path) if path is not None else "config")
+
+
+def config_to_dict(config: TrainConfig) -> dict[str, Any]:
+    return json.loads(config.model_dump_json())
+
+
+def dump_config(config: TrainConfig) -> str:
+    """The resolved configuration as indented JSON (what ``RUN/config.json`` holds)."""
+    return json.dumps(config_to_dict(config), indent=1) + "\n"
+
+
+def changed_fields(old: TrainConfig, new: TrainConfig) -> list[str]:
+    """Dotted names of the fields that differ between two configurations."""
+    out: list[str] = []
+
+    def walk(a, b, prefix):
+        if isinstance(a, dict) and isinstance(b, dict):
+            for k in sorted(set(a) | set(b)):
+                walk(a.get(k), b.get(k), f"{prefix}{k}.")
+        elif a != b:
+            out.append(prefix[:-1])
+
+    walk(config_to_dict(old), config_to_dict(new), "")
+    return out

@@ -1,0 +1,198 @@
+"""The learner: gradient steps on sample batches, learning-rate schedules, checkpoints.
+
+Losses (``nets.losses``): ``slm`` and ``upper`` minimise ``(z - v)^2 - pi^T log p + c ||theta||^2`` with the
+softmax restricted to the sample's legal mask (the search's candidate actions); ``lower`` minimises the
+DQN regression of Q on its Monte Carlo target (Huber by default) ``+ c ||theta||^2``. The L2 term is
+added explicitly (:func:`l2_term`) so that it is logged and means the same with Adam and SGD. It covers
+every parameter except the lower net's upper-action embedding: its 781k entries (tiny preset, N(0, 1)
+initialisation) would make the term about 78 at ``c = 1e-4``, dwarf the Q loss (< 1), and decay the rows of
+actions no sample has shown yet; only rows of actions seen in a batch get a data gradient.
+
+Optimisers: Adam, or SGD with Nesterov-free momentum. Schedules (:func:`learning_rate`, a pure function
+of the global step, so that a resumed learner needs no scheduler state): ``constant``; ``cosine`` from
+``lr`` down to ``lr_min`` over ``horizon`` steps (then ``lr_min``); ``step``: ``lr * gamma ** (step //
+step_size)``.
+
+Checkpoints: ``nets.io.save`` (safetensors + metadata, atomic) for the weights, with ``extra`` holding
+``{"kind", "step", "iteration", ...}``; the optimiser state goes next to it as ``<name>.opt.pt``
+(``torch.save`` to a temporary file, then ``os.replace``). :meth:`Learner.from_checkpoint` restores both
+(a missing optimiser file starts a fresh optimiser).
+
+Threads: the learner sets ``torch.set_num_threads(1)`` (measured on the shared 2-core machine: two
+intra-op threads collapse throughput; see ``nets.evaluator``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from nets.config import NetConfig
+from nets.losses import dqn_loss, policy_value_terms
+from train.config import LearnerConfig
+from train.samples import Batch, Samples, make_batch
+
+
+def learning_rate(cfg: LearnerConfig, step: int, horizon: int, lr: float | None = None) -> float:
+    """The learning rate at global ``step`` (0-based) under ``cfg.schedule`` (module docstring)."""
+    peak = cfg.lr if lr is None else lr
+    if cfg.schedule == "constant":
+        return peak
+    if cfg.schedule == "step":
+        return peak * cfg.gamma ** (step // cfg.step_size)
+    t = min(step / max(horizon, 1), 1.0)
+    floor = min(cfg.lr_min, peak)
+    return floor + (peak - floor) * 0.5 * (1.0 + math.cos(math.pi * t))
+
+
+def l2_term(model: torch.nn.Module, c: float) -> torch.Tensor:
+    """``c * ||theta||^2`` over the parameters of ``model`` except an ``embedding`` (module docstring)."""
+    return c * sum(p.pow(2).sum() for name, p in model.named_parameters() if not name.startswith("embedding."))
+
+
+def optimizer_path(checkpoint: str | os.PathLike) -> Path:
+    p = Path(checkpoint)
+    return p.with_name(p.name.removesuffix(".safetensors") + ".opt.pt")
+
+
+def _atomic_torch_save(obj: Any, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            torch.save(obj, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+class Learner:
+    """Trains one net (``kind`` from its config). ``model`` defaults to a fresh net (``torch.manual_seed(seed)``
+    first); ``step`` is the global step the schedule starts from."""
+
+    def __init__(self, net_config: NetConfig, cfg: LearnerConfig, model: torch.nn.Module | None = None,
+                 step: int = 0, horizon: int = 10_000, seed: int = 0, lr: float | None = None):
+        from nets.model import build
+
+        torch.set_num_threads(1)
+        self.kind = net_config.kind
+        self.net_config = net_config
+        self.cfg = cfg
+        self.horizon = horizon
+        self.peak_lr = cfg.lr if lr is None else lr
+        if model is None:
+            torch.manual_seed(seed)
+            model = build(net_config)
+        self.model = model
+        self.step = int(step)
+        params = self.model.parameters()
+        if cfg.optimizer == "adam":
+            self.optimizer = torch.optim.Adam(params, lr=self.peak_lr)
+        else:
+            self.optimizer = torch.optim.SGD(params, lr=self.peak_lr, momentum=cfg.momentum)
+
+    # ------------------------------------------------------------------ checkpoints
+    @classmethod
+    def from_checkpoint(cls, path: str | os.PathLike, cfg: LearnerConfig, horizon: int = 10_000,
+                        lr: float | None = None) -> "Learner":
+        """A learner continuing the net (and optimiser, when its file exists) saved at ``path``."""
+        from nets.io import load
+
+        model, config, extra = load(path)
+        learner = cls(config, cfg, model=model, step=int(extra.get("step", 0)), horizon=horizon, lr=lr)
+        opt = optimizer_path(path)
+        if opt.exists() and extra.get("optimizer") == cfg.optimizer:
+            try:
+                learner.optimizer.load_state_dict(torch.load(opt, weights_only=True))
+            except Exception:  # noqa: BLE001 - a stale or corrupt optimiser file: start a fresh optimiser
+                pass
+        return learner
+
+    def save(self, path: str | os.PathLike, extra: dict[str, Any] | None = None, optimizer: bool = True) -> Path:
+        """Weights via ``nets.io.save`` (atomic) and, with ``optimizer``, the optimiser state next to them."""
+        from nets.io import save
+
+        path = Path(path)
+        info = {"kind": self.kind, "step": self.step, "optimizer": self.cfg.optimizer, **(extra or {})}
+        if optimizer:
+            _atomic_torch_save(self.optimizer.state_dict(), optimizer_path(path))
+        self.model.eval()
+        return save(self.model, self.net_config, path, extra=info)
+
+    # ------------------------------------------------------------------ training
+    def lr(self) -> float:
+        return learning_rate(self.cfg, self.step, self.horizon, self.peak_lr)
+
+    def losses(self, batch: Batch) -> dict[str, torch.Tensor]:
+        """The loss terms of ``batch`` (tensors; ``total`` includes the L2 term)."""
+        x = torch.from_numpy(batch.planes)
+        z = torch.from_numpy(batch.z)
+        if self.kind == "lower":
+            q = self.model(x, torch.from_numpy(batch.action))
+            value = dqn_loss(q, z, kind=self.cfg.dqn_loss)
+            terms = {"value": value, "policy": torch.zeros(())}
+        else:
+            logits, v = self.model(x)
+            t = policy_value_terms(logits, v, torch.from_numpy(batch.pi), z, torch.from_numpy(batch.mask))
+            terms = {"value": t.value, "policy": t.policy}
+        l2 = l2_term(self.model, self.cfg.l2) if self.cfg.l2 > 0 else torch.zeros(())
+        terms["l2"] = l2
+        terms["total"] = terms["value"] + terms["policy"] + l2
+        return terms
+
+    def train_step(self, batch: Batch) -> dict[str, float]:
+        """One optimiser step on ``batch``; returns the loss terms (before the step) and ``lr``."""
+        self.model.train()
+        lr = self.lr()
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        terms = self.losses(batch)
+        self.optimizer.zero_grad(set_to_none=True)
+        terms["total"].backward()
+        if self.cfg.grad_clip is not None:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.grad_clip)
+        self.optimizer.step()
+        self.step += 1
+        out = {k: float(v.detach()) for k, v in terms.items()}
+        out["lr"] = lr
+        return out
+
+    def evaluate(self, batch: Batch) -> dict[str, float]:
+        """Loss terms of ``batch`` without a step (eval mode)."""
+        self.model.eval()
+        with torch.no_grad():
+            return {k: float(v) for k, v in self.losses(batch).items()}
+
+    def train(self, samples: Samples, steps: int, batch_size: int, rng: np.random.Generator,
+              symmetries=(0,), callback=None) -> dict[str, float]:
+        """``steps`` steps on batches drawn uniformly (with replacement between steps) from ``samples``,
+        augmented with ``symmetries``. ``callback(step_index, losses)`` after each step. Returns the mean
+        losses and ``seconds``, ``steps``, ``samples``, ``lr`` (last)."""
+        if len(samples) == 0:
+            raise ValueError(f"no {self.kind} samples to train on")
+        sums: dict[str, float] = {}
+        t0 = time.perf_counter()
+        last: dict[str, float] = {}
+        for i in range(steps):
+            idx = rng.integers(len(samples), size=min(batch_size, len(samples)))
+            last = self.train_step(make_batch(samples, idx, rng, symmetries))
+            for k, v in last.items():
+                sums[k] = sums.get(k, 0.0) + v
+            if callback is not None:
+                callback(i, last)
+        out = {k: v / max(steps, 1) for k, v in sums.items()}
+        out.update(seconds=time.perf_counter() - t0, steps=steps, samples=len(samples), lr=last.get("lr", self.lr()),
+                   step=self.step)
+        return out

@@ -1,0 +1,169 @@
+"""Plots of a training run: ``render_report(RUN_DIR)`` (``python cli.py report RUN_DIR``).
+
+Reads ``RUN/metrics.jsonl`` (``train.pipeline``) and writes PNGs with matplotlib's Agg backend into
+``RUN/report/``:
+
+- ``losses.png``: the mean training loss terms (total, value, policy, L2) of each iteration, one panel
+  per net kind, against the iteration (iteration 0 = the pretraining's last steps);
+- ``winrate.png``: the candidate's score per game against the best net and against the expert, with the
+  95% Wilson interval as error bars (the normal interval collapses to a point at 0% or 100%, common in
+  short evaluations), per kind, and the gate threshold;
+- ``selfplay.png``: self-play speed per iteration (games per hour, positions per second).
+
+and ``summary.json`` (one row per iteration: kind, losses, win rates, acceptance, speeds). Events logged
+twice (a phase repeated after a kill) count once: the last one wins.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from train.pipeline import read_metrics
+
+
+def _last_by(events: list[dict], event: str, key) -> dict:
+    out: dict = {}
+    for e in events:
+        if e.get("event") == event:
+            out[key(e)] = e
+    return out
+
+
+def collect(run_dir: str | os.PathLike) -> dict[str, Any]:
+    """The per-iteration series of a run (what the plots show)."""
+    events = read_metrics(Path(run_dir) / "metrics.jsonl")
+    train = _last_by(events, "train", lambda e: (e.get("kind"), e.get("iteration")))
+    init = _last_by(events, "init", lambda e: e.get("kind"))
+    evals = _last_by(events, "evaluate", lambda e: (e.get("kind"), e.get("iteration"), e.get("opponent")))
+    gates = _last_by(events, "gate", lambda e: (e.get("kind"), e.get("iteration")))
+    selfplay = _last_by(events, "selfplay", lambda e: (e.get("kind"), e.get("iteration")))
+    kinds = sorted({k for k, _ in train} | {k for k, _, _ in evals} | set(init), key=str)
+    rows = []
+    for (kind, it) in sorted(set(train) | set(gates) | set(selfplay), key=lambda x: (x[1] or 0, str(x[0]))):
+        t, g, s = train.get((kind, it), {}), gates.get((kind, it), {}), selfplay.get((kind, it), {})
+        rows.append({
+            "iteration": it, "kind": kind,
+            "loss": t.get("loss"), "value_loss": t.get("value_loss"), "policy_loss": t.get("policy_loss"),
+            "l2": t.get("l2"), "window": t.get("window"), "step": t.get("step"),
+            "vs_best": _wr(evals.get((kind, it, "best"))), "vs_expert": _wr(evals.get((kind, it, "expert"))),
+            "accepted": g.get("accepted"), "threshold": g.get("threshold"),
+            "games_per_hour": s.get("games_per_hour"), "positions_per_s": s.get("positions_per_s"),
+            "plies_per_s": s.get("plies_per_s"), "sims_per_s": s.get("sims_per_s"),
+        })
+    pre = {k: {"first_loss": v.get("first_loss"), "last_loss": v.get("last_loss"), "last_value": v.get("last_value"),
+               "last_policy": v.get("last_policy"), "last_l2": v.get("last_l2"), "samples": v.get("samples")}
+           for k, v in init.items()}
+    return {"kinds": kinds, "iterations": rows, "pretrain": pre, "events": len(events)}
+
+
+def _wr(e: dict | None) -> dict | None:
+    if not e:
+        return None
+    return {"win_rate": e.get("win_rate"), "ci95": e.get("ci95"), "wilson_ci95": e.get("wilson_ci95"),
+            "games": e.get("games"), "wins": e.get("wins"),
+            "draws": e.get("draws"), "losses": e.get("losses")}
+
+
+def render_report(run_dir: str | os.PathLike, out_dir: str | os.PathLike | None = None) -> list[Path]:
+    """Write the report PNGs and ``summary.json`` (module docstring); returns the files written."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    run = Path(run_dir)
+    if not (run / "metrics.jsonl").exists():
+        from train.pipeline import TrainError
+
+        raise TrainError(f"{run}: no metrics.jsonl; not a training run directory")
+    out = Path(out_dir) if out_dir is not None else run / "report"
+    out.mkdir(parents=True, exist_ok=True)
+    data = collect(run)
+    rows = data["iterations"]
+    kinds = data["kinds"] or ["slm"]
+    written: list[Path] = []
+
+    def save(fig, name):
+        for ax in fig.axes:
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        path = out / name
+        tmp = out / f".{name}.tmp.png"
+        fig.savefig(tmp, dpi=100, bbox_inches="tight")
+        plt.close(fig)
+        os.replace(tmp, path)
+        written.append(path)
+
+    # losses
+    fig, axes = plt.subplots(1, len(kinds), figsize=(5 * len(kinds), 3.6), squeeze=False)
+    for ax, kind in zip(axes[0], kinds):
+        rs = [r for r in rows if r["kind"] == kind and r["loss"] is not None]
+        pre = data["pretrain"].get(kind, {})
+        for key, label in (("loss", "total"), ("value_loss", "value"), ("policy_loss", "policy"), ("l2", "L2")):
+            xs = [r["iteration"] for r in rs]
+            ys = [r[key] for r in rs]
+            pkey = {"loss": "last_loss", "value_loss": "last_value", "policy_loss": "last_policy", "l2": "last_l2"}[key]
+            if pre.get(pkey) is not None:
+                xs, ys = [0, *xs], [pre[pkey], *ys]
+            if xs:
+                ax.plot(xs, ys, marker="o", label=label)
+        ax.set_title(f"{kind}: training loss")
+        ax.set_xlabel("iteration (0 = pretraining)")
+        ax.set_ylabel("mean loss per step")
+        if ax.lines:
+            ax.legend()
+        else:
+            ax.text(0.5, 0.5, "no training yet", ha="center", va="center", transform=ax.transAxes)
+    save(fig, "losses.png")
+
+    # win rates
+    fig, axes = plt.subplots(1, len(kinds), figsize=(5 * len(kinds), 3.6), squeeze=False)
+    for ax, kind in zip(axes[0], kinds):
+        rs = [r for r in rows if r["kind"] == kind]
+        for key, label, fmt in (("vs_best", "vs best", "o-"), ("vs_expert", "vs expert", "s--")):
+            pts = [(r["iteration"], r[key]) for r in rs if r[key] and r[key]["win_rate"] is not None]
+            if not pts:
+                continue
+            xs = [p[0] for p in pts]
+            ys = [p[1]["win_rate"] for p in pts]
+            lo = [max(0.0, y - (p[1]["wilson_ci95"] or [y, y])[0]) for y, p in zip(ys, pts)]
+            hi = [max(0.0, (p[1]["wilson_ci95"] or [y, y])[1] - y) for y, p in zip(ys, pts)]
+            ax.errorbar(xs, ys, yerr=[lo, hi], fmt=fmt, capsize=3, label=label)
+        thr = next((r["threshold"] for r in rs if r["threshold"] is not None), None)
+        if thr is not None:
+            ax.axhline(thr, color="grey", lw=0.8, ls=":", label=f"gate {thr:g}")
+        ax.set_ylim(-0.05, 1.05)
+        ax.set_title(f"{kind}: candidate score (95% Wilson CI)")
+        ax.set_xlabel("iteration")
+        ax.set_ylabel("score per game")
+        if ax.lines or ax.containers:
+            ax.legend()
+        else:
+            ax.text(0.5, 0.5, "no evaluation yet", ha="center", va="center", transform=ax.transAxes)
+    save(fig, "winrate.png")
+
+    # self-play speed
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.6))
+    for kind in kinds:
+        rs = [r for r in rows if r["kind"] == kind and r["games_per_hour"] is not None]
+        if rs:
+            a1.plot([r["iteration"] for r in rs], [r["games_per_hour"] for r in rs], marker="o", label=kind)
+            a2.plot([r["iteration"] for r in rs], [r["positions_per_s"] for r in rs], marker="o", label=kind)
+    a1.set_title("self-play games per hour")
+    a2.set_title("self-play positions (samples) per second")
+    for ax in (a1, a2):
+        ax.set_xlabel("iteration")
+        if ax.lines:
+            ax.legend()
+        else:
+            ax.text(0.5, 0.5, "no self-play yet", ha="center", va="center", transform=ax.transAxes)
+    save(fig, "selfplay.png")
+
+    summary = out / "summary.json"
+    from train.pipeline import atomic_write_json
+
+    atomic_write_json(summary, data)
+    written.append(summary)
+    return written

@@ -1,0 +1,334 @@
+"""Training samples: compressed numpy shards, the replay window, and augmented batches.
+
+A **sample** is one training example of one net kind:
+
+- ``slm`` / ``upper``: the feature planes of a position (``core.features``), a sparse policy target over
+  the kind's action space (196 layout or 48,804 upper actions) and ``z``, the value target for the side to
+  move. The sparse policy lists every action the search could choose (the root's children after pruning,
+  or every legal action for supervised samples) with its target probability, zeros included: those
+  indices are also the **legal mask** of the loss (``nets.losses.policy_value_terms``).
+- ``lower``: the planes of the position *after* a capture (victims removed), the upper action of the
+  capturing move's path and ``z``, the target Q for the player who captured.
+
+A :class:`Samples` holds many samples column-wise (policies in CSR form: ``pi_off``, ``pi_idx``,
+``pi_val``). A **shard** is one ``.npz`` written by ``np.savez_compressed`` to a temporary file in the
+target directory, fsync-ed and renamed (:func:`write_shard`), so a killed writer never leaves a partial
+shard. Arrays in a shard: ``kind`` (str), ``planes`` (``float16 (N, 14, 14, 14)``: the planes are 0/1
+except four scalar planes, whose float16 rounding is below 1e-3), ``z`` (``float32 (N,)``), ``pi_off``
+(``int64 (N+1,)``), ``pi_idx`` (``int32``), ``pi_val`` (``float32``) for ``slm``/``upper``, ``action``
+(``int32 (N,)``) for ``lower``, and ``meta`` (a JSON string).
+
+:func:`load_window` reads the most recent shards of a directory (file names sort chronologically, e.g.
+``i0003-g0001.npz``) until it has ``window`` samples and keeps exactly the newest ``window``.
+
+:func:`make_batch` draws a batch and augments it with the board symmetries (``core.symmetry``): each
+sample gets a symmetry drawn from the allowed ones; its planes go through ``transform_planes`` and its
+action indices through the action maps (``action_map(sym, 'layout'|'upper')``), so policy mass stays on
+the transformed actions.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from core.encoding import NUM_LAYOUT_ACTIONS, NUM_UPPER_ACTIONS
+from core.features import NUM_PLANES
+from core.symmetry import action_map, transform_planes
+
+KIND_ACTIONS = {"slm": NUM_LAYOUT_ACTIONS, "upper": NUM_UPPER_ACTIONS}
+KIND_POLICY = {"slm": "layout", "upper": "upper", "lower": "upper"}
+PLANES_SHAPE = (NUM_PLANES, 14, 14)
+SHARD_SUFFIX = ".npz"
+
+
+class ShardError(ValueError):
+    """A shard that cannot be read or does not hold what its kind needs (message names the file)."""
+
+
+@dataclass
+class Samples:
+    """Column-wise samples of one kind (module docstring). ``action`` is used by ``lower`` only; the
+    policy columns by ``slm``/``upper`` only."""
+
+    kind: str
+    planes: np.ndarray
+    z: np.ndarray
+    pi_off: np.ndarray | None = None
+    pi_idx: np.ndarray | None = None
+    pi_val: np.ndarray | None = None
+    action: np.ndarray | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("slm", "upper", "lower"):
+            raise ShardError(f"unknown sample kind {self.kind!r}")
+        self.planes = np.asarray(self.planes, np.float16).reshape(-1, *PLANES_SHAPE)
+        self.z = np.asarray(self.z, np.float32).reshape(-1)
+        n = len(self.z)
+        if self.planes.shape[0] != n:
+            raise ShardError(f"{self.planes.shape[0]} planes for {n} value targets")
+        if self.kind == "lower":
+            self.action = np.asarray(self.action if self.action is not None else np.zeros(0), np.int32).reshape(-1)
+            if self.action.shape[0] != n:
+                raise ShardError(f"{self.action.shape[0]} upper actions for {n} lower samples")
+        else:
+            self.pi_off = np.asarray(self.pi_off if self.pi_off is not None else [0], np.int64).reshape(-1)
+            self.pi_idx = np.asarray(self.pi_idx if self.pi_idx is not None else [], np.int32).reshape(-1)
+            self.pi_val = np.asarray(self.pi_val if self.pi_val is not None else [], np.float32).reshape(-1)
+            if self.pi_off.shape[0] != n + 1 or self.pi_off[0] != 0 or self.pi_off[-1] != len(self.pi_idx):
+                raise ShardError("policy offsets do not match the samples")
+            if len(self.pi_idx) != len(self.pi_val):
+                raise ShardError("policy indices and values differ in length")
+            if len(self.pi_idx) and (self.pi_idx.min() < 0 or self.pi_idx.max() >= KIND_ACTIONS[self.kind]):
+                raise ShardError(f"policy index out of range 0..{KIND_ACTIONS[self.kind] - 1}")
+
+    def __len__(self) -> int:
+        return len(self.z)
+
+    @classmethod
+    def empty(cls, kind: str) -> "Samples":
+        return cls(kind, np.zeros((0, *PLANES_SHAPE), np.float16), np.zeros(0, np.float32),
+                   action=np.zeros(0, np.int32) if kind == "lower" else None)
+
+    def tail(self, n: int) -> "Samples":
+        """The last ``n`` samples (all of them if there are fewer)."""
+        start = max(0, len(self) - n)
+        if start == 0:
+            return self
+        if self.kind == "lower":
+            return Samples(self.kind, self.planes[start:], self.z[start:], action=self.action[start:], meta=self.meta)
+        o = int(self.pi_off[start])
+        return Samples(self.kind, self.planes[start:], self.z[start:], self.pi_off[start:] - o, self.pi_idx[o:],
+                       self.pi_val[o:], meta=self.meta)
+
+    def policy(self, i: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(indices, values)`` of sample ``i``'s policy target."""
+        a, b = int(self.pi_off[i]), int(self.pi_off[i + 1])
+        return self.pi_idx[a:b], self.pi_val[a:b]
+
+
+def concat(parts: Sequence[Samples], kind: str | None = None) -> Samples:
+    """One :class:`Samples` of several of the same kind (in order)."""
+    parts = [p for p in parts if p is not None]
+    if not parts:
+        if kind is None:
+            raise ShardError("concat: nothing to concatenate and no kind given")
+        return Samples.empty(kind)
+    kind = parts[0].kind
+    if any(p.kind != kind for p in parts):
+        raise ShardError(f"concat: mixed kinds {sorted({p.kind for p in parts})}")
+    planes = np.concatenate([p.planes for p in parts])
+    z = np.concatenate([p.z for p in parts])
+    if kind == "lower":
+        return Samples(kind, planes, z, action=np.concatenate([p.action for p in parts]))
+    offs, base = [np.zeros(1, np.int64)], 0
+    for p in parts:
+        offs.append(p.pi_off[1:] + base)
+        base += int(p.pi_off[-1])
+    return Samples(kind, planes, z, np.concatenate(offs), np.concatenate([p.pi_idx for p in parts]),
+                   np.concatenate([p.pi_val for p in parts]))
+
+
+class SampleBuilder:
+    """Collects samples one at a time (self-play, supervised conversion) and builds a :class:`Samples`."""
+
+    def __init__(self, kind: str):
+        self.kind = kind
+        self.planes: list[np.ndarray] = []
+        self.z: list[float] = []
+        self.idx: list[np.ndarray] = []
+        self.val: list[np.ndarray] = []
+        self.action: list[int] = []
+
+    def __len__(self) -> int:
+        return len(self.planes)
+
+    def add_policy(self, planes: np.ndarray, actions: np.ndarray, values: np.ndarray, z: float = 0.0) -> None:
+        """A ``slm``/``upper`` sample; duplicate actions are merged (their values summed) and the values
+        normalised to sum 1 (uniform when they are all zero, e.g. visit counts of a 1-simulation search)."""
+        actions = np.asarray(actions, np.int64)
+        values = np.asarray(values, np.float64)
+        uniq, inv = np.unique(actions, return_inverse=True)
+        merged = np.zeros(len(uniq))
+        np.add.at(merged, inv, values)
+        if len(uniq) == 0:
+            raise ValueError("add_policy: a sample needs at least one action")
+        total = merged.sum()
+        merged = merged / total if total > 0 else np.full(len(uniq), 1.0 / len(uniq))  # no visits: uniform
+        self.planes.append(np.asarray(planes, np.float16))
+        self.idx.append(uniq.astype(np.int32))
+        self.val.append(merged.astype(np.float32))
+        self.z.append(float(z))
+
+    def add_lower(self, planes_after: np.ndarray, upper_action: int, z: float = 0.0) -> None:
+        self.planes.append(np.asarray(planes_after, np.float16))
+        self.action.append(int(upper_action))
+        self.z.append(float(z))
+
+    def set_values(self, z: Iterable[float]) -> None:
+        """Replace the value targets (known only when the game is over)."""
+        z = [float(x) for x in z]
+        if len(z) != len(self.planes):
+            raise ValueError(f"set_values: {len(z)} values for {len(self.planes)} samples")
+        self.z = z
+
+    def build(self, meta: dict[str, Any] | None = None) -> Samples:
+        if not self.planes:
+            s = Samples.empty(self.kind)
+            s.meta = dict(meta or {})
+            return s
+        planes = np.stack(self.planes)
+        if self.kind == "lower":
+            return Samples(self.kind, planes, np.array(self.z, np.float32), action=np.array(self.action, np.int32),
+                           meta=dict(meta or {}))
+        off = np.zeros(len(self.idx) + 1, np.int64)
+        np.cumsum([len(i) for i in self.idx], out=off[1:])
+        return Samples(self.kind, planes, np.array(self.z, np.float32), off, np.concatenate(self.idx),
+                       np.concatenate(self.val), meta=dict(meta or {}))
+
+
+# ============================================================================ shards on disk
+def write_shard(path: str | os.PathLike, samples: Samples) -> Path:
+    """Write ``samples`` as a compressed ``.npz`` atomically (temporary file, fsync, rename)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    arrays: dict[str, np.ndarray] = {
+        "kind": np.array(samples.kind),
+        "planes": samples.planes,
+        "z": samples.z,
+        "meta": np.array(json.dumps(samples.meta, sort_keys=True)),
+    }
+    if samples.kind == "lower":
+        arrays["action"] = samples.action
+    else:
+        arrays.update(pi_off=samples.pi_off, pi_idx=samples.pi_idx, pi_val=samples.pi_val)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez_compressed(f, **arrays)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def read_shard(path: str | os.PathLike) -> Samples:
+    """The :class:`Samples` of a shard; :class:`ShardError` naming the file if it is unreadable."""
+    path = Path(path)
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            kind = str(data["kind"])
+            meta = json.loads(str(data["meta"])) if "meta" in data else {}
+            if kind == "lower":
+                return Samples(kind, data["planes"], data["z"], action=data["action"], meta=meta)
+            return Samples(kind, data["planes"], data["z"], data["pi_off"], data["pi_idx"], data["pi_val"], meta=meta)
+    except ShardError as exc:
+        raise ShardError(f"shard {path}: {exc}") from None
+    except (OSError, KeyError, ValueError, EOFError) as exc:
+        raise ShardError(f"shard {path}: unreadable ({exc}); delete it (its game is replayed on resume)") from None
+
+
+def shard_files(directory: str | os.PathLike) -> list[Path]:
+    """The shards of a directory, oldest first (by name)."""
+    d = Path(directory)
+    if not d.is_dir():
+        return []
+    return sorted(p for p in d.glob(f"*{SHARD_SUFFIX}") if not p.name.startswith("."))
+
+
+def clean_temp_files(directory: str | os.PathLike) -> None:
+    """Remove temporary files left by writes interrupted by a kill."""
+    d = Path(directory)
+    if d.is_dir():
+        for tmp in d.glob(".*.tmp"):
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+
+
+def load_window(directory: str | os.PathLike, window: int, kind: str) -> tuple[Samples, list[Path]]:
+    """The newest ``window`` samples of the shards in ``directory`` (and the shard files used)."""
+    files = shard_files(directory)
+    parts: list[Samples] = []
+    used: list[Path] = []
+    total = 0
+    for path in reversed(files):
+        if total >= window:
+            break
+        s = read_shard(path)
+        if s.kind != kind:
+            raise ShardError(f"shard {path}: holds {s.kind!r} samples, expected {kind!r}")
+        if len(s) == 0:
+            continue
+        parts.append(s)
+        used.append(path)
+        total += len(s)
+    parts.reverse()
+    used.reverse()
+    return concat(parts, kind).tail(window), used
+
+
+# ============================================================================ batches
+@dataclass
+class Batch:
+    """A training batch (float32 planes). ``pi``/``mask`` ``(B, A)`` for slm/upper; ``action`` for lower."""
+
+    kind: str
+    planes: np.ndarray
+    z: np.ndarray
+    pi: np.ndarray | None = None
+    mask: np.ndarray | None = None
+    action: np.ndarray | None = None
+    symmetries: np.ndarray | None = None
+
+
+def make_batch(samples: Samples, indices: np.ndarray, rng: np.random.Generator | None = None,
+               symmetries: Sequence[int] = (0,)) -> Batch:
+    """The samples at ``indices``, each transformed by a symmetry drawn (with ``rng``) from
+    ``symmetries`` (module docstring). With ``rng=None`` or ``symmetries=(0,)`` nothing is transformed."""
+    indices = np.asarray(indices, np.int64)
+    b = len(indices)
+    syms = np.zeros(b, np.int64)
+    if rng is not None and tuple(symmetries) != (0,):
+        syms = np.asarray(symmetries, np.int64)[rng.integers(len(symmetries), size=b)]
+    planes = samples.planes[indices].astype(np.float32)
+    for s in np.unique(syms):
+        if s != 0:
+            sel = syms == s
+            planes[sel] = transform_planes(planes[sel], int(s))
+    z = samples.z[indices].astype(np.float32)
+    policy_kind = KIND_POLICY[samples.kind]
+    if samples.kind == "lower":
+        action = samples.action[indices].astype(np.int64)
+        for s in np.unique(syms):
+            if s != 0:
+                sel = syms == s
+                action[sel] = action_map(int(s), policy_kind)[action[sel]]
+        return Batch(samples.kind, planes, z, action=action, symmetries=syms)
+    n_actions = KIND_ACTIONS[samples.kind]
+    starts, ends = samples.pi_off[indices], samples.pi_off[indices + 1]
+    lengths = (ends - starts).astype(np.int64)
+    rows = np.repeat(np.arange(b), lengths)
+    flat = np.concatenate([np.arange(a, e) for a, e in zip(starts, ends)]) if b else np.zeros(0, np.int64)
+    idx = samples.pi_idx[flat].astype(np.int64)
+    sym_of = syms[rows]
+    for s in np.unique(sym_of):
+        if s != 0:
+            sel = sym_of == s
+            idx[sel] = action_map(int(s), policy_kind)[idx[sel]]
+    pi = np.zeros((b, n_actions), np.float32)
+    mask = np.zeros((b, n_actions), bool)
+    np.add.at(pi, (rows, idx), samples.pi_val[flat])
+    mask[rows, idx] = True
+    return Batch(samples.kind, planes, z, pi=pi, mask=mask, symmetries=syms)

@@ -1,0 +1,532 @@
+"""Self-play games of the JFA independent training (papers/000 sections 3.4 and 4.1.2), and the agents
+the pipeline evaluates.
+
+One game trains one net; the JFA auxiliary agent (``selfplay.aux_agent``, the ``expert`` by default)
+plays everything else, so that the three nets learn independently:
+
+- ``slm``: SLM-guided MCTS plays the **layout** for both sides (root Dirichlet noise, visit-count
+  sampling with temperature for the first ``temperature_plies`` placements, then the most visited). At
+  the end of the layout the reward plugin (``selfplay.reward``, ``reward.first_square`` by default: the
+  auxiliary agent plays the battle for both sides and the first side to form a square gets +1, JFA 3.4)
+  gives ``(r_white, r_black)``. Samples: (layout planes, visit policy over the 196 points, ``z`` = the
+  reward of the side to move). The game is then finished by the auxiliary agent so that the record is a
+  whole game.
+- ``upper``: the auxiliary agent plays the layout; HBM-upper MCTS (upper net, no lower net: the square
+  victims of a path are the capture pruner's best set, i.e. the expert's Eq. 9 choice) plays every
+  **battle** move. Samples: (battle planes, visit policy over the 48,804 upper actions, ``z`` = game
+  result for the side to move).
+- ``lower``: the auxiliary agent chooses every placement and every battle **path**; when the path forms
+  squares the lower DQN chooses the victims among the capture pruner's candidates (``prune.capture``),
+  epsilon-greedy (``selfplay.lower_epsilon``: a uniformly random candidate, else the highest Q).
+  Samples: (planes of the position after the capture, the path's upper action, ``z`` = the game result
+  for the capturing side: the Monte Carlo return without discount).
+
+Positions with a single candidate (one legal placement, or one path left by the expansion pruner) are
+played without a search and give no sample. The search does not reuse its tree between moves in
+self-play when root noise is on, so every root gets fresh Dirichlet noise.
+
+Game seeds: :func:`game_seed` derives the seed of game ``index`` of ``iteration`` from the run seed with
+``numpy.random.SeedSequence``; the search, the move sampling and the auxiliary agents get seeds drawn from
+it, and the record's ``metadata["selfplay"]`` stores all of them. :func:`selfplay_task` plays one game
+and writes its shard **before** its record (both atomic): a game counts as done once its record exists,
+so a run killed at any moment replays exactly the games without a record.
+
+Agents registered here (kind ``agent``; the arena builds them by spec in worker processes that import
+this module):
+
+- ``train-slm:slm=PATH,sims=,threads=,batch=,seed=``: SLM search in the layout, the ``expert`` in the
+  battle (like ``search.agents``' ``slm``, but it closes its search threads when dropped; without
+  ``slm=`` the shipped ``models/default/slm.safetensors``, as for the search agents);
+- ``train-upper:upper=PATH,...``: the ``expert`` in the layout, upper-net search in the battle with the
+  capture pruner's best victims (no lower net);
+- ``train-lower:lower=PATH,epsilon=0``: the ``expert``'s moves with the victims chosen by the lower net.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from core.board import NUM_POINTS, PHASE_LAYOUT
+from core.notation import Move
+from core.state import GameState
+from knowledge.registry import register
+
+LAYOUT_PLIES = NUM_POINTS
+
+# SLM searches evaluate the first battle positions (children of the last placements) without an upper net:
+# value 0 there is by design (JFA independent training), so the evaluator's one-time warning is noise.
+warnings.filterwarnings("ignore", message="NetEvaluator has no upper net", category=RuntimeWarning)
+
+
+def game_seed(run_seed: int, iteration: int, index: int) -> int:
+    """The seed of self-play game ``index`` of ``iteration`` (31-bit), from (run seed, iteration, index)."""
+    return int(np.random.SeedSequence([int(run_seed), int(iteration), int(index)]).generate_state(1)[0] % (2**31))
+
+
+def sub_seeds(seed: int, n: int = 4) -> list[int]:
+    """``n`` independent 31-bit seeds drawn from ``seed`` (search, sampling, auxiliary agents ...)."""
+    return [int(x) for x in np.random.SeedSequence(int(seed)).generate_state(n) % (2**31)]
+
+
+def shard_name(iteration: int, index: int) -> str:
+    return f"i{iteration:04d}-g{index:04d}.npz"
+
+
+def record_name(iteration: int, index: int) -> str:
+    return f"i{iteration:04d}/g{index:04d}.json"
+
+
+# ============================================================================ nets (cached per process)
+_NETS: dict[tuple[str, int], Any] = {}
+
+
+def load_net(path: str | os.PathLike, kind: str):
+    """The net at ``path`` (``nets.io.load``), cached in this process by (path, modification time)."""
+    from nets.io import load
+
+    p = Path(path)
+    key = (str(p.resolve()), p.stat().st_mtime_ns)
+    net = _NETS.get(key)
+    if net is None:
+        if len(_NETS) > 8:
+            _NETS.clear()
+        net = load(p, expected_kind=kind)[0]
+        _NETS[key] = net
+    return net
+
+
+# ============================================================================ search helpers
+def search_config(cfg, seed: int):
+    """The ``SearchConfig`` of a self-play search from a ``TrainConfig`` (tree reuse only without root noise)."""
+    from search.mcts import SearchConfig
+
+    sp = cfg.selfplay
+    return SearchConfig(simulations=sp.simulations, threads=sp.search_threads, c_puct=sp.c_puct,
+                        dirichlet_alpha=sp.dirichlet_alpha, dirichlet_epsilon=sp.dirichlet_epsilon,
+                        expansion_pruner=sp.expansion_pruner, capture_pruner=sp.capture_pruner,
+                        reuse_tree=sp.dirichlet_epsilon == 0, seed=seed)
+
+
+def _forced(search, state: GameState) -> Move | None:
+    """The move when the search would have a single candidate (no search needed), else ``None``."""
+    if state.phase == PHASE_LAYOUT:
+        pts = state.placements()
+        return Move((pts[0],)) if len(pts) == 1 else None
+    ps = state.paths()
+    keep = search.expansion_pruner.keep(state, ps) if search.expansion_pruner is not None else np.arange(ps.m)
+    if len(keep) != 1:
+        return None
+    i = int(keep[0])
+    path, jump = ps.path(i), bool(ps.jump[i])
+    victims: tuple[int, ...] = ()
+    if ps.nsq[i] > 0:  # what the search does without a lower net: the capture pruner's best set
+        if search.capture_pruner is not None:
+            from knowledge.pruning import best_victims
+
+            victims = tuple(best_victims(state, path, jump, search.capture_pruner))
+        else:
+            victims = tuple(state.victims_left(path, jump)[: int(ps.nsq[i])])
+    return Move(path, jump, victims)
+
+
+def _phase_ply(state: GameState) -> int:
+    return state.ply if state.phase == PHASE_LAYOUT else state.ply - LAYOUT_PLIES
+
+
+class _Game:
+    """Moves, per-move search data and statistics of one game in progress."""
+
+    def __init__(self, state: GameState):
+        self.state = state
+        self.moves: list[str] = []
+        self.search: list[dict | None] = []
+        self.searched = 0
+        self.simulations = 0
+        self.search_seconds = 0.0
+
+    def play(self, move: Move, info: dict | None = None) -> None:
+        self.state = self.state.apply(move)
+        self.moves.append(str(move))
+        self.search.append(info)
+
+    def searched_move(self, search, rng: np.random.Generator, cfg, builder) -> None:
+        """Search the position, add a sample to ``builder`` and play the sampled move."""
+        from core.features import state_planes
+
+        state = self.state
+        forced = _forced(search, state)
+        if forced is not None:
+            self.play(forced, None)
+            return
+        result = search.run(state)
+        self.searched += 1
+        self.simulations += int(result.simulations)
+        self.search_seconds += float(result.seconds)
+        builder.add_policy(state_planes(state), result.actions, result.visits.astype(np.float64))
+        temp = cfg.selfplay.temperature if _phase_ply(state) < cfg.selfplay.temperature_plies else 0.0
+        move = result.sample(temp, rng)
+        self.play(move, {"visits": int(result.visits.sum()), "value": round(float(result.value), 4),
+                         "simulations": int(result.simulations)})
+
+
+
+def _close(*things) -> None:
+    for t in things:
+        if t is not None:
+            try:
+                t.close()
+            except Exception:  # noqa: BLE001 - best effort cleanup
+                pass
+
+
+def _outcome_z(final: GameState, sides: list[int]) -> list[float]:
+    r = final.returns()
+    return [r[s] for s in sides]
+
+
+# ============================================================================ the three games
+def play_slm_game(cfg, slm_net, seed: int) -> tuple[_Game, Any, dict]:
+    """One ``slm`` self-play game (module docstring): ``(game, samples, info)``."""
+    from knowledge.agents import make_agent
+    from knowledge.registry import REGISTRY
+    from nets.evaluator import NetEvaluator
+    from search.mcts import Search
+    from train.samples import SampleBuilder
+
+    s_search, s_sample, s_aux, s_reward = sub_seeds(seed)
+    rng = np.random.default_rng(s_sample)
+    game = _Game(GameState.initial(cfg.ruleset))
+    builder = SampleBuilder("slm")
+    sides: list[int] = []
+    evaluator = NetEvaluator(slm_net, None, max_batch=cfg.selfplay.max_batch, num_threads=1)
+    search = Search(evaluator, search_config(cfg, s_search))
+    try:
+        while game.state.phase == PHASE_LAYOUT:
+            n = len(builder)
+            side = game.state.side
+            game.searched_move(search, rng, cfg, builder)
+            if len(builder) > n:
+                sides.append(side)
+    finally:
+        _close(search, evaluator)
+    layout_end = game.state
+    reward = REGISTRY.create(cfg.selfplay.reward, "reward")
+    t0 = time.perf_counter()
+    rewards = reward.rewards(layout_end, seed=s_reward)
+    reward_seconds = time.perf_counter() - t0
+    builder.set_values([rewards[s] for s in sides])
+    agents = (make_agent(cfg.selfplay.aux_agent, seed=s_aux), make_agent(cfg.selfplay.aux_agent, seed=s_aux + 1))
+    while not game.state.is_terminal():
+        game.play(agents[game.state.side].select(game.state))
+    info = {"reward": {"plugin": cfg.selfplay.reward, "white": rewards[0], "black": rewards[1],
+                       "seconds": round(reward_seconds, 3)},
+            "seeds": {"search": s_search, "sample": s_sample, "aux": s_aux, "reward": s_reward},
+            "players": f"slm-mcts:sims={cfg.selfplay.simulations}+{cfg.selfplay.aux_agent}"}
+    return game, builder, info
+
+
+def play_upper_game(cfg, upper_net, seed: int) -> tuple[_Game, Any, dict]:
+    """One ``upper`` self-play game (module docstring)."""
+    from knowledge.agents import make_agent
+    from nets.evaluator import NetEvaluator
+    from search.mcts import Search
+    from train.samples import SampleBuilder
+
+    s_search, s_sample, s_aux, _ = sub_seeds(seed)
+    rng = np.random.default_rng(s_sample)
+    game = _Game(GameState.initial(cfg.ruleset))
+    agents = (make_agent(cfg.selfplay.aux_agent, seed=s_aux), make_agent(cfg.selfplay.aux_agent, seed=s_aux + 1))
+    while game.state.phase == PHASE_LAYOUT:
+        game.play(agents[game.state.side].select(game.state))
+    builder = SampleBuilder("upper")
+    sides: list[int] = []
+    evaluator = NetEvaluator(None, upper_net, max_batch=cfg.selfplay.max_batch, num_threads=1)
+    search = Search(evaluator, search_config(cfg, s_search), victim_scorer=None)
+    try:
+        while not game.state.is_terminal():
+            n = len(builder)
+            side = game.state.side
+            game.searched_move(search, rng, cfg, builder)
+            if len(builder) > n:
+                sides.append(side)
+    finally:
+        _close(search, evaluator)
+    builder.set_values(_outcome_z(game.state, sides))
+    info = {"seeds": {"search": s_search, "sample": s_sample, "aux": s_aux},
+            "players": f"{cfg.selfplay.aux_agent}+upper-mcts:sims={cfg.selfplay.simulations}"}
+    return game, builder, info
+
+
+def choose_victims_q(state: GameState, path, jump: bool, pruner, scorer, rng=None, epsilon: float = 0.0):
+    """The lower net's choice of square victims for a square-forming ``path``: the capture pruner's
+    candidates, a uniformly random one with probability ``epsilon`` (``rng``), else the highest Q.
+    Returns ``(victims, after_state, upper_action, n_candidates)``."""
+    from core.encoding import encode_upper
+
+    sets, _ = pruner.candidates(state, path, jump)
+    action = encode_upper(tuple(path), jump)
+    afters = [state._play(Move(tuple(path), jump, tuple(s))) for s in sets]
+    if len(sets) == 1:
+        j = 0
+    elif rng is not None and epsilon > 0 and rng.random() < epsilon:
+        j = int(rng.integers(len(sets)))
+    else:
+        q = scorer.q_values(afters, [action] * len(afters))
+        j = int(np.argmax(q))
+    return tuple(sets[j]), afters[j], action, len(sets)
+
+
+def play_lower_game(cfg, lower_net, seed: int) -> tuple[_Game, Any, dict]:
+    """One ``lower`` self-play game (module docstring)."""
+    from core.features import state_planes
+    from knowledge.agents import make_agent
+    from knowledge.registry import REGISTRY
+    from nets.evaluator import NetVictimScorer
+    from train.samples import SampleBuilder
+
+    _, s_sample, s_aux, _ = sub_seeds(seed)
+    rng = np.random.default_rng(s_sample)
+    game = _Game(GameState.initial(cfg.ruleset))
+    agents = (make_agent(cfg.selfplay.aux_agent, seed=s_aux), make_agent(cfg.selfplay.aux_agent, seed=s_aux + 1))
+    pruner = REGISTRY.create(cfg.selfplay.capture_pruner, "capture_pruner")
+    scorer = NetVictimScorer(lower_net)
+    builder = SampleBuilder("lower")
+    sides: list[int] = []
+    choices = 0
+    while not game.state.is_terminal():
+        state = game.state
+        move = agents[state.side].select(state)
+        if state.phase == PHASE_LAYOUT or not move.victims:
+            game.play(move)
+            continue
+        victims, after, action, n = choose_victims_q(state, move.path, move.jump, pruner, scorer, rng,
+                                                     cfg.selfplay.lower_epsilon)
+        choices += 1
+        builder.add_lower(state_planes(after), action)
+        sides.append(state.side)
+        game.play(Move(move.path, move.jump, victims), {"candidates": n})
+        game.searched += 1
+    builder.set_values(_outcome_z(game.state, sides))
+    info = {"seeds": {"sample": s_sample, "aux": s_aux}, "captures": choices,
+            "players": f"{cfg.selfplay.aux_agent}+lower-dqn:epsilon={cfg.selfplay.lower_epsilon}"}
+    return game, builder, info
+
+
+GAMES = {"slm": play_slm_game, "upper": play_upper_game, "lower": play_lower_game}
+
+
+# ============================================================================ the worker task
+def selfplay_task(task: dict[str, Any]) -> dict[str, Any]:
+    """Play self-play game ``task["index"]`` of ``task["iteration"]`` and write its shard and record.
+
+    ``task``: ``run_dir``, ``config`` (``TrainConfig`` as a dict), ``kind``, ``iteration``, ``index``,
+    ``net`` (path of the net that plays). Returns statistics: ``index``, ``seed``, ``plies``,
+    ``searched`` (positions searched or decided by the net), ``simulations``, ``samples``, ``seconds``,
+    ``search_seconds``, ``result``, ``reason``, ``z_mean``, ``pid``."""
+    import torch
+
+    from core.records import GameRecord, write_json
+    from train.config import validate_config
+    from train.samples import write_shard
+
+    torch.set_num_threads(1)
+    t0 = time.perf_counter()
+    cfg = validate_config(task["config"])
+    kind, iteration, index = task["kind"], int(task["iteration"]), int(task["index"])
+    seed = game_seed(cfg.seed, iteration, index)
+    net = load_net(task["net"], kind)
+    started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    game, builder, info = GAMES[kind](cfg, net, seed)
+    final = game.state
+    outcome = final.outcome()
+    meta = {"selfplay": {"kind": kind, "iteration": iteration, "game": index, "run_seed": cfg.seed,
+                         "game_seed": seed, "seeds": info.pop("seeds"), "worker_pid": os.getpid(),
+                         "net": str(task["net"])}}
+    players = info.pop("players")
+    meta.update(info)
+    samples = builder.build({"kind": kind, "iteration": iteration, "game": index, "game_seed": seed})
+    run = Path(task["run_dir"])
+    write_shard(run / "shards" / kind / shard_name(iteration, index), samples)
+    seconds = time.perf_counter() - t0
+    meta["duration_seconds"] = round(seconds, 3)
+    record = GameRecord(ruleset=cfg.ruleset, white=players, black=players,
+                        result=outcome.winner_code, reason=outcome.reason if outcome.terminal else "unfinished",
+                        start_time=_iso(started), moves=tuple(game.moves), search=tuple(game.search), metadata=meta)
+    path = run / "records" / record_name(iteration, index)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_json(record, path)
+    return {"index": index, "seed": seed, "kind": kind, "iteration": iteration, "plies": len(game.moves),
+            "searched": game.searched, "simulations": game.simulations, "samples": len(samples),
+            "seconds": seconds, "search_seconds": game.search_seconds, "result": outcome.winner_code,
+            "reason": outcome.reason, "z_mean": float(np.mean(samples.z)) if len(samples) else 0.0,
+            "pid": os.getpid()}
+
+
+def _iso(text: str) -> str | None:
+    from datetime import datetime
+
+    try:
+        return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S%z").isoformat()
+    except ValueError:
+        return None
+
+
+def init_worker() -> None:
+    """Worker process start (self-play, arena and record generation share the pool): ignore Ctrl-C (the
+    parent handles it), one torch thread, register the training agents, load the rules kernels."""
+    import signal
+
+    import torch
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    torch.set_num_threads(1)
+    import knowledge.agents  # noqa: F401 - registers the knowledge agents
+    import search.agents  # noqa: F401
+
+    GameState.initial().legal_moves()
+
+
+def make_pool(workers: int):
+    """A ``ProcessPoolExecutor`` of ``workers`` spawned processes running :func:`init_worker`."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=init_worker)
+
+
+# ============================================================================ evaluation agents
+class _ClosingAgent:
+    """Closes its searches when garbage collected (arena games drop their agents without closing)."""
+
+    _closables: tuple = ()
+
+    def close(self) -> None:
+        _close(*self._closables)
+        self._closables = ()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+class NetPhasedAgent(_ClosingAgent):
+    """A search agent in one phase and a knowledge agent in the other (``train-slm``, ``train-upper``)."""
+
+    def __init__(self, name: str, layout, battle, closables):
+        self.name = name
+        self.layout, self.battle = layout, battle
+        self._closables = tuple(closables)
+        self.last_think_time = 0.0
+        self.last_search = None
+
+    def select(self, state: GameState) -> Move:
+        agent = self.layout if state.phase == PHASE_LAYOUT else self.battle
+        move = agent.select(state)
+        self.last_think_time = agent.last_think_time
+        self.last_search = getattr(agent, "last_search", None)
+        return move
+
+
+def _weights(path: str | None, kind: str) -> str:
+    """``path``, or the shipped default ``models/default/<kind>.safetensors``; ``FileNotFoundError`` if missing."""
+    from search.agents import MODELS_DIR
+
+    p = Path(path) if path else MODELS_DIR / "default" / f"{kind}.safetensors"
+    if not p.exists():
+        raise FileNotFoundError(f"{kind} weights {p} not found (train them with `python cli.py selfplay`, or pass {kind}=PATH)")
+    return str(p)
+
+
+def _search_agent(net_kind: str, path: str | None, sims: int, threads: int, batch: int, seed: int, temperature: float,
+                  c_puct: float, prune: bool):
+    from nets.evaluator import NetEvaluator
+    from search.agents import SearchAgent
+    from search.mcts import Search, SearchConfig
+
+    net = load_net(_weights(path, net_kind), net_kind)
+    evaluator = NetEvaluator(net if net_kind == "slm" else None, net if net_kind == "upper" else None,
+                             max_batch=batch, num_threads=1)
+    config = SearchConfig(simulations=sims, threads=threads, c_puct=c_puct, seed=seed,
+                          expansion_pruner="prune.expansion" if prune else None,
+                          capture_pruner="prune.capture" if prune else None)
+    search = Search(evaluator, config)
+    return SearchAgent(f"{net_kind}-mcts:sims={sims}", search, temperature, seed), (search, evaluator)
+
+
+@register("train-slm", "agent", "SLM search in the layout (weights slm=PATH), the expert in the battle")
+def make_train_slm(slm: str | None = None, sims: int = 32, threads: int = 4, batch: int = 8, seed: int = 0,
+                   temperature: float = 0.0, c_puct: float = 1.5, battle: str = "expert") -> NetPhasedAgent:
+    from knowledge.agents import make_agent
+
+    layout, closables = _search_agent("slm", slm, sims, threads, batch, seed, temperature, c_puct, True)
+    return NetPhasedAgent(f"train-slm:sims={sims}", layout, make_agent(battle, seed=seed), closables)
+
+
+@register("train-upper", "agent", "the expert in the layout, upper-net search (upper=PATH) in the battle, no lower net")
+def make_train_upper(upper: str | None = None, sims: int = 32, threads: int = 4, batch: int = 8, seed: int = 0,
+                     temperature: float = 0.0, c_puct: float = 1.5, prune: bool = True,
+                     layout: str = "expert") -> NetPhasedAgent:
+    from knowledge.agents import make_agent
+
+    battle, closables = _search_agent("upper", upper, sims, threads, batch, seed, temperature, c_puct, prune)
+    return NetPhasedAgent(f"train-upper:sims={sims}", make_agent(layout, seed=seed), battle, closables)
+
+
+class LowerAgent:
+    """``train-lower``: the ``moves`` agent's placements and paths, square victims by the lower net among
+    the capture pruner's candidates (epsilon-greedy with ``epsilon``)."""
+
+    def __init__(self, lower: str | None = None, moves: str = "expert", seed: int = 0, epsilon: float = 0.0,
+                 pruner: str = "prune.capture"):
+        from knowledge.agents import make_agent
+        from knowledge.registry import REGISTRY
+        from nets.evaluator import NetVictimScorer
+
+        self.name = "train-lower"
+        self.base = make_agent(moves, seed=seed)
+        self.pruner = REGISTRY.create(pruner, "capture_pruner")
+        self.scorer = NetVictimScorer(load_net(_weights(lower, "lower"), "lower"))
+        self.epsilon = float(epsilon)
+        self.rng = np.random.default_rng(seed)
+        self.last_think_time = 0.0
+
+    def select(self, state: GameState) -> Move:
+        t0 = time.perf_counter()
+        move = self.base.select(state)
+        if state.phase != PHASE_LAYOUT and move.victims:
+            victims, _, _, _ = choose_victims_q(state, move.path, move.jump, self.pruner, self.scorer, self.rng,
+                                                self.epsilon)
+            move = Move(move.path, move.jump, victims)
+        self.last_think_time = time.perf_counter() - t0
+        return move
+
+
+@register("train-lower", "agent", "the expert's moves with square victims chosen by the lower net (lower=PATH)")
+def make_train_lower(lower: str | None = None, seed: int = 0, epsilon: float = 0.0, moves: str = "expert",
+                     pruner: str = "prune.capture") -> LowerAgent:
+    return LowerAgent(lower, moves=moves, seed=seed, epsilon=epsilon, pruner=pruner)
+
+
+AGENT_NAMES = {"slm": "train-slm", "upper": "train-upper", "lower": "train-lower"}
+
+
+def net_agent_spec(kind: str, path: str | os.PathLike, cfg) -> str:
+    """The arena spec of the evaluation agent playing with the net at ``path`` (greedy: temperature 0).
+    Raises ``ValueError`` if the path cannot go into a spec (it contains ``,`` or ``+``)."""
+    p = str(Path(path).resolve())
+    if "," in p or "+" in p:
+        raise ValueError(f"net path {p!r} contains ',' or '+', which agent specs cannot hold; use another run directory")
+    if kind == "lower":
+        return f"train-lower:lower={p}"
+    threads = cfg.gate.search_threads
+    return f"{AGENT_NAMES[kind]}:{kind}={p},sims={cfg.gate.simulations},threads={threads},batch={cfg.selfplay.max_batch}"
+

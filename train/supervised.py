@@ -1,0 +1,290 @@
+"""Supervised pretraining on game records (JFA 3.6 and 4.1.1: the nets start from records before
+self-play) and the starter corpus generator (``gen-records``).
+
+Samples from a record (:func:`samples_from_record`; every move is validated by replaying the record):
+
+- ``slm``: each layout position with at least two legal placements; policy target = the played
+  placement (one-hot), legal mask = every legal placement; ``z`` = the game result for the side to move.
+- ``upper``: each battle position with at least two legal paths; policy target = the played path's upper
+  action (one-hot), mask = the upper actions of every legal path (no pruning); ``z`` as above.
+- ``lower``: each battle move that takes square victims; input = the position after the move, the path's
+  upper action; target ``z`` = the game result for the player who captured.
+
+A record without a result (``null``: unfinished or unknown) gives ``z = 0``, like a draw.
+
+:func:`pretrain` trains a net (fresh, or continuing ``init``) on such samples with ``train.learner`` and the
+symmetry augmentation, and saves it with ``nets.io.save``.
+
+:func:`generate_records` plays ``games`` games of an agent against itself (or ``black``) with
+``train.arena.play_game`` in parallel worker processes and writes ``OUT/g00000.json`` ... (JSON records,
+atomic). Game ``i``'s agent seeds derive from ``(seed, i)``; rerunning skips the records that exist, so an
+interrupted run resumes without duplicating or losing games.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from concurrent.futures import FIRST_COMPLETED, wait
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+
+from core.errors import JiuError
+from core.rules import DEFAULT_RULESET, Ruleset
+from train.samples import SampleBuilder, Samples, concat
+
+RECORD_SUFFIXES = (".json", ".jiu", ".txt", ".csv")
+
+
+class SupervisedError(JiuError):
+    """Bad pretraining input (no records, unreadable record, no samples); the message says which."""
+
+
+# ============================================================================ records -> samples
+def record_files(paths: Iterable[str | os.PathLike]) -> list[Path]:
+    """The record files named by ``paths`` (files as given; directories searched recursively for
+    ``.json``, ``.jiu``, ``.txt`` and ``.csv``), sorted within each directory."""
+    out: list[Path] = []
+    for p in paths:
+        p = Path(p)
+        if p.is_dir():
+            out.extend(sorted(f for f in p.rglob("*") if f.suffix.lower() in RECORD_SUFFIXES and f.is_file()
+                              and not f.name.startswith(".")))
+        elif p.exists():
+            out.append(p)
+        else:
+            raise SupervisedError(f"record path {p}: no such file or directory")
+    return out
+
+
+def read_records(paths: Iterable[str | os.PathLike], ruleset: Ruleset = DEFAULT_RULESET) -> list:
+    """Every game in the record files of ``paths`` (``core.records.read_record``; JIU and CSV get
+    ``ruleset``). Raises ``SupervisedError`` naming the file for unreadable records."""
+    from core.records import read_record
+
+    records = []
+    for f in record_files(paths):
+        try:
+            records.extend(read_record(f, ruleset=ruleset))
+        except JiuError as exc:
+            raise SupervisedError(f"{f}: {exc}") from None
+    return records
+
+
+def _returns(result: str | None) -> tuple[float, float]:
+    return {"w": (1.0, -1.0), "b": (-1.0, 1.0)}.get(result or "", (0.0, 0.0))
+
+
+def samples_from_record(record, kind: str) -> Samples:
+    """The ``kind`` samples of one record (module docstring); raises ``RecordError`` on an illegal move."""
+    from core.encoding import encode_paths, encode_upper
+    from core.features import state_planes
+    from core.notation import parse_move
+
+    states = record.replay()
+    ret = _returns(record.result)
+    builder = SampleBuilder(kind)
+    for i, text in enumerate(record.moves):
+        s = states[i]
+        if kind == "slm":
+            if s.phase != 0:
+                break
+            pts = np.array(s.placements(), np.int64)
+            if len(pts) < 2:
+                continue
+            move = parse_move(text)
+            builder.add_policy(state_planes(s), pts, (pts == move.origin).astype(np.float64), ret[s.side])
+        elif s.phase == 1:
+            move = parse_move(text)
+            if kind == "upper":
+                ps = s.paths()
+                if ps.m < 2:
+                    continue
+                acts = encode_paths(ps.pts, ps.off, ps.jump, ps.m).astype(np.int64)
+                target = encode_upper(move)
+                builder.add_policy(state_planes(s), acts, (acts == target).astype(np.float64), ret[s.side])
+            elif move.victims:
+                builder.add_lower(state_planes(states[i + 1]), encode_upper(move), ret[s.side])
+    return builder.build()
+
+
+def samples_from_records(records: Sequence, kind: str, progress: Callable[[int], None] | None = None) -> Samples:
+    """The ``kind`` samples of many records, concatenated in order."""
+    parts = []
+    for i, r in enumerate(records):
+        parts.append(samples_from_record(r, kind))
+        if progress is not None:
+            progress(i + 1)
+    return concat(parts, kind)
+
+
+# ============================================================================ pretraining
+def pretrain(
+    samples: Samples,
+    net_config,
+    learner_cfg,
+    out: str | os.PathLike,
+    steps: int,
+    batch_size: int = 64,
+    lr: float = 1e-3,
+    seed: int = 0,
+    symmetries: Sequence[int] = (0, 1, 2, 3),
+    init: str | os.PathLike | None = None,
+    extra: dict[str, Any] | None = None,
+    callback=None,
+) -> dict[str, Any]:
+    """Train on ``samples`` for ``steps`` steps (constant ``lr``; the learner's optimiser, L2 and clip) and
+    save the net to ``out`` (no optimiser state: self-play starts a fresh optimiser and schedule).
+    ``init``: a net file to continue (default: a fresh net seeded with ``seed``). Returns the losses of the
+    first and last steps and the mean, ``seconds`` and ``samples``."""
+    import torch
+
+    from train.learner import Learner
+
+    kind = net_config.kind
+    if samples.kind != kind:
+        raise SupervisedError(f"pretrain: {samples.kind} samples for a {kind} net")
+    cfg = learner_cfg.model_copy(update={"schedule": "constant", "lr": lr})
+    if init is not None:
+        learner = Learner.from_checkpoint(init, cfg, lr=lr)
+        learner.step = 0
+    else:
+        learner = Learner(net_config, cfg, seed=seed, lr=lr)
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    history: list[dict[str, float]] = []
+    t0 = time.perf_counter()
+
+    def cb(i, losses):
+        history.append(losses)
+        if callback is not None:
+            callback(i, losses)
+
+    summary: dict[str, Any] = {"kind": kind, "samples": len(samples), "steps": steps}
+    if steps > 0 and len(samples) > 0:
+        learner.train(samples, steps, batch_size, rng, symmetries, callback=cb)
+    k = max(1, min(10, len(history) // 4 or 1))
+    if history:
+        summary["first_loss"] = float(np.mean([h["total"] for h in history[:k]]))
+        summary["last_loss"] = float(np.mean([h["total"] for h in history[-k:]]))
+        for term in ("value", "policy", "l2"):
+            summary[f"last_{term}"] = float(np.mean([h[term] for h in history[-k:]]))
+    learner.step = 0
+    learner.save(out, extra={"pretrain": {"samples": len(samples), "steps": steps, "lr": lr}, **(extra or {})},
+                 optimizer=False)
+    summary["seconds"] = time.perf_counter() - t0
+    summary["out"] = str(out)
+    return summary
+
+
+# ============================================================================ record generation
+def record_seeds(seed: int, index: int) -> tuple[int, int]:
+    """``(white_seed, black_seed)`` of generated game ``index`` (31-bit, from ``SeedSequence([seed, index])``)."""
+    a, b = np.random.SeedSequence([int(seed), int(index)]).generate_state(2) % (2**31)
+    return int(a), int(b)
+
+
+def generated_path(out_dir: str | os.PathLike, index: int) -> Path:
+    return Path(out_dir) / f"g{index:05d}.json"
+
+
+def _record_task(task: dict[str, Any]) -> dict[str, Any]:
+    from core.records import write_json
+    from train.arena import play_game
+
+    ws, bs = record_seeds(task["seed"], task["index"])
+    meta = {"gen_records": {"agent": task["white"], "black": task["black"], "seed": task["seed"],
+                            "index": task["index"]}}
+    t0 = time.perf_counter()
+    record = play_game(task["white"], task["black"], Ruleset.parse(task["ruleset"]), ws, bs, meta)
+    write_json(record, generated_path(task["out_dir"], task["index"]))
+    return {"index": task["index"], "result": record.result, "reason": record.reason, "plies": len(record.moves),
+            "seconds": time.perf_counter() - t0}
+
+
+def generate_records(agent: str, games: int, out_dir: str | os.PathLike, workers: int = 1, seed: int = 0,
+                     ruleset: Ruleset = DEFAULT_RULESET, black: str | None = None, progress: Any = None,
+                     executor=None, on_game: Callable[[dict], None] | None = None) -> dict[str, Any]:
+    """Play (or finish) ``games`` games ``agent`` vs ``black`` (default: ``agent``) into ``out_dir``
+    (module docstring). ``workers``: processes (0: in this process); ``executor``: an existing process
+    pool to use. ``progress``: a rich ``Progress`` to add a task line to, or ``None``. Returns ``{"games",
+    "played", "results": {...}, "seconds", "out_dir"}``."""
+    from train.arena import check_agent_spec
+
+    if games < 0:
+        raise SupervisedError(f"games: must be >= 0, got {games}")
+    black = black or agent
+    check_agent_spec(agent, "--agent")
+    if black != agent:
+        check_agent_spec(black, "--black")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    from train.samples import clean_temp_files
+
+    clean_temp_files(out)
+    todo = [i for i in range(games) if not generated_path(out, i).exists()]
+    base = {"white": agent, "black": black, "seed": seed, "ruleset": ruleset.model_dump(), "out_dir": str(out)}
+    t0 = time.perf_counter()
+    task_id = progress.add_task(f"records {agent}", total=games, completed=games - len(todo), score="") \
+        if progress else None
+    infos: list[dict] = []
+
+    def done(info):
+        infos.append(info)
+        if progress is not None:
+            progress.advance(task_id)
+        if on_game is not None:
+            on_game(info)
+
+    if todo and workers == 0 and executor is None:
+        for i in todo:
+            done(_record_task({**base, "index": i}))
+    elif todo:
+        from train.selfplay import make_pool
+
+        pool = executor or make_pool(min(workers, len(todo)))
+        try:
+            run_bounded(pool, _record_task, [{**base, "index": i} for i in todo], done,
+                        max(1, getattr(pool, "_max_workers", workers)))
+        finally:
+            if executor is None:
+                pool.shutdown(wait=True, cancel_futures=True)
+    results: dict[str, int] = {}
+    from core.records import read_json
+
+    for i in range(games):
+        p = generated_path(out, i)
+        if p.exists():
+            r = read_json(p).result or "none"
+            results[r] = results.get(r, 0) + 1
+    return {"games": games, "played": len(todo), "results": results, "seconds": time.perf_counter() - t0,
+            "out_dir": str(out)}
+
+
+def run_bounded(pool, fn, tasks: Sequence[dict], on_done, in_flight: int, should_stop=None) -> bool:
+    """Run ``fn(task)`` for ``tasks`` on ``pool`` with at most ``in_flight`` submitted at a time, calling
+    ``on_done(result)`` as they finish. Stops submitting when ``should_stop()`` is true (the running ones
+    finish). Returns ``True`` if every task ran. A failed task raises (after cancelling the queued ones)."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    queue = list(tasks)
+    pending = set()
+    try:
+        while queue or pending:
+            while queue and len(pending) < in_flight and not (should_stop and should_stop()):
+                pending.add(pool.submit(fn, queue.pop(0)))
+            if not pending:
+                break
+            ready, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in ready:
+                try:
+                    on_done(fut.result())
+                except BrokenProcessPool:
+                    raise SupervisedError("a worker process died (killed or crashed); rerun the same command to"
+                                          " resume (finished games are kept)") from None
+    finally:
+        for fut in pending:
+            fut.cancel()
+    return not queue
