@@ -119,6 +119,7 @@ BUILTIN_MODULES: list[str] = [
     "knowledge.agents",  # random, greedy, minimax, expert
     "knowledge.rewards",  # reward.first_square, reward.outcome
     "search.agents",  # mcts, slm, hbm, jfa (found by name: knowledge does not depend on search)
+    "train.selfplay",  # train-slm, train-upper, train-lower (checkpoints under training)
 ]
 
 

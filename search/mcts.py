@@ -169,6 +169,8 @@ class Search:
         sims = self.config.simulations if simulations is None else simulations
         self._reuse_or_new(state)
         self._root_state = state
+        if self.tree.flag[0] == EXPANDED and self.config.dirichlet_epsilon > 0:
+            self._noise_root()  # a reused root: its priors were expanded without noise
         tree = self.tree
         start_n = int(tree.N[0])
         t0 = time.perf_counter()
@@ -197,6 +199,13 @@ class Search:
                 frontier = [c for n in frontier if tree.flag[n] == EXPANDED
                             for c in range(int(tree.first_child[n]), int(tree.first_child[n] + tree.n_children[n]))]
         self._new_tree(state)
+
+    def _noise_root(self) -> None:
+        """Mix fresh Dirichlet noise into the priors of the root's children (JFA self-play)."""
+        tree, eps = self.tree, self.config.dirichlet_epsilon
+        first, n = int(tree.first_child[0]), int(tree.n_children[0])
+        noise = self.rng.dirichlet(np.full(n, self.config.dirichlet_alpha))
+        tree.P[first:first + n] = ((1 - eps) * tree.P[first:first + n] + eps * noise).astype(np.float32)
 
     # ------------------------------------------------------------------ simulations
     def _claim(self) -> bool:

@@ -207,30 +207,36 @@ def play_game(
     result = reason = None
     start = time.perf_counter()
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    while not state.is_terminal():
-        side = state.current_player()
-        agent = agents[side]
-        t0 = time.perf_counter()
-        move = agent.select(state)
-        wall = time.perf_counter() - t0
-        entry: dict[str, Any] = {"side": "wb"[side], "phase": PHASES[state.phase]}
-        think = getattr(agent, "last_think_time", None)
-        if isinstance(think, (int, float)) and math.isfinite(think) and think >= 0:
-            entry["time"] = float(think)
-        else:
-            entry["time"] = wall
-            entry["wall"] = wall
-        extra = getattr(agent, "last_search", None)
-        if isinstance(extra, dict):
-            entry.update({k: v for k, v in json_safe(extra).items() if k not in entry})
-        try:
-            state = state.apply(move)
-        except (IllegalMoveError, NotationError) as exc:
-            result, reason = "wb"[1 - side], "illegal-move"
-            meta["forfeit"] = {"side": "wb"[side], "ply": len(moves) + 1, "move": str(move), "error": str(exc)}
-            break
-        moves.append(str(move))
-        search.append(entry)
+    try:
+        while not state.is_terminal():
+            side = state.current_player()
+            agent = agents[side]
+            t0 = time.perf_counter()
+            move = agent.select(state)
+            wall = time.perf_counter() - t0
+            entry: dict[str, Any] = {"side": "wb"[side], "phase": PHASES[state.phase]}
+            think = getattr(agent, "last_think_time", None)
+            if isinstance(think, (int, float)) and math.isfinite(think) and think >= 0:
+                entry["time"] = float(think)
+            else:
+                entry["time"] = wall
+                entry["wall"] = wall
+            extra = getattr(agent, "last_search", None)
+            if isinstance(extra, dict):
+                entry.update({k: v for k, v in json_safe(extra).items() if k not in entry})
+            try:
+                state = state.apply(move)
+            except (IllegalMoveError, NotationError) as exc:
+                result, reason = "wb"[1 - side], "illegal-move"
+                meta["forfeit"] = {"side": "wb"[side], "ply": len(moves) + 1, "move": str(move), "error": str(exc)}
+                break
+            moves.append(str(move))
+            search.append(entry)
+    finally:
+        for agent in agents:  # search agents own threads and evaluators
+            close = getattr(agent, "close", None)
+            if callable(close):
+                close()
     meta["duration_seconds"] = time.perf_counter() - start
     fields: dict[str, Any] = {"white": white, "black": black, "start_time": started_at,
                               "search": tuple(search), "metadata": meta}
