@@ -89,7 +89,7 @@ def run_search_benchmark(simulations=SIMULATIONS, threads=THREADS, progress: boo
                          "seconds_per_move": t, "sims_per_s": sims / t})
             for T in threads:
                 with console.status(f"{phase}: WU-UCT, {T} threads, {sims} simulations"):
-                    with NetEvaluator(slm, upper, max_batch=T, max_wait_ms=1.0) as ev:
+                    with NetEvaluator(slm, upper, max_batch=T, max_wait_ms=2.0, clients=T) as ev:
                         t = _time_search(ev, T, sims, states)
                         batches = ev.stats()
                 rows.append({"phase": phase, "search": "wu-uct", "threads": T, "simulations": sims,

@@ -170,7 +170,10 @@ class NetEvaluator:
     or ``None`` (that phase falls back to uniform/0 with a one-time warning). ``max_batch`` positions per
     forward pass at most; ``max_wait_ms`` the longest the inference thread waits for more requests after
     the first (0: take only what is already queued); it never waits when every outstanding request is
-    already in the batch (a lone search thread pays no latency). ``num_threads``: see the module docstring.
+    already in the batch (a lone search thread pays no latency). ``clients``: the number of search
+    threads sharing the evaluator; when given, the thread instead waits (up to ``max_wait_ms``) until the
+    batch holds ``min(clients, max_batch)`` requests, because busy search threads submit a little apart.
+    ``num_threads``: see the module docstring.
     Use as a context manager or call :meth:`close`."""
 
     name = "net"
@@ -182,6 +185,7 @@ class NetEvaluator:
         max_batch: int = 32,
         max_wait_ms: float = 1.0,
         num_threads: int | None = None,
+        clients: int | None = None,
     ):
         if max_batch < 1:
             raise ValueError(f"max_batch must be >= 1, got {max_batch}")
@@ -195,6 +199,11 @@ class NetEvaluator:
                 net.eval()
         self.max_batch = int(max_batch)
         self.max_wait = float(max_wait_ms) / 1000.0
+        if clients is not None and clients < 1:
+            raise ValueError(f"clients must be >= 1, got {clients}")
+        # With ``clients`` search threads sharing the evaluator, a batch is ready when it holds a
+        # request from each of them (lc0 style); without it, when nothing else is outstanding.
+        self.target_batch = min(self.max_batch, int(clients)) if clients is not None else None
         self.num_threads = int(num_threads) if num_threads is not None else default_num_threads()
         if self.num_threads < 1:
             raise ValueError(f"num_threads must be >= 1, got {num_threads}")
@@ -291,10 +300,14 @@ class NetEvaluator:
                 (calls if isinstance(item, _Call) else batch).append(item)
                 deadline = time.perf_counter() + self.max_wait
                 while len(batch) < self.max_batch:
-                    with self._lock:
-                        everything_in_hand = len(batch) >= self._outstanding
-                    if everything_in_hand and self._queue.empty():
-                        break  # no other request is queued: waiting would only add latency
+                    if self.target_batch is not None:
+                        if len(batch) >= self.target_batch and self._queue.empty():
+                            break  # every client has a request in this batch
+                    else:
+                        with self._lock:
+                            everything_in_hand = len(batch) >= self._outstanding
+                        if everything_in_hand and self._queue.empty():
+                            break  # no other request is queued: waiting would only add latency
                     remaining = deadline - time.perf_counter()
                     try:
                         item = self._queue.get(timeout=remaining) if remaining > 0 else self._queue.get_nowait()

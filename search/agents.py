@@ -85,7 +85,8 @@ def _load(path: str | Path, kind: str):
 def _net_search(slm: str | None, upper: str | None, lower: str | None, batch: int, config: SearchConfig) -> Search:
     from nets.evaluator import NetEvaluator, NetVictimScorer
 
-    evaluator = NetEvaluator(_load(slm, "slm") if slm else None, _load(upper, "upper") if upper else None, max_batch=batch)
+    evaluator = NetEvaluator(_load(slm, "slm") if slm else None, _load(upper, "upper") if upper else None,
+                             max_batch=batch, clients=config.threads)
     # The lower net runs on the evaluator's inference thread: all torch work stays on one thread.
     scorer = NetVictimScorer(_load(lower, "lower"), evaluator=evaluator) if lower else None
     return Search(evaluator, config, victim_scorer=scorer)
