@@ -555,3 +555,30 @@ def test_throughput(tiny_nets):
         assert ev.throughput(4, 0.05) > 0
         assert ev.throughput(1, 0.05, phase="layout") > 0
     assert net_throughput(tiny_nets["lower"], 2, 0.05) > 0
+
+
+def test_clients_make_batches_of_one_request_per_search_thread(tiny_nets, battle_states):
+    """Two threads that work a little between requests: with ``clients=2`` the inference thread waits
+    for both (mean batch near 2); without it, it answers each request alone (the lone-thread rule)."""
+
+    def run(clients):
+        ev = NetEvaluator(None, tiny_nets["upper"], max_batch=2, max_wait_ms=50.0, clients=clients)
+
+        def client():
+            for s in battle_states[:12]:
+                time.sleep(0.002)  # selection and expansion work between evaluations
+                ev.evaluate([s])
+
+        threads = [threading.Thread(target=client) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        ev.close()
+        return ev.stats()["mean_batch"]
+
+    with_clients = run(2)
+    assert with_clients >= 1.6
+    assert run(None) < with_clients
+    with pytest.raises(ValueError, match="clients"):
+        NetEvaluator(None, tiny_nets["upper"], clients=0)
