@@ -420,7 +420,7 @@ def selfplay(
     Each iteration plays self-play games with the best net, trains the latest net on the replay window,
     saves a checkpoint and gates it against the best net (and logs its score against the expert). A new run
     first pretrains the net on expert games (pretrain.* fields). Prints the run directory."""
-    from train.config import apply_overrides, config_to_dict, load_config, read_config_file, validate_config
+    from train.config import apply_overrides, config_to_dict, read_config_file, validate_config
     from train.pipeline import default_run_dir, load_run_config, run_pipeline
 
     typed = {"model": model, "iterations": iterations, "minutes": minutes, "workers": workers, "seed": seed,

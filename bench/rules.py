@@ -18,7 +18,6 @@ import numpy as np
 
 from core.board import NUM_POINTS
 from core.movegen import generate_paths, layout_points, new_path_buffers
-from core.notation import Move
 from core.playout import random_game, random_game_moves
 from core.rules import DEFAULT_RULESET
 from core.state import GameState

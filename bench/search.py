@@ -17,7 +17,6 @@ from __future__ import annotations
 import random
 import time
 
-import numpy as np
 
 from core.state import GameState
 from search.mcts import Search, SearchConfig
@@ -80,7 +79,6 @@ def run_search_benchmark(simulations=SIMULATIONS, threads=THREADS, progress: boo
         with NetEvaluator(slm, upper, max_batch=1) as ev:
             _time_search(ev, 1, 16, positions["layout"][:1] + positions["battle"][:1])
     for phase, states in positions.items():
-        net = slm if phase == "layout" else upper
         for sims in simulations:
             with console.status(f"{phase}: serial MCTS, {sims} simulations"):
                 with NetEvaluator(slm, upper, max_batch=1, max_wait_ms=0) as ev:

@@ -25,7 +25,7 @@ KERNEL_PACKAGES = ("core",)
 # Modules of those packages that define no kernel and no constant a kernel reads: editing them
 # must not throw the cache away. (Leaving a module off this list only costs a recompile.)
 PURE_PYTHON_MODULES = frozenset(
-    {"__init__.py", "errors.py", "jfen.py", "notation.py", "perft.py", "records.py", "state.py"}
+    {"__init__.py", "atomic.py", "errors.py", "jfen.py", "notation.py", "perft.py", "records.py", "state.py"}
 )
 
 

@@ -72,11 +72,9 @@ Errors name the line number and the placement or move index.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
-import tempfile
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
@@ -86,6 +84,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from core.board import BLACK, CENTRES, NUM_POINTS, PHASE_BATTLE, PHASE_LAYOUT, POINT_NAMES, SIZE, WHITE
+from core.atomic import atomic_write_text
 from core.errors import IllegalMoveError, JiuError, NotationError, RecordError
 from core.notation import Move, parse_move
 from core.rules import DEFAULT_RULESET, Ruleset
@@ -242,42 +241,6 @@ def _check_json_value(value: Any) -> None:
 
 
 # ===================================================================================== atomic I/O
-def _atomic_write_text(path: str | os.PathLike, text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path`` atomically: a temporary file in the same directory, flushed
-    and ``fsync``-ed, then ``os.replace``. On any failure the temporary file is removed and an
-    existing ``path`` is left untouched. Raises ``OSError``."""
-    target = Path(path)
-    directory = target.parent if str(target.parent) else Path(".")
-    mode = target.stat().st_mode & 0o777 if target.exists() else 0o644
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    _fsync_directory(directory)
-
-
-def _fsync_directory(directory: Path) -> None:
-    """Make the rename durable where the OS allows it (best effort)."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 def _read_text(path: str | os.PathLike, encodings: Sequence[str] = ("utf-8-sig", "gb18030")) -> str:
     """Text of a record file, trying ``encodings`` in order (referee software may write GBK).
     Raises ``RecordError`` if none decodes, ``OSError`` if the file cannot be read."""
@@ -394,7 +357,7 @@ def record_from_json(text: str, source: str = "<json>") -> GameRecord:
 def write_json(record: GameRecord, path: str | os.PathLike) -> None:
     """Write ``record`` as a JSON record, atomically (serialised before the file is touched).
     Raises ``RecordError`` if it cannot be serialised, ``OSError`` on I/O failure."""
-    _atomic_write_text(path, record_to_json(record, indent=1) + "\n")
+    atomic_write_text(path, record_to_json(record, indent=1) + "\n")
 
 
 def read_json(path: str | os.PathLike) -> GameRecord:
@@ -690,7 +653,7 @@ def record_to_jiu(record: GameRecord) -> str:
 def write_jiu(record: GameRecord, path: str | os.PathLike) -> None:
     """Write ``record`` as a JIU record, atomically. Raises ``RecordError`` (see
     :func:`record_to_jiu`) before touching the file, ``OSError`` on I/O failure."""
-    _atomic_write_text(path, record_to_jiu(record))
+    atomic_write_text(path, record_to_jiu(record))
 
 
 def _split_jiu_header(text: str) -> tuple[list[str], str]:

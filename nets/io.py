@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from core.atomic import atomic_write_bytes
 import torch
 from pydantic import ValidationError
 from safetensors import safe_open
@@ -62,20 +62,7 @@ def save(model: nn.Module, config: NetConfig, path: str | os.PathLike, extra: di
     }
     tensors = {k: v.detach().cpu().contiguous().clone() for k, v in model.state_dict().items()}
     data = st_save(tensors, metadata=metadata)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    atomic_write_bytes(path, data)
     return path
 
 

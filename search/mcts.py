@@ -32,7 +32,7 @@ from typing import Literal, NamedTuple
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from core.board import DRAW, NUM_POINTS
+from core.board import DRAW
 from core.encoding import encode_paths
 from core.notation import Move
 from core.state import GameState

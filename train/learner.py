@@ -24,15 +24,14 @@ intra-op threads collapse throughput; see ``nets.evaluator``).
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from core.atomic import atomic_write
 import torch
 
 from nets.config import NetConfig
@@ -65,17 +64,7 @@ def optimizer_path(checkpoint: str | os.PathLike) -> Path:
 
 def _atomic_torch_save(obj: Any, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            torch.save(obj, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    atomic_write(path, lambda f: torch.save(obj, f))
 
 
 class Learner:

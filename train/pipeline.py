@@ -53,10 +53,8 @@ evaluation) when ``progress`` is on.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import tempfile
 import time
 import warnings
 from dataclasses import dataclass
@@ -65,6 +63,7 @@ from typing import Any
 
 import numpy as np
 
+from core.atomic import atomic_write_bytes
 from core.errors import JiuError
 from train.config import (
     RESUMABLE_FIELDS,
@@ -86,21 +85,6 @@ class TrainError(JiuError):
 
 
 # ============================================================================ files
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
 def atomic_write_json(path: Path, data: Any) -> None:
     atomic_write_bytes(path, (json.dumps(data, indent=1, sort_keys=True, default=_json_default) + "\n").encode())
 

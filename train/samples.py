@@ -32,12 +32,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 import numpy as np
+
+from core.atomic import atomic_write
 
 from core.encoding import NUM_LAYOUT_ACTIONS, NUM_UPPER_ACTIONS
 from core.features import NUM_PLANES
@@ -210,17 +211,7 @@ def write_shard(path: str | os.PathLike, samples: Samples) -> Path:
         arrays["action"] = samples.action
     else:
         arrays.update(pi_off=samples.pi_off, pi_idx=samples.pi_idx, pi_val=samples.pi_val)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez_compressed(f, **arrays)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    atomic_write(path, lambda f: np.savez_compressed(f, **arrays))
     return path
 
 
