@@ -9,7 +9,7 @@ Legal battle paths are returned in a CSR layout so that no Python object is made
 - ``jump`` ``int8[M]``    1 for a jump chain, 0 for a step or flight.
 
 A *full move* is a path plus a victim set of ``min(k, opponent stones left)`` points.
-All kernels take the ruleset as ``Ruleset.vector`` (``int64[6]``).
+All kernels take the ruleset as ``Ruleset.vector`` (``int64[7]``).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The ``Ruleset``: every **[option]** of the rule book (``../shared/jiu-rules.md``) as a validated field.
 
-A ruleset is frozen; kernels receive it packed as ``Ruleset.vector`` (``int64[6]``, indices
+A ruleset is frozen; kernels receive it packed as ``Ruleset.vector`` (``int64[7]``, indices
 ``R_*`` below) so that no Python object crosses into a hot loop.
 """
 
@@ -21,6 +21,7 @@ R_LOSS_BELOW = 2
 R_REPETITION_DRAW = 3
 R_MAX_BATTLE_PLIES = 4
 R_ADJUDICATE = 5
+R_END_ORDER = 6
 
 FLY_JUMP_RULES = ("strong-side-multi", "all-multi", "none")
 FLY_STRONG_SIDE_MULTI, FLY_ALL_MULTI, FLY_NONE = range(3)
@@ -42,6 +43,10 @@ class Ruleset(BaseModel):
         max_battle_plies: after this many battle plies the game ends (``>= 1``).
         adjudicate: at the ply cap, ``"none"`` draws, ``"stones"`` gives the game to the side with more
             stones (equal counts draw).
+        end_order: a referee's call the rule book leaves open (a capture on the last capped ply can
+            both end the game by stone count and reach the ply cap): ``"decisive-first"`` (default; as
+            in chess, a loss by stones or by no move counts before the cap) or ``"cap-first"`` (the
+            game ends at the cap whatever else holds).
 
     Raises ``JiuError`` (via :meth:`parse`) naming the field and the reason on bad values.
     """
@@ -54,6 +59,7 @@ class Ruleset(BaseModel):
     repetition_draw: int = Field(3, ge=0)
     max_battle_plies: int = Field(1000, ge=1)
     adjudicate: Literal["none", "stones"] = "none"
+    end_order: Literal["decisive-first", "cap-first"] = "decisive-first"
 
     @field_validator("repetition_draw")
     @classmethod
@@ -75,7 +81,7 @@ class Ruleset(BaseModel):
 
     @cached_property
     def vector(self) -> np.ndarray:
-        """The options packed for kernels: ``int64[6]`` indexed by the ``R_*`` constants."""
+        """The options packed for kernels: ``int64[7]`` indexed by the ``R_*`` constants."""
         v = np.array(
             [
                 self.chain_revisit == "allow",
@@ -84,6 +90,7 @@ class Ruleset(BaseModel):
                 self.repetition_draw,
                 self.max_battle_plies,
                 self.adjudicate == "stones",
+                self.end_order == "cap-first",
             ],
             np.int64,
         )

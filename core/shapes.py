@@ -215,7 +215,7 @@ def find_gates(board, side, n_own, n_opp, rules):
 
     ``board`` ``int8[196]``; ``side`` 0 White / 1 Black; ``n_own``/``n_opp`` the stone counts of
     ``side`` and its opponent (they decide flight and ``fly_jump_rule`` exactly as for the side to
-    move); ``rules`` ``Ruleset.vector`` (``int64[6]``). Returns ``(cells int16[n], empty_corner
+    move); ``rules`` ``Ruleset.vector`` (``int64[7]``). Returns ``(cells int16[n], empty_corner
     int16[n], open int8[n])``, cells ascending: a gate is a cell with exactly 3 corners of ``side``
     and the 4th empty; ``open[i]`` is 1 when a stone of ``side`` other than those 3 corners reaches
     the empty corner with one legal move of ``side``: a step; a flight (``n_own <= 14``, so then every

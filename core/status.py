@@ -9,6 +9,8 @@ where mate on the move that reaches the move limit still wins):
 3. the ``repetition_draw``-th occurrence of (board, side to move) in the battle: draw;
 4. ``ply - 196 >= max_battle_plies``: draw, or by stone count with ``adjudicate = "stones"``.
 
+With ``end_order = "cap-first"`` the ply cap (4) is checked before everything else.
+
 Layout positions are never terminal.
 """
 
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 from core.board import DRAW, NUM_POINTS
 from core.jit import kernel
-from core.rules import R_ADJUDICATE, R_LOSS_BELOW, R_MAX_BATTLE_PLIES, R_REPETITION_DRAW
+from core.rules import R_ADJUDICATE, R_END_ORDER, R_LOSS_BELOW, R_MAX_BATTLE_PLIES, R_REPETITION_DRAW
 
 # End reasons (index into END_REASONS).
 ONGOING, END_STONES, END_NO_MOVE, END_REPETITION, END_PLY_CAP = range(5)
@@ -35,6 +37,16 @@ def repetitions(history, n):
 
 
 @kernel
+def _ply_cap(counts, ply, rules):
+    """``(reason, winner)`` of the ply cap if it is reached, else ``(ONGOING, -2)``."""
+    if ply - NUM_POINTS < rules[R_MAX_BATTLE_PLIES]:
+        return ONGOING, -2
+    if rules[R_ADJUDICATE] != 0 and counts[0] != counts[1]:
+        return END_PLY_CAP, 0 if counts[0] > counts[1] else 1
+    return END_PLY_CAP, DRAW
+
+
+@kernel
 def battle_status(side, counts, ply, history, n_history, has_move, rules):
     """``(reason, winner)`` of a battle position: ``reason`` is ``ONGOING`` or an ``END_*`` code;
     ``winner`` is 0 White, 1 Black, ``DRAW`` (-1), or -2 while ongoing.
@@ -43,6 +55,10 @@ def battle_status(side, counts, ply, history, n_history, has_move, rules):
     battle positions since the last capture, the current one last (``n_history >= 1``);
     ``has_move``: whether the side to move has a legal path (``movegen.has_battle_move``).
     """
+    if rules[R_END_ORDER] != 0:
+        reason, winner = _ply_cap(counts, ply, rules)
+        if reason != ONGOING:
+            return reason, winner
     own = counts[side]
     opp = counts[1 - side]
     if own < rules[R_LOSS_BELOW]:
@@ -54,8 +70,4 @@ def battle_status(side, counts, ply, history, n_history, has_move, rules):
     rep = rules[R_REPETITION_DRAW]
     if rep > 0 and repetitions(history, n_history) >= rep:
         return END_REPETITION, DRAW
-    if ply - NUM_POINTS >= rules[R_MAX_BATTLE_PLIES]:
-        if rules[R_ADJUDICATE] != 0 and counts[0] != counts[1]:
-            return END_PLY_CAP, 0 if counts[0] > counts[1] else 1
-        return END_PLY_CAP, DRAW
-    return ONGOING, -2
+    return _ply_cap(counts, ply, rules)

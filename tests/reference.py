@@ -150,6 +150,7 @@ class RefRules:
     repetition_draw: int = 3  # 0 = off; n = the n-th occurrence of (board, side to move) is a draw
     max_battle_plies: int = 1000
     adjudicate: str = "none"  # 'none' | 'stones'
+    end_order: str = "decisive-first"  # 'decisive-first' | 'cap-first' (the ply cap before all else)
 
 
 @dataclass(frozen=True)
@@ -434,6 +435,17 @@ def _judge(pos: RefPosition, rules, history, paths=None) -> tuple[bool, str | No
     opp_side = _other_side(me_side)
     n_me = pos.board.count(_stone_of(me_side))
     n_opp = pos.board.count(_stone_of(opp_side))
+
+    def ply_cap():
+        if pos.ply - LAYOUT_PLIES < rules.max_battle_plies:
+            return None
+        if rules.adjudicate == "stones" and n_me != n_opp:
+            return True, me_side if n_me > n_opp else opp_side, "ply-cap"
+        return True, "draw", "ply-cap"
+
+    # (0) the lead's end_order option: the cap may be checked before everything else
+    if getattr(rules, "end_order", "decisive-first") == "cap-first" and ply_cap():
+        return ply_cap()
     # (1) stone counts: the side to move first, then the opponent
     if n_me < rules.loss_below:
         return True, opp_side, "stones"
@@ -456,14 +468,7 @@ def _judge(pos: RefPosition, rules, history, paths=None) -> tuple[bool, str | No
         if occurrences >= rules.repetition_draw:
             return True, "draw", "repetition"
     # (4) battle ply cap
-    if pos.ply - LAYOUT_PLIES >= rules.max_battle_plies:
-        if rules.adjudicate == "stones":
-            if n_me > n_opp:
-                return True, me_side, "ply-cap"
-            if n_opp > n_me:
-                return True, opp_side, "ply-cap"
-        return True, "draw", "ply-cap"
-    return False, None, None
+    return ply_cap() or (False, None, None)
 
 
 def outcome(pos: RefPosition, rules, history=None) -> tuple[bool, str | None]:

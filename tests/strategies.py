@@ -31,6 +31,7 @@ def rulesets(draw) -> Ruleset:
         repetition_draw=draw(st.sampled_from([0, 2, 3])),
         max_battle_plies=draw(st.sampled_from([1, 50, 1000])),
         adjudicate=draw(st.sampled_from(["none", "stones"])),
+        end_order=draw(st.sampled_from(["decisive-first", "cap-first"])),
     )
 
 

@@ -107,3 +107,14 @@ def test_random_game_kernel_replays_under_the_reference():
         assert ref_winner == {0: "w", 1: "b", -1: "draw"}[winner]
         assert END_REASONS[reason] in ("stones", "no-move", "repetition", "ply-cap")
         assert pos.ply == len(moves) and len(moves) > NUM_POINTS
+
+
+def test_end_order_option_at_the_ply_cap():
+    """Black to move with 3 stones exactly at the ply cap: a loss by stones when decisive ends come
+    first (the default), a draw at the cap with ``end_order="cap-first"``; engine and reference agree."""
+    jfen = "/".join(["W" * 14, "W" * 6 + "8"] + ["14"] * 11 + ["BBB11"]) + " b battle 0 1196"
+    for order, expected in (("decisive-first", ("stones", "w")), ("cap-first", ("ply-cap", "draw"))):
+        rules = Ruleset(end_order=order)
+        state = GameState.from_jfen(jfen, rules)
+        assert (state.outcome().reason, state.outcome().winner_code) == expected
+        assert _ref_outcome(state, rules) == (True, expected[1])
