@@ -185,6 +185,29 @@ def _close(*things) -> None:
                 pass
 
 
+def _searched_moves(cfg, game, rng, builder, seed: int, slm_net, upper_net, until) -> list[int]:
+    """Play searched moves (WU-UCT with the given nets; the victims of square-forming paths by the
+    capture pruner, no lower net) while ``until(game.state)``; returns the side to move of each
+    recorded sample."""
+    from nets.evaluator import NetEvaluator
+    from search.mcts import Search
+
+    sp = cfg.selfplay
+    evaluator = NetEvaluator(slm_net, upper_net, max_batch=sp.max_batch, num_threads=1, clients=sp.search_threads)
+    search = Search(evaluator, search_config(cfg, seed))
+    sides: list[int] = []
+    try:
+        while until(game.state):
+            n = len(builder)
+            side = game.state.side
+            game.searched_move(search, rng, cfg, builder)
+            if len(builder) > n:
+                sides.append(side)
+    finally:
+        _close(search, evaluator)
+    return sides
+
+
 def _outcome_z(final: GameState, sides: list[int]) -> list[float]:
     r = final.returns()
     return [r[s] for s in sides]
@@ -195,26 +218,13 @@ def play_slm_game(cfg, slm_net, seed: int) -> tuple[_Game, Any, dict]:
     """One ``slm`` self-play game (module docstring): ``(game, samples, info)``."""
     from knowledge.agents import make_agent
     from knowledge.registry import REGISTRY
-    from nets.evaluator import NetEvaluator
-    from search.mcts import Search
     from train.samples import SampleBuilder
 
     s_search, s_sample, s_aux, s_reward = sub_seeds(seed)
     rng = np.random.default_rng(s_sample)
     game = _Game(GameState.initial(cfg.ruleset))
     builder = SampleBuilder("slm")
-    sides: list[int] = []
-    evaluator = NetEvaluator(slm_net, None, max_batch=cfg.selfplay.max_batch, num_threads=1)
-    search = Search(evaluator, search_config(cfg, s_search))
-    try:
-        while game.state.phase == PHASE_LAYOUT:
-            n = len(builder)
-            side = game.state.side
-            game.searched_move(search, rng, cfg, builder)
-            if len(builder) > n:
-                sides.append(side)
-    finally:
-        _close(search, evaluator)
+    sides = _searched_moves(cfg, game, rng, builder, s_search, slm_net, None, lambda st: st.phase == PHASE_LAYOUT)
     layout_end = game.state
     reward = REGISTRY.create(cfg.selfplay.reward, "reward")
     t0 = time.perf_counter()
@@ -234,8 +244,6 @@ def play_slm_game(cfg, slm_net, seed: int) -> tuple[_Game, Any, dict]:
 def play_upper_game(cfg, upper_net, seed: int) -> tuple[_Game, Any, dict]:
     """One ``upper`` self-play game (module docstring)."""
     from knowledge.agents import make_agent
-    from nets.evaluator import NetEvaluator
-    from search.mcts import Search
     from train.samples import SampleBuilder
 
     s_search, s_sample, s_aux, _ = sub_seeds(seed)
@@ -245,18 +253,7 @@ def play_upper_game(cfg, upper_net, seed: int) -> tuple[_Game, Any, dict]:
     while game.state.phase == PHASE_LAYOUT:
         game.play(agents[game.state.side].select(game.state))
     builder = SampleBuilder("upper")
-    sides: list[int] = []
-    evaluator = NetEvaluator(None, upper_net, max_batch=cfg.selfplay.max_batch, num_threads=1)
-    search = Search(evaluator, search_config(cfg, s_search), victim_scorer=None)
-    try:
-        while not game.state.is_terminal():
-            n = len(builder)
-            side = game.state.side
-            game.searched_move(search, rng, cfg, builder)
-            if len(builder) > n:
-                sides.append(side)
-    finally:
-        _close(search, evaluator)
+    sides = _searched_moves(cfg, game, rng, builder, s_search, None, upper_net, lambda st: not st.is_terminal())
     builder.set_values(_outcome_z(game.state, sides))
     info = {"seeds": {"search": s_search, "sample": s_sample, "aux": s_aux},
             "players": f"{cfg.selfplay.aux_agent}+upper-mcts:sims={cfg.selfplay.simulations}"}
@@ -454,7 +451,7 @@ def _search_agent(net_kind: str, path: str | None, sims: int, threads: int, batc
 
     net = load_net(_weights(path, net_kind), net_kind)
     evaluator = NetEvaluator(net if net_kind == "slm" else None, net if net_kind == "upper" else None,
-                             max_batch=batch, num_threads=1)
+                             max_batch=batch, num_threads=1, clients=threads)
     config = SearchConfig(simulations=sims, threads=threads, c_puct=c_puct, seed=seed,
                           expansion_pruner="prune.expansion" if prune else None,
                           capture_pruner="prune.capture" if prune else None)
