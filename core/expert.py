@@ -57,7 +57,7 @@ from __future__ import annotations
 import numpy as np
 
 from core.board import CELL_CORNERS, CENTRE_OTHER, CENTRE_WHITE_FIRST, EMPTY, NUM_CELLS, NUM_POINTS, POINT_CELLS
-from core.jit import kernel
+from core.jit import inline_kernel, kernel
 from core.movegen import generate_paths, new_path_buffers, squares_at
 from core.rules import R_LOSS_BELOW
 from core.shapes import shape_counts
@@ -114,6 +114,14 @@ _DALIAN_OFFSETS.setflags(write=False)
 
 
 # ================================================================================== layout
+@inline_kernel
+def _path_takes(n_points, is_jump, squares, n_left):
+    """Stones a path takes: ``(hops, square victims)``; the victims are ``min(squares, stones left
+    after the jump)`` (rule book 3.3). Scalars only: called per path in hot loops."""
+    hops = n_points - 1 if is_jump else 0
+    return hops, min(squares, n_left - hops)
+
+
 @kernel
 def _cell_counts(board, c, me, op):
     """(own, opponent, centre corners) of cell ``c``; centre points count as neither side."""
@@ -225,10 +233,7 @@ def _reply(board, side, n_own, n_opp, rules, pts, off, nsq, jump, mark):
     for j in range(m):
         a = off[j]
         e = off[j + 1]
-        hops = e - a - 1 if jump[j] != 0 else 0
-        k = nsq[j]
-        if k > n_opp - hops:
-            k = n_opp - hops
+        hops, k = _path_takes(e - a, jump[j] != 0, nsq[j], n_opp)
         cap = hops + k
         if cap > 0:
             d = pts[e - 1]
@@ -306,10 +311,7 @@ def _threat_victim(b, side, n_own, n_opp, rules, pts, off, nsq, jump, value):
     for j in range(m):
         a = off[j]
         e = off[j + 1]
-        hops = e - a - 1 if jump[j] != 0 else 0
-        k = nsq[j]
-        if k > n_own - hops:
-            k = n_own - hops
+        hops, k = _path_takes(e - a, jump[j] != 0, nsq[j], n_own)
         cap = hops + k
         if cap <= 0:
             continue
@@ -433,10 +435,7 @@ def battle_scores(board, side, n_own, n_opp, rules, pts, off, nsq, jump, m, leve
     for i in range(m):
         a = off[i]
         e = off[i + 1]
-        hops = e - a - 1 if jump[i] != 0 else 0
-        k = nsq[i]
-        if k > n_opp - hops:
-            k = n_opp - hops
+        hops, k = _path_takes(e - a, jump[i] != 0, nsq[i], n_opp)
         gain[i] = hops + k
         lv = levels[i]
         if lv < 1 or lv > 4:
@@ -593,9 +592,7 @@ def search_scores(board, side, n_own, n_opp, rules, pts, off, nsq, jump, m, leve
         a = off[i]
         e = off[i + 1]
         hops = _play_path(b1, board, pts, a, e, jump[i] != 0, me)
-        k = nsq[i]
-        if k > n_opp - hops:
-            k = n_opp - hops
+        k = min(nsq[i], n_opp - hops)
         n_opp1 = n_opp - hops - k
         if n_opp1 < loss_below:
             out[i] = one[i] + w[W_WIN]
