@@ -66,6 +66,14 @@ def _wr(e: dict | None) -> dict | None:
             "draws": e.get("draws"), "losses": e.get("losses")}
 
 
+def _legend_or_note(ax, note: str) -> None:
+    """A legend when the axes have data (lines or bars), else ``note`` in the middle."""
+    if ax.lines or ax.containers:
+        ax.legend()
+    else:
+        ax.text(0.5, 0.5, note, ha="center", va="center", transform=ax.transAxes)
+
+
 def render_report(run_dir: str | os.PathLike, out_dir: str | os.PathLike | None = None) -> list[Path]:
     """Write the report PNGs and ``summary.json`` (module docstring); returns the files written."""
     import matplotlib
@@ -112,10 +120,7 @@ def render_report(run_dir: str | os.PathLike, out_dir: str | os.PathLike | None 
         ax.set_title(f"{kind}: training loss")
         ax.set_xlabel("iteration (0 = pretraining)")
         ax.set_ylabel("mean loss per step")
-        if ax.lines:
-            ax.legend()
-        else:
-            ax.text(0.5, 0.5, "no training yet", ha="center", va="center", transform=ax.transAxes)
+        _legend_or_note(ax, "no training yet")
     save(fig, "losses.png")
 
     # win rates
@@ -138,10 +143,7 @@ def render_report(run_dir: str | os.PathLike, out_dir: str | os.PathLike | None 
         ax.set_title(f"{kind}: candidate score (95% Wilson CI)")
         ax.set_xlabel("iteration")
         ax.set_ylabel("score per game")
-        if ax.lines or ax.containers:
-            ax.legend()
-        else:
-            ax.text(0.5, 0.5, "no evaluation yet", ha="center", va="center", transform=ax.transAxes)
+        _legend_or_note(ax, "no evaluation yet")
     save(fig, "winrate.png")
 
     # self-play speed
@@ -155,10 +157,7 @@ def render_report(run_dir: str | os.PathLike, out_dir: str | os.PathLike | None 
     a2.set_title("self-play positions (samples) per second")
     for ax in (a1, a2):
         ax.set_xlabel("iteration")
-        if ax.lines:
-            ax.legend()
-        else:
-            ax.text(0.5, 0.5, "no self-play yet", ha="center", va="center", transform=ax.transAxes)
+        _legend_or_note(ax, "no self-play yet")
     save(fig, "selfplay.png")
 
     summary = out / "summary.json"
