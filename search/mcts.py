@@ -364,7 +364,9 @@ class Search:
         lengths = (ps.off[keep + 1] - ps.off[keep]).astype(np.int32)
         off = np.zeros(len(keep) + 1, np.int32)
         np.cumsum(lengths, out=off[1:])
-        pts = np.concatenate([ps.pts[ps.off[i]:ps.off[i + 1]] for i in keep]).astype(np.int16)
+        # Gather the kept paths' points in one vectorised step: point j of the output comes from
+        # ps.pts[start of its path + its offset within the path].
+        pts = ps.pts[np.repeat(ps.off[keep] - off[:-1], lengths) + np.arange(off[-1])].astype(np.int16)
         jump = ps.jump[keep].astype(np.int8)
         squares = ps.nsq[keep].astype(np.int8)  # victims are chosen when the child is first expanded
         actions = encode_paths(ps.pts, ps.off, ps.jump, ps.m)[keep].astype(np.int32)
