@@ -43,7 +43,7 @@ def cli_errors(fn):
         except JiuError as exc:
             fail(str(exc))
         except OSError as exc:
-            fail(f"{exc.filename or ''}: {exc.strerror or exc}")
+            fail(f"{exc.filename}: {exc.strerror or exc}" if exc.filename else str(exc))
 
     return wrapper
 
@@ -342,7 +342,7 @@ def tournament(
 @app.command()
 @_agent_errors
 def play(
-    agent: Annotated[str, typer.Option(help="The opponent's agent spec.")] = "greedy",
+    agent: Annotated[str, typer.Option(help="The opponent's agent spec (default: the shipped JFA model).")] = "jfa",
     human: Annotated[str, typer.Option(help="Your colour: w (White, places first) or b.")] = "w",
     seed: Annotated[int, typer.Option(help="The agent's seed.")] = 0,
     record: Annotated[Optional[Path], typer.Option(help="Write the JSON record here at the end or on quit.")] = None,
@@ -540,6 +540,23 @@ def report(
     for path in render_report(run_dir, out):
         typer.echo(str(path))
 
+
+@app.command("export-net")
+@_train_errors
+def export_net(
+    nets: Annotated[list[Path], typer.Argument(help="Net files (.safetensors) to export.")],
+    out: Annotated[Path, typer.Option(help="Output directory; each net is written as <kind>.safetensors.")] = Path("models/default"),
+    half: Annotated[bool, typer.Option("--half/--float32", help="Store weights as float16 (half the size).")] = True,
+):
+    """Copy trained nets into a model directory (default: the shipped model the search agents load),
+    checked on load and stored as float16 by default."""
+    from nets.io import load, save
+
+    for path in nets:
+        model, config, extra = load(path)
+        target = out / f"{config.kind}.safetensors"
+        save(model, config, target, extra={**extra, "exported_from": path.name}, half=half)
+        typer.echo(f"{path} -> {target} ({target.stat().st_size / 1e6:.2f} MB)")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,12 @@ encoding_version  ``nets.config.ENCODING_VERSION`` when saved (action encodings 
 config            the ``NetConfig`` as JSON
 preset            ``"paper"``, ``"tiny"`` or ``"custom"``
 extra             JSON of the caller's ``extra`` dict (training info: step, games, ...), ``{}``
+storage_dtype     ``"float32"`` or ``"float16"``: the dtype the floating-point tensors are stored in
 ================  ======================================================================
+
+Floating-point tensors may be stored as float16 (``save(..., half=True)``; ``python cli.py export-net``)
+to halve the file (the shipped model in ``models/default``); :func:`load` casts them back to the
+float32 the model computes in. Files without the key are float32.
 
 :func:`load` checks all of it and raises ``ValueError`` naming the file and the reason for: a file that is
 not a readable safetensors file (corrupt, truncated), a missing or foreign format tag, an encoding
@@ -42,9 +47,11 @@ FORMAT = "jiu-jfa-net"
 FORMAT_VERSION = 1
 
 
-def save(model: nn.Module, config: NetConfig, path: str | os.PathLike, extra: dict[str, Any] | None = None) -> Path:
+def save(model: nn.Module, config: NetConfig, path: str | os.PathLike, extra: dict[str, Any] | None = None,
+         half: bool = False) -> Path:
     """Write ``model``'s weights and ``config`` (and ``extra``, JSON-serialisable) to ``path`` atomically
-    (a temporary file in the same directory, fsync, ``os.replace``). Returns the path."""
+    (a temporary file in the same directory, fsync, ``os.replace``). ``half``: store floating-point
+    tensors as float16 (half the size; values rounded to about 3 significant digits). Returns the path."""
     path = Path(path)
     if getattr(model, "config", config) != config:
         raise ValueError(f"save {path}: the model was built from {model.config!r}, not from the given config")
@@ -59,8 +66,11 @@ def save(model: nn.Module, config: NetConfig, path: str | os.PathLike, extra: di
         "config": config.model_dump_json(),
         "preset": preset_name(config) or "custom",
         "extra": extra_json,
+        "storage_dtype": "float16" if half else "float32",
     }
-    tensors = {k: v.detach().cpu().contiguous().clone() for k, v in model.state_dict().items()}
+    storage = torch.float16 if half else None
+    tensors = {k: v.detach().cpu().to(storage if storage is not None and v.is_floating_point() else v.dtype)
+               .contiguous().clone() for k, v in model.state_dict().items()}
     data = st_save(tensors, metadata=metadata)
     atomic_write_bytes(path, data)
     return path
@@ -103,6 +113,9 @@ def load(path: str | os.PathLike, expected_kind: str | None = None) -> tuple[nn.
         config = NetConfig.model_validate_json(meta.get("config", ""))
     except ValidationError as e:
         raise fail(f"invalid net config: {e}") from e
+    storage = meta.get("storage_dtype", "float32")
+    if storage not in ("float32", "float16"):
+        raise fail(f"storage dtype {storage!r}, expected 'float32' or 'float16'")
     if expected_kind is not None and config.kind != expected_kind:
         raise fail(f"wrong kind: a {config.kind!r} net, expected a {expected_kind!r} net")
     try:
@@ -126,6 +139,8 @@ def load(path: str | os.PathLike, expected_kind: str | None = None) -> tuple[nn.
         )
     for k, v in expected.items():
         t = tensors[k]
+        if storage == "float16" and t.dtype == torch.float16 and v.dtype == torch.float32:
+            t = tensors[k] = t.float()
         if t.shape != v.shape or t.dtype != v.dtype:
             raise fail(f"tensor {k!r} is {t.dtype} {tuple(t.shape)}, the config needs {v.dtype} {tuple(v.shape)}")
         if t.is_floating_point() and not torch.isfinite(t).all():

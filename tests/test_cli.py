@@ -110,3 +110,27 @@ def test_subprocess_exit_status_and_no_traceback():
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     assert proc.stderr.strip().startswith("error:") and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_export_net_writes_half_precision_copies_by_kind(tmp_path):
+    import torch
+
+    from nets.config import preset
+    from nets.io import load, read_metadata, save
+    from nets.model import build
+
+    torch.manual_seed(0)
+    src = tmp_path / "iter7.safetensors"
+    save(build(preset("upper", "tiny")), preset("upper", "tiny"), src, extra={"step": 7})
+    r = run("export-net", str(src), "--out", str(tmp_path / "model"))
+    assert r.exit_code == 0, r.output
+    target = tmp_path / "model" / "upper.safetensors"
+    assert read_metadata(target)["storage_dtype"] == "float16"
+    assert target.stat().st_size < 0.55 * src.stat().st_size
+    _, config, extra = load(target, expected_kind="upper")
+    assert config == preset("upper", "tiny") and extra == {"step": 7, "exported_from": "iter7.safetensors"}
+
+    bad = tmp_path / "bad.safetensors"
+    bad.write_bytes(b"not a net")
+    r = run("export-net", str(bad), "--out", str(tmp_path / "model"))
+    assert r.exit_code == 2 and "bad.safetensors" in r.output and "Traceback" not in r.output

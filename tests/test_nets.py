@@ -299,6 +299,25 @@ def test_save_load_round_trip(kind, tiny_nets, battle_states, tmp_path):
         assert torch.equal(x, y)
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_half_storage_round_trip(kind, tiny_nets, battle_states, tmp_path):
+    model = tiny_nets[kind]
+    full, half = tmp_path / "full.safetensors", tmp_path / "half.safetensors"
+    nio.save(model, model.config, full)
+    nio.save(model, model.config, half, half=True)
+    assert nio.read_metadata(half)["storage_dtype"] == "float16"
+    assert half.stat().st_size < 0.55 * full.stat().st_size
+    loaded, cfg, _ = nio.load(half, expected_kind=kind)
+    assert cfg == model.config
+    assert all(p.dtype == torch.float32 for p in loaded.parameters())
+    planes = batch_planes(battle_states[:4])
+    acts = [0, 784, FLIGHT_BASE + 5, 100] if kind == "lower" else None
+    a, b = _forward(model, planes, acts), _forward(loaded, planes, acts)
+    for x, y in zip(a if isinstance(a, tuple) else (a,), b if isinstance(b, tuple) else (b,)):
+        assert not torch.equal(x, y)  # rounded weights, so not bit-identical ...
+        assert torch.allclose(x, y, atol=0.05, rtol=0.05)  # ... but the same net
+
+
 def test_load_errors(tiny_nets, tmp_path):
     slm = tiny_nets["slm"]
     good = tmp_path / "slm.safetensors"
@@ -344,6 +363,13 @@ def test_load_errors(tiny_nets, tmp_path):
     (tmp_path / "nan.safetensors").write_bytes(st_save(nan, metadata=meta))
     with pytest.raises(ValueError, match="non-finite"):
         nio.load(tmp_path / "nan.safetensors")
+    (tmp_path / "dtype.safetensors").write_bytes(st_save(tensors, metadata={**meta, "storage_dtype": "int8"}))
+    with pytest.raises(ValueError, match=r"dtype\.safetensors.*storage dtype 'int8'"):
+        nio.load(tmp_path / "dtype.safetensors")
+    halves = {k: v.half() if v.is_floating_point() else v for k, v in tensors.items()}
+    (tmp_path / "unmarked.safetensors").write_bytes(st_save(halves, metadata=meta))  # float16 not declared
+    with pytest.raises(ValueError, match=r"unmarked\.safetensors.*torch.float16"):
+        nio.load(tmp_path / "unmarked.safetensors")
     (tmp_path / "foreign.safetensors").write_bytes(st_save(tensors, metadata={"format": "other"}))
     with pytest.raises(ValueError, match=r"foreign\.safetensors.*not a jiu-jfa-net file"):
         nio.load(tmp_path / "foreign.safetensors")

@@ -162,7 +162,7 @@ def game_record(game: Game, agent_spec: str, human: int, seed: int, start_time: 
 
 
 def play(
-    agent_spec: str = "greedy",
+    agent_spec: str = "jfa",
     human: str = "w",
     seed: int = 0,
     ruleset: Ruleset = DEFAULT_RULESET,
