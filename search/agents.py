@@ -9,7 +9,9 @@
 Spec arguments (``name:key=value,...``): ``sims`` (simulations per move), ``threads``, ``c_puct``,
 ``formula`` (``puct``/``printed``), ``temperature`` (0 = most visited), ``seed``, ``prune``
 (``true``/``false``: both knowledge pruners), and for the net agents ``slm=PATH``, ``upper=PATH``,
-``lower=PATH`` (safetensors weights; default: the shipped model in ``models/``) and ``batch``.
+``lower=PATH`` (safetensors weights; default: the shipped model in ``models/``) and ``batch``; for
+``jfa`` and ``hbm`` also ``victims`` (how many of the capture pruner's best victim sets the lower net
+scores, ``SearchConfig.victim_candidates``; 0 = all).
 """
 
 from __future__ import annotations
@@ -97,16 +99,16 @@ def _default(name: str) -> str:
 
 
 @register("jfa", "agent", "SLM search in the layout, HBM (upper + lower nets) search in the battle")
-def make_jfa(sims: int = 200, threads: int = 2, c_puct: float = 1.5, formula: str = "puct", temperature: float = 0.0,
+def make_jfa(sims: int = 32, threads: int = 2, c_puct: float = 1.5, formula: str = "puct", temperature: float = 0.0,
              seed: int = 0, prune: bool = True, slm: str | None = None, upper: str | None = None,
-             lower: str | None = None, batch: int = 8) -> SearchAgent:
-    config = _config(sims, threads, c_puct, formula, seed, prune)
+             lower: str | None = None, batch: int = 8, victims: int = 8) -> SearchAgent:
+    config = _config(sims, threads, c_puct, formula, seed, prune, victim_candidates=victims)
     search = _net_search(slm or _default("slm"), upper or _default("upper"), lower or _default("lower"), batch, config)
     return SearchAgent(f"jfa:sims={sims}", search, temperature, seed)
 
 
 @register("slm", "agent", "SLM search in the layout, the expert agent in the battle")
-def make_slm(sims: int = 200, threads: int = 2, c_puct: float = 1.5, formula: str = "puct", temperature: float = 0.0,
+def make_slm(sims: int = 32, threads: int = 2, c_puct: float = 1.5, formula: str = "puct", temperature: float = 0.0,
              seed: int = 0, slm: str | None = None, batch: int = 8):
     from knowledge.agents import PhasedAgent, make_agent
 
@@ -116,11 +118,12 @@ def make_slm(sims: int = 200, threads: int = 2, c_puct: float = 1.5, formula: st
 
 
 @register("hbm", "agent", "the expert agent in the layout, HBM (upper + lower nets) search in the battle")
-def make_hbm(sims: int = 200, threads: int = 2, c_puct: float = 1.5, formula: str = "puct", temperature: float = 0.0,
-             seed: int = 0, prune: bool = True, upper: str | None = None, lower: str | None = None, batch: int = 8):
+def make_hbm(sims: int = 32, threads: int = 2, c_puct: float = 1.5, formula: str = "puct", temperature: float = 0.0,
+             seed: int = 0, prune: bool = True, upper: str | None = None, lower: str | None = None, batch: int = 8,
+             victims: int = 8):
     from knowledge.agents import PhasedAgent, make_agent
 
-    config = _config(sims, threads, c_puct, formula, seed, prune)
+    config = _config(sims, threads, c_puct, formula, seed, prune, victim_candidates=victims)
     battle = SearchAgent(f"hbm:sims={sims}", _net_search(None, upper or _default("upper"), lower or _default("lower"), batch, config),
                          temperature, seed)
     return PhasedAgent(make_agent("expert", seed=seed), battle)
