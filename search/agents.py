@@ -99,7 +99,7 @@ def _default(name: str) -> str:
 
 
 @register("jfa", "agent", "SLM search in the layout, HBM (upper + lower nets) search in the battle")
-def make_jfa(sims: int = 32, threads: int = 2, c_puct: float = 1.5, formula: str = "puct", temperature: float = 0.0,
+def make_jfa(sims: int = 16, threads: int = 2, c_puct: float = 1.5, formula: str = "puct", temperature: float = 0.0,
              seed: int = 0, prune: bool = True, slm: str | None = None, upper: str | None = None,
              lower: str | None = None, batch: int = 8, victims: int = 8) -> SearchAgent:
     config = _config(sims, threads, c_puct, formula, seed, prune, victim_candidates=victims)
@@ -108,7 +108,7 @@ def make_jfa(sims: int = 32, threads: int = 2, c_puct: float = 1.5, formula: str
 
 
 @register("slm", "agent", "SLM search in the layout, the expert agent in the battle")
-def make_slm(sims: int = 32, threads: int = 2, c_puct: float = 1.5, formula: str = "puct", temperature: float = 0.0,
+def make_slm(sims: int = 16, threads: int = 2, c_puct: float = 1.5, formula: str = "puct", temperature: float = 0.0,
              seed: int = 0, slm: str | None = None, batch: int = 8):
     from knowledge.agents import PhasedAgent, make_agent
 
@@ -118,7 +118,7 @@ def make_slm(sims: int = 32, threads: int = 2, c_puct: float = 1.5, formula: str
 
 
 @register("hbm", "agent", "the expert agent in the layout, HBM (upper + lower nets) search in the battle")
-def make_hbm(sims: int = 32, threads: int = 2, c_puct: float = 1.5, formula: str = "puct", temperature: float = 0.0,
+def make_hbm(sims: int = 16, threads: int = 2, c_puct: float = 1.5, formula: str = "puct", temperature: float = 0.0,
              seed: int = 0, prune: bool = True, upper: str | None = None, lower: str | None = None, batch: int = 8,
              victims: int = 8):
     from knowledge.agents import PhasedAgent, make_agent
