@@ -139,17 +139,39 @@ def _fill_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump, squares_o
     target = np.zeros(NUM_POINTS, np.bool_)
     for t in range(n_targets):
         target[targets[t]] = True
-    # With ``squares_only``: a jump chain ends with a hop over an enemy stone next to its destination
-    # and keeps its origin's row and column parity, so ``jump_parity`` (bit 2 * (row % 2) + col % 2)
-    # marks the parities of the targets such a hop reaches; origins of other parities skip the search.
-    jump_parity = 0 if squares_only else 15
+    # With ``squares_only``, two cheap necessary conditions skip most of the work:
+    # - ``step_from``: a step's origin is next to an empty target (flights are checked per target);
+    # - ``reach``: the points a jump chain can leave and still end on a target, found backwards from
+    #   the targets over hops of the relaxed rules (jumped stones are enemy stones now, landings are
+    #   empty now or, with revisits, the mover's own origin; no hop count, no visited points), so
+    #   chains are neither started nor extended from other points.
+    step_from = np.ones(NUM_POINTS, np.bool_)
+    reach = np.ones(NUM_POINTS, np.bool_)
     if squares_only:
+        step_from[:] = False
+        reach[:] = False
+        stack = np.empty(NUM_POINTS + n_targets, np.int16)
+        n_stack = 0
         for t in range(n_targets):
             e = targets[t]
+            stack[n_stack] = e
+            n_stack += 1
+            if b[e] == EMPTY:
+                for dd in range(4):
+                    q = NEIGHBOR[e, dd]
+                    if q >= 0:
+                        step_from[q] = True
+        while n_stack > 0:
+            n_stack -= 1
+            x = stack[n_stack]
             for dd in range(4):
-                q = NEIGHBOR[e, dd]
-                if q >= 0 and b[q] == opp and BEYOND[e, dd] >= 0:
-                    jump_parity |= 1 << (2 * ((e // SIZE) % 2) + e % 2)
+                p = BEYOND[x, dd]
+                if p < 0 or reach[p] or b[NEIGHBOR[x, dd]] != opp:
+                    continue
+                reach[p] = True
+                if b[p] == EMPTY or (allow_revisit and b[p] == me):
+                    stack[n_stack] = p
+                    n_stack += 1
     # Flying: the squares a flight would form at each empty point. Only a flight whose origin is in
     # the destination's 3x3 block changes that count; those are recounted per origin below.
     base = np.zeros(NUM_POINTS, np.int8)
@@ -175,7 +197,7 @@ def _fill_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump, squares_o
         # step), in one loop. The path is written out
         # rather than through _emit: a call costs ~40 ns of reference counting per path, 25x the
         # stores themselves, and a flying side has thousands of flights.
-        for t in range(n_targets if flying else 4):
+        for t in range(n_targets if flying else (4 if step_from[o] else 0)):
             e = targets[t] if flying else NEIGHBOR[o, t]
             if e < 0 or e == o or b[e] != EMPTY or not target[e]:
                 continue
@@ -202,7 +224,7 @@ def _fill_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump, squares_o
         # Most stones have no first hop: checking that here is several times cheaper than entering
         # the search below.
         can_hop = False
-        if (jump_parity >> (2 * (orow % 2) + oc % 2)) & 1:
+        if reach[o]:
             for dd in range(4):
                 land = BEYOND[o, dd]
                 if land >= 0 and b[NEIGHBOR[o, dd]] == opp and b[land] == EMPTY:
@@ -233,6 +255,8 @@ def _fill_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump, squares_o
                 continue
             if visited[land] and not allow_revisit:
                 continue
+            if not reach[land] and not target[land]:
+                continue  # no square at land nor beyond it
             b[mid] = EMPTY  # the jumped stone is removed at once
             depth += 1
             chain[depth] = land
