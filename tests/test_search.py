@@ -148,3 +148,36 @@ def test_terminal_root_is_rejected():
     lone = GameState.from_jfen("/".join(["W13"] + ["14"] * 13) + " b battle 0 300")
     with _search(SearchConfig(simulations=10)) as search, pytest.raises(ValueError, match="terminal"):
         search.run(lone)
+
+
+# ============================================================================ expansion kernels
+@pytest.mark.parametrize("seed", range(6))
+def test_kept_children_matches_a_naive_gather(seed):
+    """``kept_children`` against plain Python over the path set: kept paths, flags, squares, upper
+    actions (``encode_upper``) and move-pool size."""
+    from core.encoding import encode_upper
+    from search.tree import kept_children
+
+    rng = random.Random(seed)
+    state = GameState.from_jfen(random_battle_jfen(rng, rng.choice([10, 40, 80]), rng.choice([10, 40, 80]), 4))
+    ps = state.paths()
+    keep = np.array(sorted(rng.sample(range(ps.m), rng.randint(1, ps.m))), np.int64)
+    pts, off, jump, squares, actions, pool = kept_children(ps.pts, ps.off, ps.jump, ps.nsq, keep)
+    paths = [ps.path(int(i)) for i in keep]
+    assert [tuple(int(p) for p in pts[off[i]:off[i + 1]]) for i in range(len(keep))] == paths
+    assert jump.tolist() == [int(ps.jump[i]) for i in keep]
+    assert squares.tolist() == [int(ps.nsq[i]) for i in keep]
+    assert actions.tolist() == [encode_upper(p, bool(ps.jump[i])) for p, i in zip(paths, keep)]
+    assert pool == sum(len(p) for p in paths) + sum(min(int(ps.nsq[i]), 4) for i in keep)
+    assert (pts.dtype, off.dtype, jump.dtype, squares.dtype, actions.dtype) == (np.int16, np.int32, np.int8, np.int8, np.int32)
+
+
+def test_shared_prior_splits_an_action_among_the_children_sharing_it():
+    from search.tree import shared_prior
+
+    rng = np.random.default_rng(0)
+    policy = rng.random(300).astype(np.float32)
+    for actions in ([5], [7, 7, 3, 7, 299, 3], list(rng.integers(0, 40, 200))):
+        actions = np.array(actions, np.int32)
+        want = [float(policy[a]) / int((actions == a).sum()) for a in actions.tolist()]
+        assert shared_prior(policy, actions).tolist() == want
