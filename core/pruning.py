@@ -191,6 +191,16 @@ def score_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump, m, out, o
     opp = 2 - side
     loss_below = rules[R_LOSS_BELOW]
     b = board.copy()
+    # A path scores at least its Destroyable=yes entry and at most its Destroyable=no one. A first
+    # pass puts the lower bounds in ``out``; the second runs the costly Destroyable check only for
+    # paths whose upper bound beats the best known at their end point (same maxima, fewer checks).
+    for i in range(m):
+        ne = nsq[i]
+        if ne > 0:
+            d = pts[off[i + 1] - 1]
+            low = TABLE2[1 if squares_at(board, pts[off[i]], me) >= 1 else 0, 1 if ne >= 2 else 0, 1]
+            if low > out[d]:
+                out[d] = low
     for i in range(m):
         ne = nsq[i]
         if ne <= 0:
@@ -200,6 +210,8 @@ def score_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump, m, out, o
         o = pts[s]
         d = pts[e - 1]
         ns = squares_at(board, o, me)
+        if TABLE2[1 if ns >= 1 else 0, 1 if ne >= 2 else 0, 0] <= out[d]:
+            continue
         hops = 0
         b[o] = EMPTY
         if jump[i] != 0:
