@@ -46,7 +46,7 @@ from search.tree import (
     TreeFullError,
     kept_children,
     resolve_victims,
-    select_child,
+    select_node,
     shared_prior,
     write_children,
 )
@@ -253,16 +253,8 @@ class Search:
         self._backup(tree, path, value, int(tree.side[node]))
 
     def _select(self, tree: Tree, node: int) -> int:
-        n_visits = tree.N[node]
-        chooser = tree.side[node]
-        if n_visits > 0:
-            q_node = tree.W[node] / n_visits
-            q_parent = q_node if tree.mover[node] == chooser else -q_node
-        else:
-            q_parent = 0.0
-        return int(select_child(tree.N, tree.O, tree.W, tree.P, tree.first_child[node], tree.n_children[node],
-                                float(n_visits + tree.O[node]), self.config.c_puct,
-                                q_parent - self.fpu_reduction, self.formula))
+        return select_node(tree.N, tree.O, tree.W, tree.P, tree.first_child, tree.n_children, tree.side, tree.mover,
+                           node, self.config.c_puct, self.fpu_reduction, self.formula)
 
     def _backup(self, tree: Tree, path: list[int], value: float, leaf_side: int) -> None:
         """Complete update (JFA Eq. 3-5): ``value`` is for ``leaf_side``; each node's ``W`` is kept from

@@ -128,6 +128,21 @@ def select_child(N, O, W, P, first, n, parent_visits, c_puct, fpu_value, formula
 
 
 @kernel
+def select_node(N, O, W, P, first_child, n_children, side, mover, node, c_puct, fpu_reduction, formula):
+    """:func:`select_child` over the children of the expanded ``node``: first-play urgency is the
+    node's mean value for the side choosing there (0 before any visit) minus ``fpu_reduction``.
+    Returns the chosen child's node id."""
+    n_visits = N[node]
+    q_parent = 0.0
+    if n_visits > 0:
+        q_parent = W[node] / n_visits
+        if mover[node] != side[node]:
+            q_parent = -q_parent
+    return select_child(N, O, W, P, first_child[node], n_children[node], float(n_visits + O[node]), c_puct,
+                        q_parent - fpu_reduction, formula)
+
+
+@kernel
 def write_children(
     board, side, phase, counts, quiet, ply, hash_, parent, mover, action, P, move_off, move_npath, move_nvic,
     move_jump, move_pool, flag, first_child, n_children,

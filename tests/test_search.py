@@ -181,3 +181,34 @@ def test_shared_prior_splits_an_action_among_the_children_sharing_it():
         actions = np.array(actions, np.int32)
         want = [float(policy[a]) / int((actions == a).sum()) for a in actions.tolist()]
         assert shared_prior(policy, actions).tolist() == want
+
+
+@pytest.mark.parametrize("formula", [0, 1])
+def test_select_node_matches_a_naive_puct_scan(formula):
+    """``select_node`` against Eq. 1 written out in Python, first-play urgency included."""
+    import math
+
+    from search.tree import select_node
+
+    rng = np.random.default_rng(formula)
+    for trial in range(50):
+        n = 12
+        N = rng.integers(0, 4, n).astype(np.int32)
+        O = rng.integers(0, 2, n).astype(np.int32)
+        W = rng.uniform(-1, 1, n) * N
+        P = rng.dirichlet(np.ones(n)).astype(np.float32)
+        side = rng.integers(0, 2, n).astype(np.int8)
+        mover = rng.integers(0, 2, n).astype(np.int8)
+        first = np.full(n, 2, np.int32)
+        count = np.full(n, n - 2, np.int32)
+        node = int(rng.integers(0, 2))
+        q_node = float(W[node]) / int(N[node]) if N[node] > 0 else 0.0
+        fpu = (q_node if mover[node] == side[node] else -q_node) - 0.2
+        sq = math.sqrt(max(float(N[node] + O[node]), 1.0))
+        scores = []
+        for c in range(2, n):
+            q = float(W[c]) / int(N[c]) if N[c] > 0 else fpu
+            u = 1.5 * float(P[c]) * sq / (1 + int(N[c]) + int(O[c]))
+            scores.append(q + u if formula == 0 else (q + 1.5 * float(P[c])) * sq / (1 + int(N[c]) + int(O[c])))
+        want = 2 + max(range(n - 2), key=lambda i: (scores[i], -i))
+        assert select_node(N, O, W, P, first, count, side, mover, node, 1.5, 0.2, formula) == want
