@@ -3,10 +3,11 @@
 For layout and battle positions, with the tiny nets (the shipped weights when present, else a seeded
 random initialisation — speed does not depend on the weights):
 
-- serial MCTS: one search thread, nets called one position at a time (``max_batch=1``), on
-  ``SERIAL_TORCH_THREADS`` = 1 torch thread (at batch 1 one thread is the faster setting);
+- serial MCTS: one search thread, nets called one position at a time (``max_batch=1``);
 - WU-UCT with T = 1, 2, 4, 8 threads and batched evaluation (``max_batch = T``, ``clients = T``,
-  ``max_wait_ms = 2``) on ``torch_threads`` torch intra-op threads (default 1);
+  ``max_wait_ms = 2``);
+- both on the same ``torch_threads`` torch intra-op threads (default 1), so that only the search
+  threads and the batch differ;
 - at 400, 800 and 1,600 simulations: decision time per move (seconds) and simulations per second;
 - net-only throughput (positions/s of the raw forward pass) at the same batch sizes, on
   ``torch_threads`` threads.
@@ -16,11 +17,13 @@ search's simulations/s over the net-only throughput at the same batch size (larg
 The settings used are returned under ``settings``.
 
 Torch threads: with one torch thread the tiny net runs only ~2.3x more positions/s at batch 8 than
-at batch 1, which caps WU-UCT over serial below 3x whatever the search does. Two threads raise the
-batch-8 throughput (~1,165 vs ~840 positions/s measured on an idle 2-core machine) but collapse
-when other processes load the machine (OpenMP threads spin; see ``nets.evaluator``): measured
-while three other Python processes ran, serial battle search fell from ~240 to 6 simulations/s.
-So ``torch_threads=2`` (``bench search --torch-threads 2``) is for an otherwise idle machine only.
+at batch 1, which keeps WU-UCT over serial below 3x whatever the search does (serial also pays its
+search overhead, ~0.5 ms a battle simulation, so the cap is ~2.7x). Two threads raise the batch-8
+throughput (~1,165 vs ~840 positions/s on an idle 2-core machine; in one idle measurement the serial
+search was faster with two threads as well), but collapse when other processes load the machine
+(OpenMP threads spin; see ``nets.evaluator``): measured while three other Python processes ran,
+serial battle search fell from ~240 to 6-13 simulations/s. So ``torch_threads=2`` (``bench search
+--torch-threads 2``) is for an otherwise idle machine only.
 """
 
 from __future__ import annotations
@@ -34,7 +37,6 @@ from search.mcts import Search, SearchConfig
 
 SIMULATIONS = (400, 800, 1600)
 THREADS = (1, 2, 4, 8)
-SERIAL_TORCH_THREADS = 1
 MAX_WAIT_MS = 2.0
 
 
@@ -79,7 +81,7 @@ def _time_search(evaluator, threads: int, sims: int, states: list[GameState]) ->
 def run_search_benchmark(simulations=SIMULATIONS, threads=THREADS, progress: bool = True, net_seconds: float = 1.5,
                          torch_threads: int = 1) -> dict:
     """Run the benchmark; returns a dict of the figures (see the module docstring). ``torch_threads``:
-    torch intra-op threads of the WU-UCT evaluators and of the net-only measurement."""
+    torch intra-op threads of every evaluator and of the net-only measurement."""
     import torch
     from rich.console import Console
     from rich.table import Table
@@ -91,17 +93,16 @@ def run_search_benchmark(simulations=SIMULATIONS, threads=THREADS, progress: boo
     positions = _positions()
     random.seed(0)
     rows: list[dict] = []
-    settings = {"torch_threads": torch_threads, "serial_torch_threads": SERIAL_TORCH_THREADS,
-                "serial_max_batch": 1, "wuuct_max_batch": "threads", "wuuct_clients": "threads",
+    settings = {"torch_threads": torch_threads, "serial_max_batch": 1, "wuuct_max_batch": "threads", "wuuct_clients": "threads",
                 "max_wait_ms": MAX_WAIT_MS, "threads": list(threads), "simulations": list(simulations),
                 "positions_per_phase": {p: len(s) for p, s in positions.items()}}
     with console.status("warming up"):
-        with NetEvaluator(slm, upper, max_batch=1, num_threads=SERIAL_TORCH_THREADS) as ev:
+        with NetEvaluator(slm, upper, max_batch=1, num_threads=torch_threads) as ev:
             _time_search(ev, 1, 16, positions["layout"][:1] + positions["battle"][:1])
     for phase, states in positions.items():
         for sims in simulations:
             with console.status(f"{phase}: serial MCTS, {sims} simulations"):
-                with NetEvaluator(slm, upper, max_batch=1, max_wait_ms=0, num_threads=SERIAL_TORCH_THREADS) as ev:
+                with NetEvaluator(slm, upper, max_batch=1, max_wait_ms=0, num_threads=torch_threads) as ev:
                     t = _time_search(ev, 1, sims, states)
             rows.append({"phase": phase, "search": "serial", "threads": 1, "simulations": sims,
                          "seconds_per_move": t, "sims_per_s": sims / t})
@@ -141,7 +142,7 @@ def run_search_benchmark(simulations=SIMULATIONS, threads=THREADS, progress: boo
         table.add_row(r["phase"], r["search"], str(r["threads"]), str(r["simulations"]), f"{r['seconds_per_move']:.2f}",
                       f"{r['sims_per_s']:,.0f}", f"{cap:,.0f}", f"{r['sims_per_s'] / cap:.0%}")
     console.print(table)
-    console.print(f"torch threads: {torch_threads} (serial: {SERIAL_TORCH_THREADS}); WU-UCT max_batch = clients = T, "
+    console.print(f"torch threads: {torch_threads} (serial and WU-UCT); WU-UCT max_batch = clients = T, "
                   f"max_wait_ms = {MAX_WAIT_MS}")
     for key in [k for k in result if k.startswith("wuuct_vs_serial") or k in ("two_vs_one_thread", "search_vs_net_only")]:
         console.print(f"{key}: {result[key]:.2f}")
