@@ -4,12 +4,26 @@ For layout and battle positions, with the tiny nets (the shipped weights when pr
 random initialisation — speed does not depend on the weights):
 
 - serial MCTS: one search thread, nets called one position at a time (``max_batch=1``);
-- WU-UCT with T = 1, 2, 4 threads and batched evaluation (``max_batch = T``);
+- WU-UCT with T = 1, 2, 4, 8 threads and batched evaluation (``max_batch = T``, ``clients = T``,
+  ``max_wait_ms = 2``);
+- both on the same ``torch_threads`` torch intra-op threads (default 1), so that only the search
+  threads and the batch differ;
 - at 400, 800 and 1,600 simulations: decision time per move (seconds) and simulations per second;
-- net-only throughput (positions/s of the raw forward pass) at the same batch sizes.
+- net-only throughput (positions/s of the raw forward pass) at the same batch sizes, on
+  ``torch_threads`` threads.
 
-Ratios printed: WU-UCT over serial at each simulation count, 2 threads over 1, and the search's
-simulations/s over the net-only throughput at the same batch size.
+Ratios printed: WU-UCT (best T) over serial at each simulation count, 2 threads over 1, and the
+search's simulations/s over the net-only throughput at the same batch size (largest T; also per T).
+The settings used are returned under ``settings``.
+
+Torch threads: with one torch thread the tiny net runs only ~2.3x more positions/s at batch 8 than
+at batch 1, which keeps WU-UCT over serial below 3x whatever the search does (serial also pays its
+search overhead, ~0.5 ms a battle simulation, so the cap is ~2.7x). Two threads raise the batch-8
+throughput (~1,165 vs ~840 positions/s on an idle 2-core machine; in one idle measurement the serial
+search was faster with two threads as well), but collapse when other processes load the machine
+(OpenMP threads spin; see ``nets.evaluator``): measured while three other Python processes ran,
+serial battle search fell from ~240 to 6-13 simulations/s. So ``torch_threads=2`` (``bench search
+--torch-threads 2``) is for an otherwise idle machine only.
 """
 
 from __future__ import annotations
@@ -22,7 +36,8 @@ from core.state import GameState
 from search.mcts import Search, SearchConfig
 
 SIMULATIONS = (400, 800, 1600)
-THREADS = (1, 2, 4)
+THREADS = (1, 2, 4, 8)
+MAX_WAIT_MS = 2.0
 
 
 def _positions() -> dict[str, list[GameState]]:
@@ -63,8 +78,11 @@ def _time_search(evaluator, threads: int, sims: int, states: list[GameState]) ->
     return total / len(states)
 
 
-def run_search_benchmark(simulations=SIMULATIONS, threads=THREADS, progress: bool = True, net_seconds: float = 1.5) -> dict:
-    """Run the benchmark; returns a dict of the figures (see the module docstring)."""
+def run_search_benchmark(simulations=SIMULATIONS, threads=THREADS, progress: bool = True, net_seconds: float = 1.5,
+                         torch_threads: int = 1) -> dict:
+    """Run the benchmark; returns a dict of the figures (see the module docstring). ``torch_threads``:
+    torch intra-op threads of every evaluator and of the net-only measurement."""
+    import torch
     from rich.console import Console
     from rich.table import Table
 
@@ -75,31 +93,37 @@ def run_search_benchmark(simulations=SIMULATIONS, threads=THREADS, progress: boo
     positions = _positions()
     random.seed(0)
     rows: list[dict] = []
+    settings = {"torch_threads": torch_threads, "serial_max_batch": 1, "wuuct_max_batch": "threads", "wuuct_clients": "threads",
+                "max_wait_ms": MAX_WAIT_MS, "threads": list(threads), "simulations": list(simulations),
+                "positions_per_phase": {p: len(s) for p, s in positions.items()}}
     with console.status("warming up"):
-        with NetEvaluator(slm, upper, max_batch=1) as ev:
+        with NetEvaluator(slm, upper, max_batch=1, num_threads=torch_threads) as ev:
             _time_search(ev, 1, 16, positions["layout"][:1] + positions["battle"][:1])
     for phase, states in positions.items():
         for sims in simulations:
             with console.status(f"{phase}: serial MCTS, {sims} simulations"):
-                with NetEvaluator(slm, upper, max_batch=1, max_wait_ms=0) as ev:
+                with NetEvaluator(slm, upper, max_batch=1, max_wait_ms=0, num_threads=torch_threads) as ev:
                     t = _time_search(ev, 1, sims, states)
             rows.append({"phase": phase, "search": "serial", "threads": 1, "simulations": sims,
                          "seconds_per_move": t, "sims_per_s": sims / t})
             for T in threads:
                 with console.status(f"{phase}: WU-UCT, {T} threads, {sims} simulations"):
-                    with NetEvaluator(slm, upper, max_batch=T, max_wait_ms=2.0, clients=T) as ev:
+                    with NetEvaluator(slm, upper, max_batch=T, max_wait_ms=MAX_WAIT_MS, clients=T,
+                                      num_threads=torch_threads) as ev:
                         t = _time_search(ev, T, sims, states)
                         batches = ev.stats()
                 rows.append({"phase": phase, "search": "wu-uct", "threads": T, "simulations": sims,
                              "seconds_per_move": t, "sims_per_s": sims / t, "batches": batches})
     with console.status("net-only throughput"):
+        torch.set_num_threads(torch_threads)
         net_only = {phase: {T: net_throughput(slm if phase == "layout" else upper, T, net_seconds) for T in (1, *threads)}
                     for phase in positions}
 
     def rate(phase, search, T, sims):
         return next(r["sims_per_s"] for r in rows if (r["phase"], r["search"], r["threads"], r["simulations"]) == (phase, search, T, sims))
 
-    result: dict = {"rows": rows, "net_only_per_s": {p: {str(k): v for k, v in d.items()} for p, d in net_only.items()}}
+    result: dict = {"settings": settings, "rows": rows,
+                    "net_only_per_s": {p: {str(k): v for k, v in d.items()} for p, d in net_only.items()}}
     best_t = max(threads)
     for sims in simulations:
         result[f"wuuct_vs_serial_{sims}"] = min(
@@ -107,6 +131,8 @@ def run_search_benchmark(simulations=SIMULATIONS, threads=THREADS, progress: boo
     if 1 in threads and 2 in threads:
         result["two_vs_one_thread"] = min(rate(p, "wu-uct", 2, s) / rate(p, "wu-uct", 1, s) for p in positions for s in simulations)
     result["search_vs_net_only"] = min(rate(p, "wu-uct", best_t, s) / net_only[p][best_t] for p in positions for s in simulations)
+    result["search_vs_net_only_by_threads"] = {
+        str(T): min(rate(p, "wu-uct", T, s) / net_only[p][T] for p in positions for s in simulations) for T in threads}
 
     table = Table(title="search benchmark (tiny nets; seconds per move, simulations/s)")
     for col in ("phase", "search", "threads", "simulations", "s/move", "sims/s", "net-only pos/s (same batch)", "search/net"):
@@ -116,6 +142,8 @@ def run_search_benchmark(simulations=SIMULATIONS, threads=THREADS, progress: boo
         table.add_row(r["phase"], r["search"], str(r["threads"]), str(r["simulations"]), f"{r['seconds_per_move']:.2f}",
                       f"{r['sims_per_s']:,.0f}", f"{cap:,.0f}", f"{r['sims_per_s'] / cap:.0%}")
     console.print(table)
+    console.print(f"torch threads: {torch_threads} (serial and WU-UCT); WU-UCT max_batch = clients = T, "
+                  f"max_wait_ms = {MAX_WAIT_MS}")
     for key in [k for k in result if k.startswith("wuuct_vs_serial") or k in ("two_vs_one_thread", "search_vs_net_only")]:
         console.print(f"{key}: {result[key]:.2f}")
     return result

@@ -9,6 +9,7 @@ Legal battle paths are returned in a CSR layout so that no Python object is made
 - ``jump`` ``int8[M]``    1 for a jump chain, 0 for a step or flight.
 
 A *full move* is a path plus a victim set of ``min(k, opponent stones left)`` points.
+``generate_square_paths`` gives only the paths with ``k > 0`` (what the pruning scores need).
 All kernels take the ruleset as ``Ruleset.vector`` (``int64[7]``).
 """
 
@@ -25,6 +26,7 @@ from core.board import (
     EMPTY,
     FLY_THRESHOLD,
     NEIGHBOR,
+    NUM_CELLS,
     NUM_POINTS,
     POINT_CELLS,
     SIZE,
@@ -90,8 +92,34 @@ def _emit(pts, off, nsq, jump, m, k, chain, npts, is_jump, squares):
 
 
 @kernel
-def _fill_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump):
-    """Write the legal paths into the buffers as far as they fit; return the totals ``(m, k)``."""
+def square_targets(board, stone):
+    """The points ``d`` with ``squares_at(board, d, stone) > 0`` (occupied or not), ascending
+    (``int16[n]``): the only destinations where a path of ``stone``'s side can form a square, since
+    a move never adds a stone of the mover's. They are the corners of cells holding three or four
+    ``stone`` stones, found cell by cell."""
+    mark = np.zeros(NUM_POINTS, np.bool_)
+    for c in range(NUM_CELLS):
+        own = 0
+        for t in range(4):
+            if board[CELL_CORNERS[c, t]] == stone:
+                own += 1
+        if own >= 3:
+            for t in range(4):
+                q = CELL_CORNERS[c, t]
+                if own == 4 or board[q] != stone:
+                    mark[q] = True
+    return np.flatnonzero(mark).astype(np.int16)
+
+
+ALL_POINTS = np.arange(NUM_POINTS, dtype=np.int16)  # every destination: the full generator's targets
+ALL_POINTS.setflags(write=False)
+
+
+@kernel
+def _fill_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump, squares_only, targets):
+    """Write the legal paths into the buffers as far as they fit; return the totals ``(m, k)``.
+    Only paths ending in ``targets`` (ascending points) are tried; with ``squares_only`` only those
+    forming a square are written (see :func:`generate_square_paths`)."""
     me = side + 1
     opp = 2 - side
     flying = n_own <= FLY_THRESHOLD
@@ -107,12 +135,49 @@ def _fill_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump):
     off[0] = 0
     cap_m = off.shape[0] - 1  # paths that fit
     cap_k = pts.shape[0]  # points that fit
+    n_targets = targets.shape[0]
+    target = np.zeros(NUM_POINTS, np.bool_)
+    for t in range(n_targets):
+        target[targets[t]] = True
+    # With ``squares_only``, two cheap necessary conditions skip most of the work:
+    # - ``step_from``: a step's origin is next to an empty target (flights are checked per target);
+    # - ``reach``: the points a jump chain can leave and still end on a target, found backwards from
+    #   the targets over hops of the relaxed rules (jumped stones are enemy stones now, landings are
+    #   empty now or, with revisits, the mover's own origin; no hop count, no visited points), so
+    #   chains are neither started nor extended from other points.
+    step_from = np.ones(NUM_POINTS, np.bool_)
+    reach = np.ones(NUM_POINTS, np.bool_)
+    if squares_only:
+        step_from[:] = False
+        reach[:] = False
+        stack = np.empty(NUM_POINTS + n_targets, np.int16)
+        n_stack = 0
+        for t in range(n_targets):
+            e = targets[t]
+            stack[n_stack] = e
+            n_stack += 1
+            if b[e] == EMPTY:
+                for dd in range(4):
+                    q = NEIGHBOR[e, dd]
+                    if q >= 0:
+                        step_from[q] = True
+        while n_stack > 0:
+            n_stack -= 1
+            x = stack[n_stack]
+            for dd in range(4):
+                p = BEYOND[x, dd]
+                if p < 0 or reach[p] or b[NEIGHBOR[x, dd]] != opp:
+                    continue
+                reach[p] = True
+                if b[p] == EMPTY or (allow_revisit and b[p] == me):
+                    stack[n_stack] = p
+                    n_stack += 1
     # Flying: the squares a flight would form at each empty point. Only a flight whose origin is in
     # the destination's 3x3 block changes that count; those are recounted per origin below.
     base = np.zeros(NUM_POINTS, np.int8)
     if flying:
         for e in range(NUM_POINTS):
-            if b[e] == EMPTY:
+            if b[e] == EMPTY and target[e]:
                 base[e] = squares_at(b, e, me)
     for o in range(NUM_POINTS):
         if b[o] != me:
@@ -126,20 +191,23 @@ def _fill_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump):
                 for dc in range(-1, 2):
                     if 0 <= oc + dc < SIZE and 0 <= orow + dr < SIZE:
                         e = o + dr * SIZE + dc
-                        if b[e] == EMPTY:
+                        if b[e] == EMPTY and target[e]:
                             base[e] = squares_at(b, e, me)
-        # Steps (4 neighbours) or flights (every point; a flight to a neighbour is written like a
+        # Steps (4 neighbours) or flights (every target; a flight to a neighbour is written like a
         # step), in one loop. The path is written out
         # rather than through _emit: a call costs ~40 ns of reference counting per path, 25x the
         # stores themselves, and a flying side has thousands of flights.
-        for t in range(NUM_POINTS if flying else 4):
-            e = t if flying else NEIGHBOR[o, t]
-            if e < 0 or e == o or b[e] != EMPTY:
+        for t in range(n_targets if flying else (4 if step_from[o] else 0)):
+            e = targets[t] if flying else NEIGHBOR[o, t]
+            if e < 0 or e == o or b[e] != EMPTY or not target[e]:
+                continue
+            sq = base[e] if flying else squares_at(b, e, me)
+            if squares_only and sq == 0:
                 continue
             if m < cap_m and k + 2 <= cap_k:
                 pts[k] = o
                 pts[k + 1] = e
-                nsq[m] = base[e] if flying else squares_at(b, e, me)
+                nsq[m] = sq
                 jump[m] = 0
                 off[m + 1] = k + 2
             m += 1
@@ -149,10 +217,22 @@ def _fill_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump):
                 for dc in range(-1, 2):
                     if 0 <= oc + dc < SIZE and 0 <= orow + dr < SIZE:
                         e = o + dr * SIZE + dc
-                        if b[e] == EMPTY:
+                        if b[e] == EMPTY and target[e]:
                             b[o] = me
                             base[e] = squares_at(b, e, me)
                             b[o] = EMPTY
+        # Most stones have no first hop: checking that here is several times cheaper than entering
+        # the search below.
+        can_hop = False
+        if reach[o]:
+            for dd in range(4):
+                land = BEYOND[o, dd]
+                if land >= 0 and b[NEIGHBOR[o, dd]] == opp and b[land] == EMPTY:
+                    can_hop = True
+                    break
+        if not can_hop:
+            b[o] = me
+            continue
         # Jump chains: iterative depth-first search; every prefix with >= `need` hops is a path.
         depth = 0
         next_dir[0] = 0
@@ -175,6 +255,8 @@ def _fill_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump):
                 continue
             if visited[land] and not allow_revisit:
                 continue
+            if not reach[land] and not target[land]:
+                continue  # no square at land nor beyond it
             b[mid] = EMPTY  # the jumped stone is removed at once
             depth += 1
             chain[depth] = land
@@ -182,7 +264,9 @@ def _fill_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump):
             next_dir[depth] = 0
             visited[land] = True
             if depth >= need:
-                m, k = _emit(pts, off, nsq, jump, m, k, chain, depth + 1, 1, squares_at(b, land, me))
+                sq = squares_at(b, land, me) if target[land] else 0
+                if sq > 0 or not squares_only:
+                    m, k = _emit(pts, off, nsq, jump, m, k, chain, depth + 1, 1, sq)
         visited[o] = False
         b[o] = me
     return m, k
@@ -197,11 +281,29 @@ def generate_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump):
     larger (and refilled) when they were too small. Terminal status is not checked here
     (``core.status``).
     """
-    m, k = _fill_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump)
+    return _generate(board, side, n_own, n_opp, rules, pts, off, nsq, jump, False, ALL_POINTS)
+
+
+@kernel
+def generate_square_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump, targets):
+    """The paths of :func:`generate_paths` that form at least one square (``nsq > 0``), in the same
+    order and with the same return value, without enumerating the others: what the square-potential
+    scores of ``core.pruning`` need, many times per search node.
+
+    ``targets`` (ascending ``int16``) must hold every point ``d`` with ``squares_at(board, d, side +
+    1) > 0``: :func:`square_targets` of ``board``, or of a board with the same stones of ``side`` and
+    more (a superset is exact, only slower), so a caller scoring many related boards computes it once.
+    """
+    return _generate(board, side, n_own, n_opp, rules, pts, off, nsq, jump, True, targets)
+
+
+@kernel
+def _generate(board, side, n_own, n_opp, rules, pts, off, nsq, jump, squares_only, targets):
+    m, k = _fill_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump, squares_only, targets)
     if m + 1 > off.shape[0] or k > pts.shape[0]:
         pts, off, nsq, jump = new_path_buffers(2 * m + 16)
         pts = np.empty(2 * k + 64, np.int16)
-        _fill_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump)
+        _fill_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump, squares_only, targets)
     return m, pts, off, nsq, jump
 
 

@@ -70,7 +70,7 @@ import numpy as np
 
 from core.board import BEYOND, CELL_CORNERS, EMPTY, FLY_THRESHOLD, NEIGHBOR, NUM_POINTS, POINT_CELLS, SIZE
 from core.jit import kernel
-from core.movegen import generate_paths, new_path_buffers, squares_at
+from core.movegen import ALL_POINTS, generate_square_paths, new_path_buffers, square_targets, squares_at
 from core.rules import R_LOSS_BELOW
 
 LEVEL_DALIAN = 1
@@ -120,6 +120,13 @@ def can_form_square(board, side, n_own, n_opp, rules):
     (which remove only enemy stones) only when some hole has an enemy stone next to it with a point
     beyond, by the move generator. ``board`` ``int8[196]`` is not modified. Returns a bool.
     """
+    return _can_form_square(board, side, n_own, n_opp, rules, ALL_POINTS)
+
+
+@kernel
+def _can_form_square(board, side, n_own, n_opp, rules, targets):
+    """:func:`can_form_square` looking for holes among ``targets`` only (ascending points holding
+    every hole of ``side``; see ``core.movegen.generate_square_paths``)."""
     me = side + 1
     flying = n_own <= FLY_THRESHOLD
     total = 0
@@ -128,7 +135,8 @@ def can_form_square(board, side, n_own, n_opp, rules):
             if board[p] == me:
                 total += 1
     maybe_jump = False
-    for e in range(NUM_POINTS):
+    for i in range(targets.shape[0]):
+        e = targets[i]
         if board[e] != EMPTY:
             continue
         for j in range(4):
@@ -161,26 +169,38 @@ def can_form_square(board, side, n_own, n_opp, rules):
     if not maybe_jump:
         return False
     pts, off, nsq, jump = new_path_buffers(64)
-    m, pts, off, nsq, jump = generate_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump)
+    m, pts, off, nsq, jump = generate_square_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump, targets)
     for i in range(m):
-        if jump[i] != 0 and nsq[i] > 0:
+        if jump[i] != 0:
             return True
     return False
 
 
 @kernel
-def score_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump, m, out):
+def score_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump, m, out, opp_targets):
     """Eq. 7: write into ``out`` (``float64[196]``, zeroed by the caller) the maximum JFA Table 2
     score of the first ``m`` CSR paths of ``side`` ending at each point; return their sum (Eq. 8).
 
     ``board`` ``int8[196]`` before the move (not modified; a scratch copy is used); ``n_own``/
     ``n_opp`` the stone counts of ``side`` and its opponent; ``rules`` ``Ruleset.vector``. Ns, Ne and
-    Destroyable as in the module docstring.
+    Destroyable as in the module docstring. ``opp_targets``: ``core.movegen.square_targets(board,
+    2 - side)`` (or a superset), where the opponent's holes after any path of ``side`` lie, since
+    a path only removes opponent stones.
     """
     me = side + 1
     opp = 2 - side
     loss_below = rules[R_LOSS_BELOW]
     b = board.copy()
+    # A path scores at least its Destroyable=yes entry and at most its Destroyable=no one. A first
+    # pass puts the lower bounds in ``out``; the second runs the costly Destroyable check only for
+    # paths whose upper bound beats the best known at their end point (same maxima, fewer checks).
+    for i in range(m):
+        ne = nsq[i]
+        if ne > 0:
+            d = pts[off[i + 1] - 1]
+            low = TABLE2[1 if squares_at(board, pts[off[i]], me) >= 1 else 0, 1 if ne >= 2 else 0, 1]
+            if low > out[d]:
+                out[d] = low
     for i in range(m):
         ne = nsq[i]
         if ne <= 0:
@@ -190,6 +210,8 @@ def score_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump, m, out):
         o = pts[s]
         d = pts[e - 1]
         ns = squares_at(board, o, me)
+        if TABLE2[1 if ns >= 1 else 0, 1 if ne >= 2 else 0, 0] <= out[d]:
+            continue
         hops = 0
         b[o] = EMPTY
         if jump[i] != 0:
@@ -201,7 +223,7 @@ def score_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump, m, out):
         opp_after = left - min(ne, left)
         destroy = False
         if opp_after >= loss_below and opp_after > 0:
-            destroy = can_form_square(b, 1 - side, opp_after, n_own, rules)
+            destroy = _can_form_square(b, 1 - side, opp_after, n_own, rules, opp_targets)
         b[d] = EMPTY
         if jump[i] != 0:
             for t in range(s + 1, e):
@@ -221,27 +243,33 @@ def action_scores(board, side, n_own, n_opp, rules):
     """JFA Eq. 7 ``score_dict``: ``float64[196]``, per end point the best Table 2 score of ``side``'s
     legal paths ending there, as if ``side`` were to move with ``n_own`` stones against ``n_opp``
     (``rules`` = ``Ruleset.vector``). Terminal status is not checked; 0 where no square is formed."""
-    pts, off, nsq, jump = new_path_buffers(256)
-    m, pts, off, nsq, jump = generate_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump)
     out = np.zeros(NUM_POINTS, np.float64)
-    score_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump, m, out)
+    pts, off, nsq, jump = new_path_buffers(64)
+    _potential(board, side, n_own, n_opp, rules, pts, off, nsq, jump, out,
+               square_targets(board, side + 1), square_targets(board, 2 - side))
     return out
 
 
 @kernel
-def _potential(board, side, n_own, n_opp, rules, pts, off, nsq, jump, out):
-    """Eq. 8 with caller-owned buffers; returns ``(f, pts, off, nsq, jump)`` (buffers maybe grown)."""
-    m, pts, off, nsq, jump = generate_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump)
+def _potential(board, side, n_own, n_opp, rules, pts, off, nsq, jump, out, targets, opp_targets):
+    """Eq. 8 with caller-owned buffers; returns ``(f, pts, off, nsq, jump)`` (buffers maybe grown) and
+    leaves Eq. 7 in ``out``. ``targets``/``opp_targets``: ``core.movegen.square_targets`` of ``board``
+    for ``side`` and for its opponent, or supersets (those of a board with more of each side's
+    stones), so that related boards share them. Only square-forming paths score, so only those are
+    generated: enumerating the others was most of the cost."""
+    m, pts, off, nsq, jump = generate_square_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump, targets)
     out[:] = 0.0
-    return score_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump, m, out), pts, off, nsq, jump
+    f = score_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump, m, out, opp_targets)
+    return f, pts, off, nsq, jump
 
 
 @kernel
 def potential(board, side, n_own, n_opp, rules):
     """JFA Eq. 8: ``f(s, side)``, the sum of :func:`action_scores` over the end points (float)."""
-    pts, off, nsq, jump = new_path_buffers(256)
+    pts, off, nsq, jump = new_path_buffers(64)
     out = np.empty(NUM_POINTS, np.float64)
-    return _potential(board, side, n_own, n_opp, rules, pts, off, nsq, jump, out)[0]
+    return _potential(board, side, n_own, n_opp, rules, pts, off, nsq, jump, out,
+                      square_targets(board, side + 1), square_targets(board, 2 - side))[0]
 
 
 @kernel
@@ -252,10 +280,12 @@ def capture_score(board, mover, n_mover, n_opp, rules):
     and square victims removed); ``n_mover``/``n_opp`` the stone counts there. Higher is better for
     the mover. Returns a float.
     """
-    pts, off, nsq, jump = new_path_buffers(256)
+    pts, off, nsq, jump = new_path_buffers(64)
     out = np.empty(NUM_POINTS, np.float64)
-    f_me, pts, off, nsq, jump = _potential(board, mover, n_mover, n_opp, rules, pts, off, nsq, jump, out)
-    f_op, pts, off, nsq, jump = _potential(board, 1 - mover, n_opp, n_mover, rules, pts, off, nsq, jump, out)
+    t_me = square_targets(board, mover + 1)
+    t_op = square_targets(board, 2 - mover)
+    f_me, pts, off, nsq, jump = _potential(board, mover, n_mover, n_opp, rules, pts, off, nsq, jump, out, t_me, t_op)
+    f_op, pts, off, nsq, jump = _potential(board, 1 - mover, n_opp, n_mover, rules, pts, off, nsq, jump, out, t_op, t_me)
     return f_me - OPPONENT_WEIGHT * f_op
 
 
@@ -271,16 +301,20 @@ def victim_set_scores(board, mover, n_mover, n_opp, rules, sets):
     n = sets.shape[0]
     k = sets.shape[1]
     scores = np.empty(n, np.float64)
-    pts, off, nsq, jump = new_path_buffers(256)
+    pts, off, nsq, jump = new_path_buffers(64)
     out = np.empty(NUM_POINTS, np.float64)
     opp = 2 - mover
     b = board.copy()
+    # Removing victims takes opponent stones only: the square targets of ``board`` hold those of
+    # every set's board, so they are found once.
+    t_me = square_targets(board, mover + 1)
+    t_op = square_targets(board, opp)
     for i in range(n):
         for j in range(k):
             b[sets[i, j]] = EMPTY
         left = n_opp - k
-        f_me, pts, off, nsq, jump = _potential(b, mover, n_mover, left, rules, pts, off, nsq, jump, out)
-        f_op, pts, off, nsq, jump = _potential(b, 1 - mover, left, n_mover, rules, pts, off, nsq, jump, out)
+        f_me, pts, off, nsq, jump = _potential(b, mover, n_mover, left, rules, pts, off, nsq, jump, out, t_me, t_op)
+        f_op, pts, off, nsq, jump = _potential(b, 1 - mover, left, n_mover, rules, pts, off, nsq, jump, out, t_op, t_me)
         scores[i] = f_me - OPPONENT_WEIGHT * f_op
         for j in range(k):
             b[sets[i, j]] = opp

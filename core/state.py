@@ -179,9 +179,11 @@ class GameState:
 
     def victims_left(self, path: tuple[int, ...], jump: bool) -> list[int]:
         """Opponent stones still on the board after ``path``'s jump victims are removed, ascending."""
-        jumped = {(a + b) // 2 for a, b in zip(path, path[1:])} if jump else set()
-        opp = 2 - self.side
-        return [int(p) for p in np.flatnonzero(self.board == opp) if int(p) not in jumped]
+        stones = np.flatnonzero(self.board == 2 - self.side).tolist()
+        if not jump:
+            return stones
+        jumped = {(a + b) // 2 for a, b in zip(path, path[1:])}
+        return [p for p in stones if p not in jumped]
 
     def legal_moves(self) -> list[Move]:
         """Every full legal move (each victim set separately), sorted by notation string."""

@@ -120,8 +120,8 @@ class CapturePruner:
                 cut = 0.5 * (singles.min() + singles.max())
             else:
                 cut = -np.inf
-            order = [j for j in order if singles[j] >= cut - 1e-9]
-            return [(int(left[j]),) for j in order], singles[order]
+            order = order[singles[order] >= cut - 1e-9]
+            return [(v,) for v in left[order].tolist()], singles[order]
         best = left[np.lexsort((left, -singles))[: self.pool]]
         beam = [(int(v),) for v in best]
         for size in range(2, k + 1):

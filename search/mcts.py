@@ -33,7 +33,6 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from core.board import DRAW
-from core.encoding import encode_paths
 from core.notation import Move
 from core.state import GameState
 from search.tree import (
@@ -45,8 +44,10 @@ from search.tree import (
     UNEXPANDED,
     Tree,
     TreeFullError,
+    kept_children,
     resolve_victims,
-    select_child,
+    select_node,
+    shared_prior,
     write_children,
 )
 
@@ -256,16 +257,8 @@ class Search:
         self._backup(tree, path, value, int(tree.side[node]))
 
     def _select(self, tree: Tree, node: int) -> int:
-        n_visits = tree.N[node]
-        chooser = tree.side[node]
-        if n_visits > 0:
-            q_node = tree.W[node] / n_visits
-            q_parent = q_node if tree.mover[node] == chooser else -q_node
-        else:
-            q_parent = 0.0
-        return int(select_child(tree.N, tree.O, tree.W, tree.P, tree.first_child[node], tree.n_children[node],
-                                float(n_visits + tree.O[node]), self.config.c_puct,
-                                q_parent - self.fpu_reduction, self.formula))
+        return select_node(tree.N, tree.O, tree.W, tree.P, tree.first_child, tree.n_children, tree.side, tree.mover,
+                           node, self.config.c_puct, self.fpu_reduction, self.formula)
 
     def _backup(self, tree: Tree, path: list[int], value: float, leaf_side: int) -> None:
         """Complete update (JFA Eq. 3-5): ``value`` is for ``leaf_side``; each node's ``W`` is kept from
@@ -350,10 +343,7 @@ class Search:
                                  np.zeros(k, np.int8), points.astype(np.int32), np.zeros(k, np.float32), k)
         else:
             children = self._battle_children(state)
-        priors = np.asarray(policy, np.float64)[children.actions]
-        # Several paths can share one action index (rule book 8): they split its prior.
-        _, inverse, counts = np.unique(children.actions, return_inverse=True, return_counts=True)
-        priors = priors / counts[inverse]
+        priors = shared_prior(policy, children.actions)
         total = priors.sum()
         priors = priors / total if total > 0 and np.isfinite(total) else np.full(children.k, 1.0 / children.k)
         if root and self.config.dirichlet_epsilon > 0:
@@ -364,18 +354,9 @@ class Search:
     def _battle_children(self, state: GameState) -> "_Children":
         ps = state.paths()
         keep = self.expansion_pruner.keep(state, ps) if self.expansion_pruner is not None else np.arange(ps.m)
-        keep = np.asarray(keep, np.int64)
-        lengths = (ps.off[keep + 1] - ps.off[keep]).astype(np.int32)
-        off = np.zeros(len(keep) + 1, np.int32)
-        np.cumsum(lengths, out=off[1:])
-        # Gather the kept paths' points in one vectorised step: point j of the output comes from
-        # ps.pts[start of its path + its offset within the path].
-        pts = ps.pts[np.repeat(ps.off[keep] - off[:-1], lengths) + np.arange(off[-1])].astype(np.int16)
-        jump = ps.jump[keep].astype(np.int8)
-        squares = ps.nsq[keep].astype(np.int8)  # victims are chosen when the child is first expanded
-        actions = encode_paths(ps.pts, ps.off, ps.jump, ps.m)[keep].astype(np.int32)
-        return _Children(len(keep), pts, off, jump, squares, actions, np.zeros(len(keep), np.float32),
-                         int(off[-1]) + int(np.minimum(squares, 4).sum()))
+        pts, off, jump, squares, actions, pool_size = kept_children(ps.pts, ps.off, ps.jump, ps.nsq,
+                                                                    np.asarray(keep, np.int64))
+        return _Children(len(off) - 1, pts, off, jump, squares, actions, None, pool_size)
 
     def _choose_victims(self, state: GameState, path: tuple[int, ...], jump: bool, count: int) -> tuple[int, ...]:
         """``count`` square victims of a square-forming path from ``state``: the lower net's best among

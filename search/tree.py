@@ -37,6 +37,7 @@ import numpy as np
 
 from core.board import BLACK, CENTRE_OTHER, CENTRE_WHITE_FIRST, EMPTY, NUM_POINTS, STONES_PER_SIDE
 from core.jit import kernel
+from core.encoding import encode_path
 from core.movegen import apply_path
 from core.zobrist import zobrist_hash
 
@@ -127,6 +128,21 @@ def select_child(N, O, W, P, first, n, parent_visits, c_puct, fpu_value, formula
 
 
 @kernel
+def select_node(N, O, W, P, first_child, n_children, side, mover, node, c_puct, fpu_reduction, formula):
+    """:func:`select_child` over the children of the expanded ``node``: first-play urgency is the
+    node's mean value for the side choosing there (0 before any visit) minus ``fpu_reduction``.
+    Returns the chosen child's node id."""
+    n_visits = N[node]
+    q_parent = 0.0
+    if n_visits > 0:
+        q_parent = W[node] / n_visits
+        if mover[node] != side[node]:
+            q_parent = -q_parent
+    return select_child(N, O, W, P, first_child[node], n_children[node], float(n_visits + O[node]), c_puct,
+                        q_parent - fpu_reduction, formula)
+
+
+@kernel
 def write_children(
     board, side, phase, counts, quiet, ply, hash_, parent, mover, action, P, move_off, move_npath, move_nvic,
     move_jump, move_pool, flag, first_child, n_children,
@@ -197,3 +213,54 @@ def resolve_victims(board, side, counts, hash_, move_off, move_npath, move_nvic,
     move_nvic[node] = victims.shape[0]
     pending[node] = 0
     hash_[node] = zobrist_hash(board[node], side[node], 1)
+
+
+@kernel
+def kept_children(pts, off, jump, nsq, keep):
+    """The children data of the kept battle paths, in one pass over the CSR path set of
+    ``core.movegen`` (``pts`` int16, ``off`` int32, ``jump``/``nsq`` int8) and ``keep`` (int64
+    indices, ascending, from the expansion pruner). Returns ``(pts int16[K], off int32[k+1], jump
+    int8[k], squares int8[k], actions int32[k], pool_size)``: the kept paths back to back, their
+    jump flags, squares formed (victims are chosen when the child is first expanded), upper actions
+    (``core.encoding``) and the move-pool entries the children need (their points plus room for up
+    to 4 victims each)."""
+    k = keep.shape[0]
+    out_off = np.zeros(k + 1, np.int32)
+    for i in range(k):
+        p = keep[i]
+        out_off[i + 1] = out_off[i] + off[p + 1] - off[p]
+    out_pts = np.empty(out_off[k], np.int16)
+    out_jump = np.empty(k, np.int8)
+    squares = np.empty(k, np.int8)
+    actions = np.empty(k, np.int32)
+    pool = out_off[k]
+    for i in range(k):
+        p = keep[i]
+        start = off[p]
+        for j in range(off[p + 1] - start):
+            out_pts[out_off[i] + j] = pts[start + j]
+        out_jump[i] = jump[p]
+        squares[i] = nsq[p]
+        actions[i] = encode_path(pts, start, off[p + 1], jump[p] != 0)
+        pool += min(nsq[p], 4)
+    return out_pts, out_off, out_jump, squares, actions, pool
+
+
+@kernel
+def shared_prior(policy, actions):
+    """``float64[k]``: ``policy[actions[i]]`` divided by the number of children sharing that action
+    (jump chains with the same origin and end share one upper action and split its prior, rule book
+    section 8). ``policy`` float32 over the action space, ``actions`` int32[k]."""
+    k = actions.shape[0]
+    out = np.empty(k, np.float64)
+    order = np.argsort(actions)
+    i = 0
+    while i < k:
+        j = i + 1
+        while j < k and actions[order[j]] == actions[order[i]]:
+            j += 1
+        for t in range(i, j):
+            c = order[t]
+            out[c] = np.float64(policy[actions[c]]) / (j - i)
+        i = j
+    return out

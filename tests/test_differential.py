@@ -12,7 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core import GameState, Ruleset
-from core.board import NUM_POINTS
+from core.board import NUM_POINTS, POINT_NAMES
+from core.jfen import format_jfen
+from core.movegen import ALL_POINTS, generate_paths, generate_square_paths, new_path_buffers, square_targets
 from tests import reference as ref
 from tests.strategies import battle_boards, biased_playout, layout_positions, played_positions, rulesets
 
@@ -32,6 +34,35 @@ def test_legal_paths_and_status_match_reference(jfen, rules):
     assert state.legal_paths() == ref.legal_paths(pos, rules), jfen
     outcome = state.outcome()
     assert (outcome.terminal, outcome.winner_code) == ref.outcome(pos, rules), jfen
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(battle_boards(), played_positions()), rulesets(), st.integers(0, 1))
+def test_square_paths_match_reference(jfen, rules, side):
+    """``square_targets`` are the reference's points where a stone would complete a square, and
+    ``generate_square_paths`` gives the reference's square-forming paths (game over or not, either side
+    to move), exactly the full generator's paths with ``nsq > 0`` in the same order, also with every
+    point as a target."""
+    state = GameState.from_jfen(jfen, rules)
+    if state.phase != 1:
+        return
+    text = format_jfen(state.board, side, 1, state.quiet, state.ply)
+    pos = ref.parse_jfen(text)
+    stone = "WB"[side]
+    targets = square_targets(state.board, side + 1)
+    with_stone = lambda p: pos.board[:p] + (stone,) + pos.board[p + 1:]  # noqa: E731
+    assert targets.tolist() == [p for p in range(NUM_POINTS) if ref.squares_at(with_stone(p), p, stone) > 0], text
+    n_own, n_opp = state.counts[side], state.counts[1 - side]
+    fm, fpts, foff, fnsq, fjump = generate_paths(state.board, side, n_own, n_opp, rules.vector, *new_path_buffers(64))
+    full = [(tuple(fpts[foff[i]:foff[i + 1]]), int(fjump[i]), int(fnsq[i])) for i in range(fm) if fnsq[i] > 0]
+    want = {name: p.squares for name, p in ref._battle_paths(pos, rules).items() if p.squares > 0}
+    for t in (targets, ALL_POINTS):
+        # Small buffers, so that regrowing them is exercised too.
+        m, pts, off, nsq, jump = generate_square_paths(state.board, side, n_own, n_opp, rules.vector,
+                                                       *new_path_buffers(2), t)
+        got = [(tuple(pts[off[i]:off[i + 1]]), int(jump[i]), int(nsq[i])) for i in range(m)]
+        assert got == full, text
+        assert {("x" if j else "-").join(POINT_NAMES[p] for p in path): k for path, j, k in got} == want, text
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

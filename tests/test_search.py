@@ -148,3 +148,67 @@ def test_terminal_root_is_rejected():
     lone = GameState.from_jfen("/".join(["W13"] + ["14"] * 13) + " b battle 0 300")
     with _search(SearchConfig(simulations=10)) as search, pytest.raises(ValueError, match="terminal"):
         search.run(lone)
+
+
+# ============================================================================ expansion kernels
+@pytest.mark.parametrize("seed", range(6))
+def test_kept_children_matches_a_naive_gather(seed):
+    """``kept_children`` against plain Python over the path set: kept paths, flags, squares, upper
+    actions (``encode_upper``) and move-pool size."""
+    from core.encoding import encode_upper
+    from search.tree import kept_children
+
+    rng = random.Random(seed)
+    state = GameState.from_jfen(random_battle_jfen(rng, rng.choice([10, 40, 80]), rng.choice([10, 40, 80]), 4))
+    ps = state.paths()
+    keep = np.array(sorted(rng.sample(range(ps.m), rng.randint(1, ps.m))), np.int64)
+    pts, off, jump, squares, actions, pool = kept_children(ps.pts, ps.off, ps.jump, ps.nsq, keep)
+    paths = [ps.path(int(i)) for i in keep]
+    assert [tuple(int(p) for p in pts[off[i]:off[i + 1]]) for i in range(len(keep))] == paths
+    assert jump.tolist() == [int(ps.jump[i]) for i in keep]
+    assert squares.tolist() == [int(ps.nsq[i]) for i in keep]
+    assert actions.tolist() == [encode_upper(p, bool(ps.jump[i])) for p, i in zip(paths, keep)]
+    assert pool == sum(len(p) for p in paths) + sum(min(int(ps.nsq[i]), 4) for i in keep)
+    assert (pts.dtype, off.dtype, jump.dtype, squares.dtype, actions.dtype) == (np.int16, np.int32, np.int8, np.int8, np.int32)
+
+
+def test_shared_prior_splits_an_action_among_the_children_sharing_it():
+    from search.tree import shared_prior
+
+    rng = np.random.default_rng(0)
+    policy = rng.random(300).astype(np.float32)
+    for actions in ([5], [7, 7, 3, 7, 299, 3], list(rng.integers(0, 40, 200))):
+        actions = np.array(actions, np.int32)
+        want = [float(policy[a]) / int((actions == a).sum()) for a in actions.tolist()]
+        assert shared_prior(policy, actions).tolist() == want
+
+
+@pytest.mark.parametrize("formula", [0, 1])
+def test_select_node_matches_a_naive_puct_scan(formula):
+    """``select_node`` against Eq. 1 written out in Python, first-play urgency included."""
+    import math
+
+    from search.tree import select_node
+
+    rng = np.random.default_rng(formula)
+    for trial in range(50):
+        n = 12
+        N = rng.integers(0, 4, n).astype(np.int32)
+        O = rng.integers(0, 2, n).astype(np.int32)
+        W = rng.uniform(-1, 1, n) * N
+        P = rng.dirichlet(np.ones(n)).astype(np.float32)
+        side = rng.integers(0, 2, n).astype(np.int8)
+        mover = rng.integers(0, 2, n).astype(np.int8)
+        first = np.full(n, 2, np.int32)
+        count = np.full(n, n - 2, np.int32)
+        node = int(rng.integers(0, 2))
+        q_node = float(W[node]) / int(N[node]) if N[node] > 0 else 0.0
+        fpu = (q_node if mover[node] == side[node] else -q_node) - 0.2
+        sq = math.sqrt(max(float(N[node] + O[node]), 1.0))
+        scores = []
+        for c in range(2, n):
+            q = float(W[c]) / int(N[c]) if N[c] > 0 else fpu
+            u = 1.5 * float(P[c]) * sq / (1 + int(N[c]) + int(O[c]))
+            scores.append(q + u if formula == 0 else (q + 1.5 * float(P[c])) * sq / (1 + int(N[c]) + int(O[c])))
+        want = 2 + max(range(n - 2), key=lambda i: (scores[i], -i))
+        assert select_node(N, O, W, P, first, count, side, mover, node, 1.5, 0.2, formula) == want
