@@ -223,8 +223,8 @@ def bench_search(
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     simulations: Annotated[str, typer.Option(help="Comma-separated simulation counts.")] = "400,800,1600",
     threads: Annotated[str, typer.Option(help="Comma-separated WU-UCT thread counts.")] = "1,2,4,8",
-    torch_threads: Annotated[int, typer.Option(min=1, help="Torch intra-op threads of every evaluator and the net-only "
-                                               "figures; 2 only on an otherwise idle machine.")] = 1,
+    torch_threads: Annotated[int, typer.Option(min=1, help="Torch intra-op threads of the WU-UCT evaluators and the "
+                                               "net-only figures (serial: 1); 2 only on an otherwise idle machine.")] = 1,
 ):
     """Serial MCTS vs WU-UCT (1/2/4/8 threads) on layout and battle positions with the tiny nets (JFA Table 3)."""
     from bench.search import run_search_benchmark

@@ -3,14 +3,14 @@
 For layout and battle positions, with the tiny nets (the shipped weights when present, else a seeded
 random initialisation — speed does not depend on the weights):
 
-- serial MCTS: one search thread, nets called one position at a time (``max_batch=1``);
+- serial MCTS: one thread in all: one search thread, nets called one position at a time
+  (``max_batch=1``) on one torch thread;
 - WU-UCT with T = 1, 2, 4, 8 threads and batched evaluation (``max_batch = T``, ``clients = T``,
-  ``max_wait_ms = 2``);
-- both on the same ``torch_threads`` torch intra-op threads (default 1), so that only the search
-  threads and the batch differ;
+  ``max_wait_ms = 2``) on ``torch_threads`` torch intra-op threads (default 1, so that only the search
+  threads and the batch differ from serial; ``--torch-threads 2`` lets the net use both cores);
 - at 400, 800 and 1,600 simulations: decision time per move (seconds) and simulations per second;
 - net-only throughput (positions/s of the raw forward pass) at the same batch sizes, on
-  ``torch_threads`` threads.
+  ``torch_threads`` threads (batch 1: one thread, as serial).
 
 Ratios printed: WU-UCT (best T) over serial at each simulation count, 2 threads over 1, and the
 search's simulations/s over the net-only throughput at the same batch size (largest T; also per T).
@@ -81,7 +81,7 @@ def _time_search(evaluator, threads: int, sims: int, states: list[GameState]) ->
 def run_search_benchmark(simulations=SIMULATIONS, threads=THREADS, progress: bool = True, net_seconds: float = 1.5,
                          torch_threads: int = 1) -> dict:
     """Run the benchmark; returns a dict of the figures (see the module docstring). ``torch_threads``:
-    torch intra-op threads of every evaluator and of the net-only measurement."""
+    torch intra-op threads of the WU-UCT evaluators and of the net-only measurement (serial: 1)."""
     import torch
     from rich.console import Console
     from rich.table import Table
@@ -93,16 +93,16 @@ def run_search_benchmark(simulations=SIMULATIONS, threads=THREADS, progress: boo
     positions = _positions()
     random.seed(0)
     rows: list[dict] = []
-    settings = {"torch_threads": torch_threads, "serial_max_batch": 1, "wuuct_max_batch": "threads", "wuuct_clients": "threads",
+    settings = {"torch_threads": torch_threads, "serial_torch_threads": 1, "serial_max_batch": 1, "wuuct_max_batch": "threads", "wuuct_clients": "threads",
                 "max_wait_ms": MAX_WAIT_MS, "threads": list(threads), "simulations": list(simulations),
                 "positions_per_phase": {p: len(s) for p, s in positions.items()}}
     with console.status("warming up"):
-        with NetEvaluator(slm, upper, max_batch=1, num_threads=torch_threads) as ev:
+        with NetEvaluator(slm, upper, max_batch=1, num_threads=1) as ev:
             _time_search(ev, 1, 16, positions["layout"][:1] + positions["battle"][:1])
     for phase, states in positions.items():
         for sims in simulations:
             with console.status(f"{phase}: serial MCTS, {sims} simulations"):
-                with NetEvaluator(slm, upper, max_batch=1, max_wait_ms=0, num_threads=torch_threads) as ev:
+                with NetEvaluator(slm, upper, max_batch=1, max_wait_ms=0, num_threads=1) as ev:
                     t = _time_search(ev, 1, sims, states)
             rows.append({"phase": phase, "search": "serial", "threads": 1, "simulations": sims,
                          "seconds_per_move": t, "sims_per_s": sims / t})
@@ -115,15 +115,19 @@ def run_search_benchmark(simulations=SIMULATIONS, threads=THREADS, progress: boo
                 rows.append({"phase": phase, "search": "wu-uct", "threads": T, "simulations": sims,
                              "seconds_per_move": t, "sims_per_s": sims / t, "batches": batches})
     with console.status("net-only throughput"):
+        net = {"layout": slm, "battle": upper}
+        torch.set_num_threads(1)
+        serial_net = {phase: net_throughput(net[phase], 1, net_seconds) for phase in positions}
         torch.set_num_threads(torch_threads)
-        net_only = {phase: {T: net_throughput(slm if phase == "layout" else upper, T, net_seconds) for T in (1, *threads)}
-                    for phase in positions}
+        net_only = {phase: {T: net_throughput(net[phase], T, net_seconds) if (T, torch_threads) != (1, 1) else serial_net[phase]
+                            for T in threads} for phase in positions}
 
     def rate(phase, search, T, sims):
         return next(r["sims_per_s"] for r in rows if (r["phase"], r["search"], r["threads"], r["simulations"]) == (phase, search, T, sims))
 
     result: dict = {"settings": settings, "rows": rows,
-                    "net_only_per_s": {p: {str(k): v for k, v in d.items()} for p, d in net_only.items()}}
+                    "net_only_per_s": {p: {str(k): v for k, v in d.items()} for p, d in net_only.items()},
+                    "net_only_serial_per_s": serial_net}
     best_t = max(threads)
     for sims in simulations:
         result[f"wuuct_vs_serial_{sims}"] = min(
@@ -138,11 +142,11 @@ def run_search_benchmark(simulations=SIMULATIONS, threads=THREADS, progress: boo
     for col in ("phase", "search", "threads", "simulations", "s/move", "sims/s", "net-only pos/s (same batch)", "search/net"):
         table.add_column(col, justify="right")
     for r in rows:
-        cap = net_only[r["phase"]][r["threads"]]
+        cap = serial_net[r["phase"]] if r["search"] == "serial" else net_only[r["phase"]][r["threads"]]
         table.add_row(r["phase"], r["search"], str(r["threads"]), str(r["simulations"]), f"{r['seconds_per_move']:.2f}",
                       f"{r['sims_per_s']:,.0f}", f"{cap:,.0f}", f"{r['sims_per_s'] / cap:.0%}")
     console.print(table)
-    console.print(f"torch threads: {torch_threads} (serial and WU-UCT); WU-UCT max_batch = clients = T, "
+    console.print(f"torch threads: serial 1, WU-UCT {torch_threads}; WU-UCT max_batch = clients = T, "
                   f"max_wait_ms = {MAX_WAIT_MS}")
     for key in [k for k in result if k.startswith("wuuct_vs_serial") or k in ("two_vs_one_thread", "search_vs_net_only")]:
         console.print(f"{key}: {result[key]:.2f}")

@@ -71,7 +71,7 @@ import numpy as np
 from core.board import BEYOND, CELL_CORNERS, EMPTY, FLY_THRESHOLD, NEIGHBOR, NUM_POINTS, POINT_CELLS, SIZE
 from core.jit import kernel
 from core.movegen import ALL_POINTS, generate_square_paths, new_path_buffers, square_targets, squares_at
-from core.rules import R_LOSS_BELOW
+from core.rules import R_ALLOW_REVISIT, R_LOSS_BELOW
 
 LEVEL_DALIAN = 1
 LEVEL_SQUARE = 2
@@ -118,7 +118,9 @@ def can_form_square(board, side, n_own, n_opp, rules):
     (the mover leaves its origin empty). Steps (any own neighbour of ``e`` outside the cell) and
     flights (any own stone outside the cell, when ``n_own <= 14``) are checked directly; jump chains
     (which remove only enemy stones) only when some hole has an enemy stone next to it with a point
-    beyond, by the move generator. ``board`` ``int8[196]`` is not modified. Returns a bool.
+    beyond, by the move generator; with ``chain_revisit=allow`` also when an own stone that can jump
+    sits on a full own cell (a chain may return to its origin and complete that cell again).
+    ``board`` ``int8[196]`` is not modified. Returns a bool.
     """
     return _can_form_square(board, side, n_own, n_opp, rules, ALL_POINTS)
 
@@ -135,9 +137,18 @@ def _can_form_square(board, side, n_own, n_opp, rules, targets):
             if board[p] == me:
                 total += 1
     maybe_jump = False
+    revisit = rules[R_ALLOW_REVISIT] != 0
     for i in range(targets.shape[0]):
         e = targets[i]
         if board[e] != EMPTY:
+            # With chain_revisit=allow a jump chain can return to its origin e and complete e's full
+            # cell again: leave that to the move generator when e can start a jump at all.
+            if revisit and board[e] == me and not maybe_jump:
+                for dd in range(4):
+                    q = NEIGHBOR[e, dd]
+                    if q >= 0 and board[q] != me and board[q] != EMPTY and BEYOND[e, dd] >= 0:
+                        maybe_jump = True
+                        break
             continue
         for j in range(4):
             c = POINT_CELLS[e, j]

@@ -187,6 +187,27 @@ def test_can_form_square_matches_reference(text, ruleset, side):
     assert can_form_square(s.board, side, n_own, n_opp, ruleset.vector) == want
 
 
+@pytest.mark.parametrize("revisit", ["forbid", "allow"])
+def test_can_form_square_finds_a_jump_loop_back_to_the_origin(revisit):
+    """The only square-forming path is a jump chain that returns to its origin (a revisit), where the
+    stone completes its cell again: a case random boards almost never produce."""
+    board = np.zeros(NUM_POINTS, np.int8)
+    for c, r in ((4, 4), (5, 4), (4, 5), (5, 5)):
+        board[pt(c, r)] = 1  # White's full cell; the origin is (5, 5)
+    for c, r in ((6, 5), (7, 6), (6, 7), (5, 6)):
+        board[pt(c, r)] = 2  # Black stones around the loop (5,5)->(7,5)->(7,7)->(5,7)->(5,5)
+    for c in range(0, 14, 1):
+        board[pt(c, 12)] = 1  # more White stones, none completing a cell: White does not fly
+    for c in range(0, 14, 2):
+        board[pt(c, 0)] = 2
+    ruleset = Ruleset(chain_revisit=revisit, fly_jump_rule="all-multi")
+    n_own, n_opp = int((board == 1).sum()), int((board == 2).sum())
+    want = any(ref_squares_containing(after_path(board, 0, p, j), p[-1], 1) > 0
+               for p, j in ref_paths(board, 0, (n_own, n_opp), ruleset))
+    assert want == (revisit == "allow")
+    assert can_form_square(board, 0, n_own, n_opp, ruleset.vector) == want
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
 @given(played_positions(), st.integers(0, 2**31))
 def test_capture_scores_are_eq9_of_the_position_after(text, seed):

@@ -212,3 +212,16 @@ def test_select_node_matches_a_naive_puct_scan(formula):
             scores.append(q + u if formula == 0 else (q + 1.5 * float(P[c])) * sq / (1 + int(N[c]) + int(O[c])))
         want = 2 + max(range(n - 2), key=lambda i: (scores[i], -i))
         assert select_node(N, O, W, P, first, count, side, mover, node, 1.5, 0.2, formula) == want
+
+
+def test_bench_search_reports_every_figure_and_its_settings():
+    from bench.search import run_search_benchmark
+
+    result = run_search_benchmark((8,), (1, 2), progress=False, net_seconds=0.05, torch_threads=1)
+    assert result["settings"]["serial_torch_threads"] == 1 and result["settings"]["threads"] == [1, 2]
+    rows = {(r["phase"], r["search"], r["threads"]) for r in result["rows"]}
+    assert rows == {(p, s, t) for p in ("layout", "battle") for s, t in (("serial", 1), ("wu-uct", 1), ("wu-uct", 2))}
+    assert all(r["sims_per_s"] > 0 for r in result["rows"])
+    for key in ("wuuct_vs_serial_8", "two_vs_one_thread", "search_vs_net_only"):
+        assert result[key] > 0
+    assert set(result["net_only_per_s"]["battle"]) == {"1", "2"} and result["net_only_serial_per_s"]["layout"] > 0
