@@ -356,6 +356,22 @@ def test_trained_checkpoint_plays_a_legal_full_game(cycle_run, kind):
     assert final.is_terminal() and record.result in ("w", "b", "draw")
 
 
+def test_shipped_model_loads_and_plays_a_legal_full_game():
+    """models/default: the three tiny nets load with their kinds, and the default ``jfa`` agent (which
+    loads them) plays a whole game without an illegal move."""
+    from nets.config import preset
+    from nets.io import load
+    from search.agents import MODELS_DIR
+    from train.arena import play_game
+
+    for kind in ("slm", "upper", "lower"):
+        _, config, extra = load(MODELS_DIR / "default" / f"{kind}.safetensors", expected_kind=kind)
+        assert config == preset(kind, "tiny") and extra["pretrain"]["steps"] > 0
+    record = play_game("jfa:sims=4,threads=1", "random", RULES, 3, 4)
+    assert record.reason != "illegal-move"
+    assert record.final_state().is_terminal() and record.result in ("w", "b", "draw")
+
+
 def test_report_writes_pngs(cycle_run):
     run = cycle_run[0]
     result = runner.invoke(app, ["report", str(run)])
