@@ -149,6 +149,9 @@ def _check_kind(model: nn.Module | None, kind: str, what: str) -> None:
         raise ValueError(f"{what}: expected a {kind!r} net, got a {cfg.kind!r} net")
 
 
+POLL_SECONDS = 50e-6  # how often the inference thread looks for more requests while it gathers a batch
+
+
 class _Request(NamedTuple):
     phase: int
     planes: np.ndarray
@@ -308,11 +311,16 @@ class NetEvaluator:
                             everything_in_hand = len(batch) >= self._outstanding
                         if everything_in_hand and self._queue.empty():
                             break  # no other request is queued: waiting would only add latency
-                    remaining = deadline - time.perf_counter()
+                    # Poll instead of a timed ``get``: a timed SimpleQueue wait was seen to block forever
+                    # on this machine (a futex wait without its timeout; every client was waiting on
+                    # this batch, so nothing more was ever put and the game hung).
                     try:
-                        item = self._queue.get(timeout=remaining) if remaining > 0 else self._queue.get_nowait()
+                        item = self._queue.get_nowait()
                     except queue.Empty:
-                        break
+                        if time.perf_counter() >= deadline:
+                            break
+                        time.sleep(POLL_SECONDS)
+                        continue
                     if item is _STOP:
                         stop = True
                         break

@@ -36,9 +36,10 @@ class SearchAgent:
     visit count), ``value`` (root value for the mover) and ``simulations``.
     """
 
-    def __init__(self, name: str, search: Search, temperature: float = 0.0, seed: int = 0):
+    def __init__(self, name: str, search: Search, temperature: float = 0.0, seed: int = 0, owns_evaluator: bool = False):
         self.name = name
         self.search = search
+        self.owns_evaluator = owns_evaluator  # close() also stops the evaluator (its inference thread)
         self.temperature = temperature
         self.rng = np.random.default_rng(seed)
         self.last_think_time = 0.0
@@ -55,6 +56,8 @@ class SearchAgent:
 
     def close(self) -> None:
         self.search.close()
+        if self.owns_evaluator:
+            self.search.evaluator.close()
 
 
 def _config(sims: int, threads: int, c_puct: float, formula: str, seed: int, prune: bool, **extra) -> SearchConfig:
@@ -104,7 +107,7 @@ def make_jfa(sims: int = 16, threads: int = 2, c_puct: float = 1.5, formula: str
              lower: str | None = None, batch: int = 8, victims: int = 8) -> SearchAgent:
     config = _config(sims, threads, c_puct, formula, seed, prune, victim_candidates=victims)
     search = _net_search(slm or _default("slm"), upper or _default("upper"), lower or _default("lower"), batch, config)
-    return SearchAgent(f"jfa:sims={sims}", search, temperature, seed)
+    return SearchAgent(f"jfa:sims={sims}", search, temperature, seed, owns_evaluator=True)
 
 
 @register("slm", "agent", "SLM search in the layout, the expert agent in the battle")
@@ -113,7 +116,8 @@ def make_slm(sims: int = 16, threads: int = 2, c_puct: float = 1.5, formula: str
     from knowledge.agents import PhasedAgent, make_agent
 
     config = _config(sims, threads, c_puct, formula, seed, True)
-    layout = SearchAgent(f"slm:sims={sims}", _net_search(slm or _default("slm"), None, None, batch, config), temperature, seed)
+    layout = SearchAgent(f"slm:sims={sims}", _net_search(slm or _default("slm"), None, None, batch, config), temperature, seed,
+                         owns_evaluator=True)
     return PhasedAgent(layout, make_agent("expert", seed=seed))
 
 
@@ -125,5 +129,5 @@ def make_hbm(sims: int = 16, threads: int = 2, c_puct: float = 1.5, formula: str
 
     config = _config(sims, threads, c_puct, formula, seed, prune, victim_candidates=victims)
     battle = SearchAgent(f"hbm:sims={sims}", _net_search(None, upper or _default("upper"), lower or _default("lower"), batch, config),
-                         temperature, seed)
+                         temperature, seed, owns_evaluator=True)
     return PhasedAgent(make_agent("expert", seed=seed), battle)

@@ -225,3 +225,16 @@ def test_bench_search_reports_every_figure_and_its_settings():
     for key in ("wuuct_vs_serial_8", "two_vs_one_thread", "search_vs_net_only"):
         assert result[key] > 0
     assert set(result["net_only_per_s"]["battle"]) == {"1", "2"} and result["net_only_serial_per_s"]["layout"] > 0
+
+
+def test_net_agents_stop_their_evaluator_thread_on_close():
+    """An arena closes each agent after its game: the net agents' inference threads must end with it
+    (they leaked one thread and its nets per game before)."""
+    from knowledge.registry import REGISTRY
+
+    agent = REGISTRY.create("jfa:sims=2,threads=1", "agent")
+    agent.select(GameState.initial())
+    thread = agent.search.evaluator._thread
+    assert thread.is_alive()
+    agent.close()
+    assert not thread.is_alive()
