@@ -13,8 +13,8 @@ Spec arguments (``name:key=value,...``): ``sims`` (simulations per move), ``thre
 ``jfa`` and ``hbm`` also ``victims`` (how many of the capture pruner's best victim sets the lower net
 scores, ``SearchConfig.victim_candidates``; 0 = all). Its default is 1, the pruner's best set: the
 shipped lower net was trained by supervision on the expert's captures only, so it has never seen the
-other sets it would rank, and with ``victims=8`` ``jfa`` scored 4 of 21 games against ``greedy``
-against 6 of 10 with ``victims=1`` (README, "The shipped model"); a lower net trained by self-play
+other sets it would rank, and with ``victims=8`` ``jfa`` won 4 of 22 games against ``greedy``
+and 6 of 10 with ``victims=1`` (README, "The shipped model"); a lower net trained by self-play
 (``python cli.py selfplay --model lower``) is what ``victims=8`` is for.
 """
 
