@@ -411,3 +411,34 @@ def test_cli_play_saves_the_record(tmp_path):
     assert read_json(final).moves == ("g7", "h8", "b3", "a1")
     bad = runner.invoke(app, ["play", "--agent", "t-first", "--human", "x"])
     assert bad.exit_code == 2 and "--human 'x'" in bad.output
+
+
+def test_pool_workers_end_when_the_parent_is_killed(tmp_path):
+    """kill -9 of an arena or self-play parent must not leave its workers playing on (they could write
+    records beside a resumed run's)."""
+    import signal
+    import subprocess
+    import sys
+
+    script = (
+        "import os, time, sys\n"
+        "from train.arena import make_executor\n"
+        "pool = make_executor(1)\n"
+        "print(pool.submit(os.getpid).result(), flush=True)\n"
+        "pool.submit(time.sleep, 120)\n"
+        "time.sleep(120)\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
+                              cwd=Path(__file__).resolve().parent.parent)
+    worker = int(parent.stdout.readline())
+    os.kill(parent.pid, signal.SIGKILL)
+    parent.wait()
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        try:
+            os.kill(worker, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.2)
+    os.kill(worker, signal.SIGKILL)
+    raise AssertionError(f"worker {worker} still running 15 s after its parent was killed")

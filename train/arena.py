@@ -262,12 +262,30 @@ def _game_task(task: dict[str, Any]) -> dict[str, Any]:
     return {"index": task["index"], "result": record.result, "reason": record.reason, "a_colour": s["a_colour"]}
 
 
+def exit_with_parent(interval: float = 1.0) -> None:
+    """In a worker process: end it (``os._exit``) within ``interval`` seconds of its parent's death.
+
+    A pool worker whose parent was killed otherwise plays on and may write records next to a resumed
+    run's; a game cut short is simply replayed on resume (records are written atomically)."""
+    import threading
+
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(interval)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
 def _worker_init(imports: Sequence[str]) -> None:
-    """Worker process start: ignore Ctrl-C (the parent handles it), import ``imports`` (modules that
-    register extra agents), and load the rules kernels once."""
+    """Worker process start: end with the parent, ignore Ctrl-C (the parent handles it), import
+    ``imports`` (modules that register extra agents), and load the rules kernels once."""
     import importlib
     import signal
 
+    exit_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     for module in imports:
         importlib.import_module(module)

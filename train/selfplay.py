@@ -375,12 +375,16 @@ def _iso(text: str) -> str | None:
 
 
 def init_worker() -> None:
-    """Worker process start (self-play, arena and record generation share the pool): ignore Ctrl-C (the
-    parent handles it), one torch thread, register the training agents, load the rules kernels."""
+    """Worker process start (self-play, arena and record generation share the pool): end with the
+    parent, ignore Ctrl-C (the parent handles it), one torch thread, register the training agents,
+    load the rules kernels."""
     import signal
 
     import torch
 
+    from train.arena import exit_with_parent
+
+    exit_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     torch.set_num_threads(1)
     import knowledge.agents  # noqa: F401 - registers the knowledge agents
