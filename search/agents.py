@@ -82,12 +82,18 @@ def make_mcts(sims: int = 200, threads: int = 1, c_puct: float = 1.5, formula: s
     return SearchAgent(f"mcts:sims={sims}", search, temperature, seed)
 
 
-def _load(path: str | Path, kind: str):
+def weights_path(path: str | Path | None, kind: str) -> str:
+    """``path``, or the shipped ``models/default/<kind>.safetensors``; ``FileNotFoundError`` (naming the
+    file and how to get one) if it does not exist."""
+    p = Path(path) if path else MODELS_DIR / "default" / f"{kind}.safetensors"
+    if not p.exists():
+        raise FileNotFoundError(f"{kind} weights {p} not found (train them with `python cli.py selfplay`, or pass {kind}=PATH)")
+    return str(p)
+
+
+def _load(path: str, kind: str):
     from nets.io import load
 
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"{kind} weights {path} not found (train them with `python cli.py selfplay`, or pass {kind}=PATH)")
     return load(path, expected_kind=kind)[0]
 
 
@@ -101,16 +107,12 @@ def _net_search(slm: str | None, upper: str | None, lower: str | None, batch: in
     return Search(evaluator, config, victim_scorer=scorer)
 
 
-def _default(name: str) -> str:
-    return str(MODELS_DIR / "default" / f"{name}.safetensors")
-
-
 @register("jfa", "agent", "SLM search in the layout, HBM (upper + lower nets) search in the battle")
 def make_jfa(sims: int = 16, threads: int = 2, c_puct: float = 1.5, formula: str = "puct", temperature: float = 0.0,
              seed: int = 0, prune: bool = True, slm: str | None = None, upper: str | None = None,
              lower: str | None = None, batch: int = 8, victims: int = 1) -> SearchAgent:
     config = _config(sims, threads, c_puct, formula, seed, prune, victim_candidates=victims)
-    search = _net_search(slm or _default("slm"), upper or _default("upper"), lower or _default("lower"), batch, config)
+    search = _net_search(weights_path(slm, "slm"), weights_path(upper, "upper"), weights_path(lower, "lower"), batch, config)
     return SearchAgent(f"jfa:sims={sims}", search, temperature, seed, owns_evaluator=True)
 
 
@@ -120,7 +122,7 @@ def make_slm(sims: int = 16, threads: int = 2, c_puct: float = 1.5, formula: str
     from knowledge.agents import PhasedAgent, make_agent
 
     config = _config(sims, threads, c_puct, formula, seed, True)
-    layout = SearchAgent(f"slm:sims={sims}", _net_search(slm or _default("slm"), None, None, batch, config), temperature, seed,
+    layout = SearchAgent(f"slm:sims={sims}", _net_search(weights_path(slm, "slm"), None, None, batch, config), temperature, seed,
                          owns_evaluator=True)
     return PhasedAgent(layout, make_agent("expert", seed=seed))
 
@@ -132,6 +134,6 @@ def make_hbm(sims: int = 16, threads: int = 2, c_puct: float = 1.5, formula: str
     from knowledge.agents import PhasedAgent, make_agent
 
     config = _config(sims, threads, c_puct, formula, seed, prune, victim_candidates=victims)
-    battle = SearchAgent(f"hbm:sims={sims}", _net_search(None, upper or _default("upper"), lower or _default("lower"), batch, config),
+    battle = SearchAgent(f"hbm:sims={sims}", _net_search(None, weights_path(upper, "upper"), weights_path(lower, "lower"), batch, config),
                          temperature, seed, owns_evaluator=True)
     return PhasedAgent(make_agent("expert", seed=seed), battle)

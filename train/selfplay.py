@@ -437,23 +437,13 @@ class NetPhasedAgent(_ClosingAgent):
         return move
 
 
-def _weights(path: str | None, kind: str) -> str:
-    """``path``, or the shipped default ``models/default/<kind>.safetensors``; ``FileNotFoundError`` if missing."""
-    from search.agents import MODELS_DIR
-
-    p = Path(path) if path else MODELS_DIR / "default" / f"{kind}.safetensors"
-    if not p.exists():
-        raise FileNotFoundError(f"{kind} weights {p} not found (train them with `python cli.py selfplay`, or pass {kind}=PATH)")
-    return str(p)
-
-
 def _search_agent(net_kind: str, path: str | None, sims: int, threads: int, batch: int, seed: int, temperature: float,
                   c_puct: float, prune: bool):
     from nets.evaluator import NetEvaluator
-    from search.agents import SearchAgent
+    from search.agents import SearchAgent, weights_path
     from search.mcts import Search, SearchConfig
 
-    net = load_net(_weights(path, net_kind), net_kind)
+    net = load_net(weights_path(path, net_kind), net_kind)
     evaluator = NetEvaluator(net if net_kind == "slm" else None, net if net_kind == "upper" else None,
                              max_batch=batch, num_threads=1, clients=threads)
     config = SearchConfig(simulations=sims, threads=threads, c_puct=c_puct, seed=seed,
@@ -491,11 +481,12 @@ class LowerAgent:
         from knowledge.agents import make_agent
         from knowledge.registry import REGISTRY
         from nets.evaluator import NetVictimScorer
+        from search.agents import weights_path
 
         self.name = "train-lower"
         self.base = make_agent(moves, seed=seed)
         self.pruner = REGISTRY.create(pruner, "capture_pruner")
-        self.scorer = NetVictimScorer(load_net(_weights(lower, "lower"), "lower"))
+        self.scorer = NetVictimScorer(load_net(weights_path(lower, "lower"), "lower"))
         self.epsilon = float(epsilon)
         self.rng = np.random.default_rng(seed)
         self.last_think_time = 0.0
