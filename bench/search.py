@@ -87,6 +87,7 @@ def run_search_benchmark(simulations=SIMULATIONS, threads=THREADS, progress: boo
     from rich.table import Table
 
     from nets.evaluator import NetEvaluator, net_throughput
+    from nets.inference import compile_for_inference
 
     console = Console(quiet=not progress, stderr=True)
     slm, upper = _nets()
@@ -116,10 +117,15 @@ def run_search_benchmark(simulations=SIMULATIONS, threads=THREADS, progress: boo
                              "seconds_per_move": t, "sims_per_s": sims / t, "batches": batches})
     with console.status("net-only throughput"):
         net = {"layout": slm, "battle": upper}
+        fast = {phase: compile_for_inference(m) for phase, m in net.items()}  # what the evaluators run
+
+        def throughput(phase, batch):
+            return net_throughput(net[phase], batch, net_seconds, forward=fast[phase])
+
         torch.set_num_threads(1)
-        serial_net = {phase: net_throughput(net[phase], 1, net_seconds) for phase in positions}
+        serial_net = {phase: throughput(phase, 1) for phase in positions}
         torch.set_num_threads(torch_threads)
-        net_only = {phase: {T: net_throughput(net[phase], T, net_seconds) if (T, torch_threads) != (1, 1) else serial_net[phase]
+        net_only = {phase: {T: throughput(phase, T) if (T, torch_threads) != (1, 1) else serial_net[phase]
                             for T in threads} for phase in positions}
 
     def rate(phase, search, T, sims):

@@ -60,7 +60,7 @@ import torch
 from torch import nn
 
 from core.encoding import NUM_LAYOUT_ACTIONS, NUM_UPPER_ACTIONS
-from core.features import NUM_PLANES, batch_planes, state_planes
+from core.features import batch_planes, state_planes
 from core.state import GameState
 
 PHASE_NAMES = ("layout", "battle")
@@ -176,7 +176,9 @@ class NetEvaluator:
     already in the batch (a lone search thread pays no latency). ``clients``: the number of search
     threads sharing the evaluator; when given, the thread instead waits (up to ``max_wait_ms``) until the
     batch holds ``min(clients, max_batch)`` requests, because busy search threads submit a little apart.
-    ``num_threads``: see the module docstring.
+    ``num_threads``: see the module docstring. ``compiled`` (default): run the nets compiled by
+    ``nets.inference.compile_for_inference`` (same outputs; faster, and the forward pass releases the
+    GIL); ``False`` runs the eager modules.
     Use as a context manager or call :meth:`close`."""
 
     name = "net"
@@ -189,6 +191,7 @@ class NetEvaluator:
         max_wait_ms: float = 1.0,
         num_threads: int | None = None,
         clients: int | None = None,
+        compiled: bool = True,
     ):
         if max_batch < 1:
             raise ValueError(f"max_batch must be >= 1, got {max_batch}")
@@ -200,6 +203,8 @@ class NetEvaluator:
         for net in self.nets:
             if net is not None:
                 net.eval()
+        # what the inference thread runs (``nets`` stay the eager modules, e.g. for their configs)
+        self._forward = tuple(_runnable(net, compiled) for net in self.nets)
         self.max_batch = int(max_batch)
         self.max_wait = float(max_wait_ms) / 1000.0
         if clients is not None and clients < 1:
@@ -355,7 +360,7 @@ class NetEvaluator:
                 part = [r for r in batch if r.phase == phase]
                 if not part:
                     continue
-                net = self.nets[phase]
+                net = self._forward[phase]
                 if net is None:
                     self._warn_missing(phase)
                     for r in part:
@@ -406,33 +411,39 @@ class NetEvaluator:
             phase = PHASE_NAMES.index(phase)
         if phase is None:
             phase = 1 if self.nets[1] is not None else 0
-        net = self.nets[phase]
-        if net is None:
+        if self.nets[phase] is None:
             raise ValueError(f"throughput: no net for the {PHASE_NAMES[phase]} phase")
-        return net_throughput(net, batch_size, seconds)
+        return net_throughput(self.nets[phase], batch_size, seconds, forward=self._forward[phase])
 
 
-def net_throughput(model: nn.Module, batch_size: int, seconds: float = 2.0) -> float:
+def _runnable(net: nn.Module | None, compiled: bool):
+    if net is None or not compiled:
+        return net
+    from nets.inference import compile_for_inference
+
+    return compile_for_inference(net)
+
+
+def net_throughput(model: nn.Module, batch_size: int, seconds: float = 2.0, forward: Callable | None = None) -> float:
     """Positions per second of ``model``'s forward pass (eval mode, inference mode) at ``batch_size`` on
     random binary planes (a lower net also gets random upper actions), measured for about ``seconds``
-    after two warm-up passes."""
+    after two warm-up passes. ``forward``: what to time instead of ``model`` itself, taking the same
+    inputs (e.g. ``nets.inference.compile_for_inference(model)``)."""
+    from nets.inference import example_inputs
+
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-    gen = torch.Generator().manual_seed(0)
-    in_planes = getattr(getattr(model, "config", None), "in_planes", NUM_PLANES)
-    x = (torch.rand(batch_size, in_planes, 14, 14, generator=gen) < 0.5).float()
-    args: tuple = (x,)
-    if getattr(getattr(model, "config", None), "kind", None) == "lower":
-        args = (x, torch.randint(0, NUM_UPPER_ACTIONS, (batch_size,), generator=gen))
+    args = example_inputs(model, batch_size)
+    run = forward if forward is not None else model
     was_training = model.training
     model.eval()
     try:
         with torch.inference_mode():
             for _ in range(2):
-                model(*args)
+                run(*args)
             n, t0 = 0, time.perf_counter()
             while True:
-                model(*args)
+                run(*args)
                 n += batch_size
                 elapsed = time.perf_counter() - t0
                 if elapsed >= seconds:
@@ -445,15 +456,17 @@ class NetVictimScorer:
     """The lower net as a :class:`VictimScorer`: one batched forward pass (chunks of ``max_batch``) over
     the candidates. ``evaluator``: a :class:`NetEvaluator` whose inference thread should run the passes
     (recommended: one thread runs PyTorch); without it the passes run in the calling thread under a
-    lock. The net is put in ``eval()`` mode."""
+    lock. The net is put in ``eval()`` mode; ``compiled`` as for :class:`NetEvaluator`."""
 
     name = "lower"
 
-    def __init__(self, lower: nn.Module, max_batch: int = 256, evaluator: NetEvaluator | None = None):
+    def __init__(self, lower: nn.Module, max_batch: int = 256, evaluator: NetEvaluator | None = None,
+                 compiled: bool = True):
         _check_kind(lower, "lower", "NetVictimScorer")
         if max_batch < 1:
             raise ValueError(f"max_batch must be >= 1, got {max_batch}")
         self.lower = lower.eval()
+        self._forward_net = _runnable(self.lower, compiled)
         self.max_batch = int(max_batch)
         self.evaluator = evaluator
         self._lock = threading.Lock()
@@ -479,5 +492,5 @@ class NetVictimScorer:
             for i in range(0, actions.shape[0], self.max_batch):
                 x = torch.from_numpy(planes[i : i + self.max_batch])
                 a = torch.from_numpy(actions[i : i + self.max_batch])
-                out[i : i + self.max_batch] = self.lower(x, a).float().reshape(-1).numpy()
+                out[i : i + self.max_batch] = self._forward_net(x, a).float().reshape(-1).numpy()
         return out

@@ -3,6 +3,7 @@ evaluator. Tiny presets only (the paper presets are built and counted under ``-m
 
 from __future__ import annotations
 
+import copy
 import random
 import threading
 import time
@@ -40,6 +41,7 @@ from nets.evaluator import (
     VictimScorer,
     net_throughput,
 )
+from nets.inference import compile_for_inference
 from nets.losses import dqn_loss, l2_penalty, policy_value_loss, policy_value_terms
 from nets.model import UPPER_CHANNELS, LowerNet, SLMNet, UpperNet, build, count_parameters, flatten_upper
 
@@ -539,7 +541,7 @@ class _Flaky(nn.Module):
 
 
 def test_net_evaluator_exceptions_and_fallback(battle_states, layout_states):
-    with NetEvaluator(None, _Flaky(), max_wait_ms=0.0) as ev:
+    with NetEvaluator(None, _Flaky(), max_wait_ms=0.0, compiled=False) as ev:
         with pytest.raises(RuntimeError, match="boom in the net"):
             ev.evaluate(battle_states[:2])
         (e,) = ev.evaluate(battle_states[:1])  # the thread goes on serving
@@ -574,6 +576,39 @@ def test_victim_scorer(tiny_nets, after_moves):
     assert scorer.q_values([], []).shape == (0,)
     with pytest.raises(ValueError, match="upper actions"):
         scorer.q_values(states, acts[:3])
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_compiled_net_equals_eager(kind, tiny_nets, layout_states, battle_states, after_moves):
+    """``compile_for_inference`` (traced at batch 2, batch norm folded) answers like the eager net at
+    other batch sizes, on real positions."""
+    model = tiny_nets[kind]
+    fast = compile_for_inference(model)
+    states = {"slm": layout_states, "upper": battle_states, "lower": after_moves}[kind]
+    for n in (1, 3, 8):
+        planes = batch_planes(states[:n])
+        actions = [encode_upper(s.last_move) for s in states[:n]] if kind == "lower" else None
+        want = _forward(model, planes, actions)
+        got = _forward(fast, planes, actions)
+        for w, g in zip(want if isinstance(want, tuple) else (want,), got if isinstance(got, tuple) else (got,)):
+            assert g.shape == w.shape
+            assert torch.allclose(g, w, atol=1e-4), (kind, n, float((g - w).abs().max()))
+    changed = copy.deepcopy(model)
+    with torch.no_grad():
+        next(changed.parameters()).add_(1.0)
+    out = _forward(compile_for_inference(changed), batch_planes(states[:2]),
+                   [encode_upper(s.last_move) for s in states[:2]] if kind == "lower" else None)
+    first = out[0] if isinstance(out, tuple) else out
+    base = _forward(fast, batch_planes(states[:2]), [encode_upper(s.last_move) for s in states[:2]] if kind == "lower" else None)
+    assert not torch.allclose(first, base[0] if isinstance(base, tuple) else base, atol=1e-4)  # weights are used
+
+
+def test_compiled_fc_heads_equal_eager():
+    x = torch.rand(3, NUM_PLANES, SIZE, SIZE)
+    for kind in ("slm", "upper"):
+        m = build(NetConfig(kind=kind, blocks=1, channels=8, value_hidden=8, policy_head="fc")).eval()
+        for w, g in zip(_forward(m, x.numpy()), _forward(compile_for_inference(m), x.numpy())):
+            assert torch.allclose(g, w, atol=1e-4)
 
 
 def test_throughput(tiny_nets):
