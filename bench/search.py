@@ -1,29 +1,31 @@
 """Search benchmark (the JFA paper's Table 3 on this machine), measured in one run.
 
 For layout and battle positions, with the tiny nets (the shipped weights when present, else a seeded
-random initialisation — speed does not depend on the weights):
+random initialisation — speed does not depend on the weights), both compiled for inference
+(``nets.inference``) everywhere:
 
 - serial MCTS: one thread in all: one search thread, nets called one position at a time
   (``max_batch=1``) on one torch thread;
-- WU-UCT with T = 1, 2, 4, 8 threads and batched evaluation (``max_batch = T``, ``clients = T``,
-  ``max_wait_ms = 2``) on ``torch_threads`` torch intra-op threads (default 1, so that only the search
-  threads and the batch differ from serial; ``--torch-threads 2`` lets the net use both cores);
+- WU-UCT with T = 1, 2, 4, 8, 16 threads sharing a batched evaluator with two batches in flight
+  (``clients = T``, ``in_flight = 2``, ``max_batch = ceil(T / 2)``, ``max_wait_ms = 2``) on
+  ``torch_threads`` torch intra-op threads (default 1, so that only the search threads and the batch
+  differ from serial; ``--torch-threads 2`` lets the net use both cores);
 - at 400, 800 and 1,600 simulations: decision time per move (seconds) and simulations per second;
-- net-only throughput (positions/s of the raw forward pass) at the same batch sizes, on
-  ``torch_threads`` threads (batch 1: one thread, as serial).
+- net-only throughput (positions/s of the raw compiled forward pass) at the same batch sizes, on
+  ``torch_threads`` threads (batch 1: one thread, as serial);
+- the search's own cost: seconds per simulation of the serial search with the uniform evaluator.
 
-Ratios printed: WU-UCT (best T) over serial at each simulation count, 2 threads over 1, and the
-search's simulations/s over the net-only throughput at the same batch size (largest T; also per T).
+Ratios printed: WU-UCT (best T) over serial at each simulation count, 2 threads over 1, the search's
+simulations/s over the net-only throughput at the same batch size (largest T; also per T), and the
+**ceiling** of WU-UCT over serial on this machine: every simulation costs at least ``n`` core-seconds of
+net (one position at the best one-thread net-only throughput measured, any batch) plus ``s`` of search
+work, so ``C`` cores run at most ``C / (n + s)`` simulations/s; divided by serial's measured rate.
 The settings used are returned under ``settings``.
 
-Torch threads: with one torch thread the tiny net runs only ~2.3x more positions/s at batch 8 than
-at batch 1, which keeps WU-UCT over serial below 3x whatever the search does (serial also pays its
-search overhead, ~0.5 ms a battle simulation, so the cap is ~2.7x). Two threads raise the batch-8
-throughput (~1,165 vs ~840 positions/s on an idle 2-core machine; in one idle measurement the serial
-search was faster with two threads as well), but collapse when other processes load the machine
-(OpenMP threads spin; see ``nets.evaluator``): measured while three other Python processes ran,
-serial battle search fell from ~240 to 6-13 simulations/s. So ``torch_threads=2`` (``bench search
---torch-threads 2``) is for an otherwise idle machine only.
+Torch threads: two threads raise the net's batch throughput on an idle machine, but collapse when
+other processes load it (OpenMP threads spin; see ``nets.evaluator``): measured while three other
+Python processes ran, serial battle search fell from ~240 to 6-13 simulations/s. So
+``torch_threads=2`` (``bench search --torch-threads 2``) is for an otherwise idle machine only.
 """
 
 from __future__ import annotations
@@ -36,7 +38,8 @@ from core.state import GameState
 from search.mcts import Search, SearchConfig
 
 SIMULATIONS = (400, 800, 1600)
-THREADS = (1, 2, 4, 8)
+THREADS = (1, 2, 4, 8, 16)
+IN_FLIGHT = 2
 MAX_WAIT_MS = 2.0
 
 
@@ -78,6 +81,20 @@ def _time_search(evaluator, threads: int, sims: int, states: list[GameState]) ->
     return total / len(states)
 
 
+def wuuct_batch(threads: int) -> int:
+    """The WU-UCT evaluator's batch size for ``threads`` search threads (two batches in flight)."""
+    return -(-threads // IN_FLIGHT)
+
+
+def _cores() -> int:
+    import os
+
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
 def run_search_benchmark(simulations=SIMULATIONS, threads=THREADS, progress: bool = True, net_seconds: float = 1.5,
                          torch_threads: int = 1) -> dict:
     """Run the benchmark; returns a dict of the figures (see the module docstring). ``torch_threads``:
@@ -86,7 +103,7 @@ def run_search_benchmark(simulations=SIMULATIONS, threads=THREADS, progress: boo
     from rich.console import Console
     from rich.table import Table
 
-    from nets.evaluator import NetEvaluator, net_throughput
+    from nets.evaluator import NetEvaluator, UniformEvaluator, net_throughput
     from nets.inference import compile_for_inference
 
     console = Console(quiet=not progress, stderr=True)
@@ -94,8 +111,10 @@ def run_search_benchmark(simulations=SIMULATIONS, threads=THREADS, progress: boo
     positions = _positions()
     random.seed(0)
     rows: list[dict] = []
-    settings = {"torch_threads": torch_threads, "serial_torch_threads": 1, "serial_max_batch": 1, "wuuct_max_batch": "threads", "wuuct_clients": "threads",
+    settings = {"torch_threads": torch_threads, "serial_torch_threads": 1, "serial_max_batch": 1,
+                "wuuct_max_batch": "ceil(threads / 2)", "wuuct_clients": "threads", "wuuct_in_flight": IN_FLIGHT,
                 "max_wait_ms": MAX_WAIT_MS, "threads": list(threads), "simulations": list(simulations),
+                "compiled_nets": True, "cores": _cores(),
                 "positions_per_phase": {p: len(s) for p, s in positions.items()}}
     with console.status("warming up"):
         with NetEvaluator(slm, upper, max_batch=1, num_threads=1) as ev:
@@ -109,23 +128,28 @@ def run_search_benchmark(simulations=SIMULATIONS, threads=THREADS, progress: boo
                          "seconds_per_move": t, "sims_per_s": sims / t})
             for T in threads:
                 with console.status(f"{phase}: WU-UCT, {T} threads, {sims} simulations"):
-                    with NetEvaluator(slm, upper, max_batch=T, max_wait_ms=MAX_WAIT_MS, clients=T,
-                                      num_threads=torch_threads) as ev:
+                    with NetEvaluator(slm, upper, max_batch=wuuct_batch(T), max_wait_ms=MAX_WAIT_MS, clients=T,
+                                      in_flight=IN_FLIGHT, num_threads=torch_threads) as ev:
                         t = _time_search(ev, T, sims, states)
                         batches = ev.stats()
                 rows.append({"phase": phase, "search": "wu-uct", "threads": T, "simulations": sims,
                              "seconds_per_move": t, "sims_per_s": sims / t, "batches": batches})
+    with console.status("search cost (serial, uniform evaluator)"):
+        search_cost = {phase: _time_search(UniformEvaluator(), 1, max(simulations), states) / max(simulations)
+                       for phase, states in positions.items()}
     with console.status("net-only throughput"):
         net = {"layout": slm, "battle": upper}
         fast = {phase: compile_for_inference(m) for phase, m in net.items()}  # what the evaluators run
+        batches = sorted({1, 16} | {wuuct_batch(T) for T in threads})
 
         def throughput(phase, batch):
             return net_throughput(net[phase], batch, net_seconds, forward=fast[phase])
 
         torch.set_num_threads(1)
-        serial_net = {phase: throughput(phase, 1) for phase in positions}
+        one_thread = {phase: {b: throughput(phase, b) for b in batches} for phase in positions}
+        serial_net = {phase: one_thread[phase][1] for phase in positions}
         torch.set_num_threads(torch_threads)
-        net_only = {phase: {T: throughput(phase, T) if (T, torch_threads) != (1, 1) else serial_net[phase]
+        net_only = {phase: {T: one_thread[phase][wuuct_batch(T)] if torch_threads == 1 else throughput(phase, wuuct_batch(T))
                             for T in threads} for phase in positions}
 
     def rate(phase, search, T, sims):
@@ -133,7 +157,9 @@ def run_search_benchmark(simulations=SIMULATIONS, threads=THREADS, progress: boo
 
     result: dict = {"settings": settings, "rows": rows,
                     "net_only_per_s": {p: {str(k): v for k, v in d.items()} for p, d in net_only.items()},
-                    "net_only_serial_per_s": serial_net}
+                    "net_only_serial_per_s": serial_net,
+                    "net_only_one_thread_per_s": {p: {str(k): v for k, v in d.items()} for p, d in one_thread.items()},
+                    "search_seconds_per_simulation": search_cost}
     best_t = max(threads)
     for sims in simulations:
         result[f"wuuct_vs_serial_{sims}"] = min(
@@ -144,16 +170,26 @@ def run_search_benchmark(simulations=SIMULATIONS, threads=THREADS, progress: boo
     result["search_vs_net_only_by_threads"] = {
         str(T): min(rate(p, "wu-uct", T, s) / net_only[p][T] for p in positions for s in simulations) for T in threads}
 
+    # The ceiling (module docstring): net core-seconds at the best one-thread batch plus search work.
+    sims = min(simulations)
+    result["ceiling_vs_serial"] = {
+        p: settings["cores"] / (1.0 / max(one_thread[p].values()) + search_cost[p]) / rate(p, "serial", 1, sims)
+        for p in positions}
+
     table = Table(title="search benchmark (tiny nets; seconds per move, simulations/s)")
-    for col in ("phase", "search", "threads", "simulations", "s/move", "sims/s", "net-only pos/s (same batch)", "search/net"):
+    for col in ("phase", "search", "threads", "simulations", "s/move", "sims/s", "mean batch", "net-only pos/s (same batch)",
+                "search/net"):
         table.add_column(col, justify="right")
     for r in rows:
         cap = serial_net[r["phase"]] if r["search"] == "serial" else net_only[r["phase"]][r["threads"]]
         table.add_row(r["phase"], r["search"], str(r["threads"]), str(r["simulations"]), f"{r['seconds_per_move']:.2f}",
-                      f"{r['sims_per_s']:,.0f}", f"{cap:,.0f}", f"{r['sims_per_s'] / cap:.0%}")
+                      f"{r['sims_per_s']:,.0f}", f"{r['batches']['mean_batch']:.2f}" if "batches" in r else "1.00", f"{cap:,.0f}", f"{r['sims_per_s'] / cap:.0%}")
     console.print(table)
-    console.print(f"torch threads: serial 1, WU-UCT {torch_threads}; WU-UCT max_batch = clients = T, "
-                  f"max_wait_ms = {MAX_WAIT_MS}")
+    console.print(f"torch threads: serial 1, WU-UCT {torch_threads}; WU-UCT clients = T, {IN_FLIGHT} batches in flight "
+                  f"of max_batch = ceil(T / {IN_FLIGHT}), max_wait_ms = {MAX_WAIT_MS}; nets compiled")
+    for p in positions:
+        console.print(f"{p}: search work {search_cost[p] * 1e3:.2f} ms/simulation; ceiling of WU-UCT/serial on "
+                      f"{settings['cores']} cores at {sims} simulations: {result['ceiling_vs_serial'][p]:.2f}")
     for key in [k for k in result if k.startswith("wuuct_vs_serial") or k in ("two_vs_one_thread", "search_vs_net_only")]:
         console.print(f"{key}: {result[key]:.2f}")
     return result

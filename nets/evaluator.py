@@ -175,7 +175,12 @@ class NetEvaluator:
     the first (0: take only what is already queued); it never waits when every outstanding request is
     already in the batch (a lone search thread pays no latency). ``clients``: the number of search
     threads sharing the evaluator; when given, the thread instead waits (up to ``max_wait_ms``) until the
-    batch holds ``min(clients, max_batch)`` requests, because busy search threads submit a little apart.
+    batch holds ``min(ceil(clients / in_flight), max_batch)`` requests, because busy search threads
+    submit a little apart. ``in_flight`` (default 2): batches the clients keep in flight, so that while
+    the net runs one batch the other threads select and expand the leaves of the next (measured on the
+    2-core machine, battle search with the tiny upper net, 400 simulations: 2 search threads 458-489
+    simulations/s with batches of 2, 569-580 with 2 in flight of 1; 8 threads 596-604 with batches
+    of 8, 692-706 with 2 in flight of 4).
     ``num_threads``: see the module docstring. ``compiled`` (default): run the nets compiled by
     ``nets.inference.compile_for_inference`` (same outputs; faster, and the forward pass releases the
     GIL); ``False`` runs the eager modules.
@@ -192,6 +197,7 @@ class NetEvaluator:
         num_threads: int | None = None,
         clients: int | None = None,
         compiled: bool = True,
+        in_flight: int = 2,
     ):
         if max_batch < 1:
             raise ValueError(f"max_batch must be >= 1, got {max_batch}")
@@ -209,9 +215,11 @@ class NetEvaluator:
         self.max_wait = float(max_wait_ms) / 1000.0
         if clients is not None and clients < 1:
             raise ValueError(f"clients must be >= 1, got {clients}")
+        if in_flight < 1:
+            raise ValueError(f"in_flight must be >= 1, got {in_flight}")
         # With ``clients`` search threads sharing the evaluator, a batch is ready when it holds a
-        # request from each of them (lc0 style); without it, when nothing else is outstanding.
-        self.target_batch = min(self.max_batch, int(clients)) if clients is not None else None
+        # request from each thread of its share (lc0 style); without it, when nothing else is outstanding.
+        self.target_batch = min(self.max_batch, -(-int(clients) // int(in_flight))) if clients is not None else None
         self.num_threads = int(num_threads) if num_threads is not None else default_num_threads()
         if self.num_threads < 1:
             raise ValueError(f"num_threads must be >= 1, got {num_threads}")

@@ -623,7 +623,7 @@ def test_clients_make_batches_of_one_request_per_search_thread(tiny_nets, battle
     for both (mean batch near 2); without it, it answers each request alone (the lone-thread rule)."""
 
     def run(clients):
-        ev = NetEvaluator(None, tiny_nets["upper"], max_batch=2, max_wait_ms=50.0, clients=clients)
+        ev = NetEvaluator(None, tiny_nets["upper"], max_batch=2, max_wait_ms=50.0, clients=clients, in_flight=1)
 
         def client():
             for s in battle_states[:12]:
@@ -643,3 +643,14 @@ def test_clients_make_batches_of_one_request_per_search_thread(tiny_nets, battle
     assert run(None) < with_clients
     with pytest.raises(ValueError, match="clients"):
         NetEvaluator(None, tiny_nets["upper"], clients=0)
+
+
+def test_batches_in_flight_split_the_clients(tiny_nets):
+    """``in_flight`` batches share the clients: the batch target is ``ceil(clients / in_flight)``,
+    capped by ``max_batch``."""
+    for clients, in_flight, max_batch, target in ((4, 2, 8, 2), (5, 2, 8, 3), (1, 2, 8, 1), (8, 1, 8, 8),
+                                                  (16, 2, 4, 4), (3, 3, 8, 1)):
+        with NetEvaluator(None, tiny_nets["upper"], max_batch=max_batch, clients=clients, in_flight=in_flight) as ev:
+            assert ev.target_batch == target, (clients, in_flight, max_batch)
+    with pytest.raises(ValueError, match="in_flight"):
+        NetEvaluator(None, tiny_nets["upper"], clients=2, in_flight=0)

@@ -225,6 +225,12 @@ def test_bench_search_reports_every_figure_and_its_settings():
     for key in ("wuuct_vs_serial_8", "two_vs_one_thread", "search_vs_net_only"):
         assert result[key] > 0
     assert set(result["net_only_per_s"]["battle"]) == {"1", "2"} and result["net_only_serial_per_s"]["layout"] > 0
+    assert result["settings"]["wuuct_in_flight"] == 2 and result["settings"]["compiled_nets"]
+    for phase in ("layout", "battle"):
+        assert 0 < result["search_seconds_per_simulation"][phase] < 1
+        assert result["ceiling_vs_serial"][phase] > 0
+    # one thread: batch 1 (and the 16 of the one-thread scan); 2 threads, 2 in flight: batch 1 too
+    assert set(result["net_only_one_thread_per_s"]["battle"]) == {"1", "16"}
 
 
 def test_net_agents_stop_their_evaluator_thread_on_close():
