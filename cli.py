@@ -222,11 +222,13 @@ def random_game(
 def bench_search(
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     simulations: Annotated[str, typer.Option(help="Comma-separated simulation counts.")] = "400,800,1600",
-    threads: Annotated[str, typer.Option(help="Comma-separated WU-UCT thread counts.")] = "1,2,4,8",
+    threads: Annotated[str, typer.Option(help="Comma-separated WU-UCT thread counts.")] = "1,2,4,8,16",
     torch_threads: Annotated[int, typer.Option(min=1, help="Torch intra-op threads of the WU-UCT evaluators and the "
                                                "net-only figures (serial: 1); 2 only on an otherwise idle machine.")] = 1,
+    inference_threads: Annotated[int, typer.Option(min=1, help="Threads serving the WU-UCT evaluators (net-only: as many "
+                                                   "concurrent callers); 1 keeps the net on one core.")] = 2,
 ):
-    """Serial MCTS vs WU-UCT (1/2/4/8 threads) on layout and battle positions with the tiny nets (JFA Table 3)."""
+    """Serial MCTS vs WU-UCT (1/2/4/8/16 threads) on layout and battle positions with the tiny nets (JFA Table 3)."""
     from bench.search import run_search_benchmark
 
     def ints(text: str, what: str) -> tuple[int, ...]:
@@ -239,7 +241,7 @@ def bench_search(
         return values
 
     result = run_search_benchmark(ints(simulations, "simulations"), ints(threads, "threads"), progress=not json_out,
-                                  torch_threads=torch_threads)
+                                  torch_threads=torch_threads, inference_threads=inference_threads)
     if json_out:
         typer.echo(json.dumps(result, default=float))
 

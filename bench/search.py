@@ -7,12 +7,14 @@ random initialisation — speed does not depend on the weights), both compiled f
 - serial MCTS: one thread in all: one search thread, nets called one position at a time
   (``max_batch=1``) on one torch thread;
 - WU-UCT with T = 1, 2, 4, 8, 16 threads sharing a batched evaluator with two batches in flight
-  (``clients = T``, ``in_flight = 2``, ``max_batch = ceil(T / 2)``, ``max_wait_ms = 2``) on
-  ``torch_threads`` torch intra-op threads (default 1, so that only the search threads and the batch
-  differ from serial; ``--torch-threads 2`` lets the net use both cores);
+  (``clients = T``, ``in_flight = 2``, ``max_batch = ceil(T / 2)``, ``max_wait_ms = 2``) served by
+  ``inference_threads`` inference threads (default 2: the nets use both cores, the search threads
+  fit in between; 1 keeps the net on one core and the search on the other, the CPU analogue of a
+  net on a GPU) on ``torch_threads`` torch intra-op threads each (default 1);
 - at 400, 800 and 1,600 simulations: decision time per move (seconds) and simulations per second;
-- net-only throughput (positions/s of the raw compiled forward pass) at the same batch sizes, on
-  ``torch_threads`` threads (batch 1: one thread, as serial);
+- net-only throughput (positions/s of the raw compiled forward pass) at the same batch sizes, with
+  as many concurrent callers as inference threads, on ``torch_threads`` threads (batch 1: one caller
+  on one thread, as serial);
 - the search's own cost: seconds per simulation of the serial search with the uniform evaluator.
 
 Ratios printed: WU-UCT (best T) over serial at each simulation count, 2 threads over 1, the search's
@@ -96,9 +98,10 @@ def _cores() -> int:
 
 
 def run_search_benchmark(simulations=SIMULATIONS, threads=THREADS, progress: bool = True, net_seconds: float = 1.5,
-                         torch_threads: int = 1) -> dict:
+                         torch_threads: int = 1, inference_threads: int = 2) -> dict:
     """Run the benchmark; returns a dict of the figures (see the module docstring). ``torch_threads``:
-    torch intra-op threads of the WU-UCT evaluators and of the net-only measurement (serial: 1)."""
+    torch intra-op threads of the WU-UCT evaluators and of the net-only measurement (serial: 1);
+    ``inference_threads``: threads serving the WU-UCT evaluators' queue (net-only: as many callers)."""
     import torch
     from rich.console import Console
     from rich.table import Table
@@ -113,6 +116,7 @@ def run_search_benchmark(simulations=SIMULATIONS, threads=THREADS, progress: boo
     rows: list[dict] = []
     settings = {"torch_threads": torch_threads, "serial_torch_threads": 1, "serial_max_batch": 1,
                 "wuuct_max_batch": "ceil(threads / 2)", "wuuct_clients": "threads", "wuuct_in_flight": IN_FLIGHT,
+                "inference_threads": inference_threads,
                 "max_wait_ms": MAX_WAIT_MS, "threads": list(threads), "simulations": list(simulations),
                 "compiled_nets": True, "cores": _cores(),
                 "positions_per_phase": {p: len(s) for p, s in positions.items()}}
@@ -129,7 +133,8 @@ def run_search_benchmark(simulations=SIMULATIONS, threads=THREADS, progress: boo
             for T in threads:
                 with console.status(f"{phase}: WU-UCT, {T} threads, {sims} simulations"):
                     with NetEvaluator(slm, upper, max_batch=wuuct_batch(T), max_wait_ms=MAX_WAIT_MS, clients=T,
-                                      in_flight=IN_FLIGHT, num_threads=torch_threads) as ev:
+                                      in_flight=IN_FLIGHT, num_threads=torch_threads,
+                                      inference_threads=inference_threads) as ev:
                         t = _time_search(ev, T, sims, states)
                         batches = ev.stats()
                 rows.append({"phase": phase, "search": "wu-uct", "threads": T, "simulations": sims,
@@ -142,14 +147,15 @@ def run_search_benchmark(simulations=SIMULATIONS, threads=THREADS, progress: boo
         fast = {phase: compile_for_inference(m) for phase, m in net.items()}  # what the evaluators run
         batches = sorted({1, 16} | {wuuct_batch(T) for T in threads})
 
-        def throughput(phase, batch):
-            return net_throughput(net[phase], batch, net_seconds, forward=fast[phase])
+        def throughput(phase, batch, callers=1):
+            return net_throughput(net[phase], batch, net_seconds, forward=fast[phase], callers=callers)
 
         torch.set_num_threads(1)
         one_thread = {phase: {b: throughput(phase, b) for b in batches} for phase in positions}
         serial_net = {phase: one_thread[phase][1] for phase in positions}
         torch.set_num_threads(torch_threads)
-        net_only = {phase: {T: one_thread[phase][wuuct_batch(T)] if torch_threads == 1 else throughput(phase, wuuct_batch(T))
+        same = torch_threads == 1 and inference_threads == 1
+        net_only = {phase: {T: one_thread[phase][wuuct_batch(T)] if same else throughput(phase, wuuct_batch(T), inference_threads)
                             for T in threads} for phase in positions}
 
     def rate(phase, search, T, sims):
@@ -186,7 +192,8 @@ def run_search_benchmark(simulations=SIMULATIONS, threads=THREADS, progress: boo
                       f"{r['sims_per_s']:,.0f}", f"{r['batches']['mean_batch']:.2f}" if "batches" in r else "1.00", f"{cap:,.0f}", f"{r['sims_per_s'] / cap:.0%}")
     console.print(table)
     console.print(f"torch threads: serial 1, WU-UCT {torch_threads}; WU-UCT clients = T, {IN_FLIGHT} batches in flight "
-                  f"of max_batch = ceil(T / {IN_FLIGHT}), max_wait_ms = {MAX_WAIT_MS}; nets compiled")
+                  f"of max_batch = ceil(T / {IN_FLIGHT}), max_wait_ms = {MAX_WAIT_MS}, {inference_threads} inference "
+                  "thread(s); nets compiled")
     for p in positions:
         console.print(f"{p}: search work {search_cost[p] * 1e3:.2f} ms/simulation; ceiling of WU-UCT/serial on "
                       f"{settings['cores']} cores at {sims} simulations: {result['ceiling_vs_serial'][p]:.2f}")

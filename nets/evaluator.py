@@ -18,26 +18,33 @@ Implementations:
 - :class:`NetEvaluator`: SLM for layout states, upper net for battle states, batched across threads.
   Search threads call ``evaluate([state])``; the caller computes the feature planes (a Numba kernel
   that releases the GIL, so this part runs in parallel), queues one request per state with a
-  ``concurrent.futures.Future`` and blocks on it. A single inference thread takes the first request,
+  ``concurrent.futures.Future`` and blocks on it. An inference thread takes the first request,
   then keeps collecting until it has ``max_batch`` states or ``max_wait_ms`` have passed since the
   first, or (no point waiting) every state submitted so far and not yet answered is in the batch;
   runs each phase's net once on its part of the batch under ``torch.inference_mode()``, and answers
   every future. An exception in the inference thread is set on every future of that batch, so
   it is raised in the callers (and the thread goes on serving). A phase without a net gets the uniform
-  policy and value 0, with a one-time ``RuntimeWarning``.
+  policy and value 0, with a one-time ``RuntimeWarning``. ``inference_threads`` such threads share the
+  queue (default 1); the compiled nets release the GIL for the whole forward pass, so two of them on
+  one torch thread each use two cores (inter-op parallelism: for nets this small it beats two intra-op
+  threads, which also spin; measured below).
 - :class:`NetVictimScorer`: the lower net over a batch of candidates (chunks of ``max_batch``).
 
 Threads: PyTorch's intra-op thread pool is process-wide. ``NetEvaluator`` sets it once, at construction,
 to ``num_threads`` (default :func:`default_num_threads`: half the cores this process may use, at least
-1, so 1 on the 2-core machines). All net work happens in the one inference thread, but the search
+1, so 1 on the 2-core machines). All net work happens in the inference threads, but the search
 threads are not idle: their Numba move generation and Python tree updates want the other cores. And
 oversubscribed OpenMP threads spin: measured on the 2-core machine while other processes ran, 2 intra-op
 threads were 3 to 100 times *slower* than 1 (tiny upper net at batch 32: 79 vs 725 positions/s;
 ``OMP_WAIT_POLICY=PASSIVE`` in the environment softens this, but 1 thread still won). Training is hit
 the same way: set ``torch.set_num_threads(1)`` in a learner on a shared machine. Pass ``num_threads=2``
-(or more) only on an otherwise idle machine; pass 1 when several evaluators or worker processes share a machine. Give a
+(or more) only on an otherwise idle machine; pass 1 when several evaluators or worker processes share a
+machine. To use more cores for the nets, prefer ``inference_threads``: on the 2-core machine, WU-UCT
+with 8 search threads, 400 simulations, 1 torch thread: battle 820-824 simulations/s with one inference
+thread, 979-1,030 with two; layout 997-1,020 and 1,742-1,792 (serial search: battle 473-491, layout
+634-654; with ``num_threads=2`` instead: battle 570, layout 1,073). Give a
 :class:`NetVictimScorer` the evaluator (``evaluator=``) to run its forward passes in the same inference
-thread instead of in the calling search thread, so that only one thread runs PyTorch at a time.
+threads instead of in the calling search thread.
 
 The evaluator puts its nets in ``eval()`` mode (batch norm uses running statistics); a learner training
 the same module objects concurrently must hand the evaluator a copy.
@@ -181,7 +188,8 @@ class NetEvaluator:
     2-core machine, battle search with the tiny upper net, 400 simulations: 2 search threads 458-489
     simulations/s with batches of 2, 569-580 with 2 in flight of 1; 8 threads 596-604 with batches
     of 8, 692-706 with 2 in flight of 4).
-    ``num_threads``: see the module docstring. ``compiled`` (default): run the nets compiled by
+    ``num_threads`` (torch intra-op threads) and ``inference_threads`` (threads serving the queue, each
+    running whole batches): see the module docstring. ``compiled`` (default): run the nets compiled by
     ``nets.inference.compile_for_inference`` (same outputs; faster, and the forward pass releases the
     GIL); ``False`` runs the eager modules.
     Use as a context manager or call :meth:`close`."""
@@ -198,6 +206,7 @@ class NetEvaluator:
         clients: int | None = None,
         compiled: bool = True,
         in_flight: int = 2,
+        inference_threads: int = 1,
     ):
         if max_batch < 1:
             raise ValueError(f"max_batch must be >= 1, got {max_batch}")
@@ -217,6 +226,9 @@ class NetEvaluator:
             raise ValueError(f"clients must be >= 1, got {clients}")
         if in_flight < 1:
             raise ValueError(f"in_flight must be >= 1, got {in_flight}")
+        if inference_threads < 1:
+            raise ValueError(f"inference_threads must be >= 1, got {inference_threads}")
+        self.inference_threads = int(inference_threads)
         # With ``clients`` search threads sharing the evaluator, a batch is ready when it holds a
         # request from each thread of its share (lc0 style); without it, when nothing else is outstanding.
         self.target_batch = min(self.max_batch, -(-int(clients) // int(in_flight))) if clients is not None else None
@@ -232,8 +244,11 @@ class NetEvaluator:
         self._warned: set[int] = set()
         self._batches: Counter[int] = Counter()
         self._stats_lock = threading.Lock()
-        self._thread = threading.Thread(target=self._run, name="net-evaluator", daemon=True)
-        self._thread.start()
+        self._running = self.inference_threads  # inference threads not yet stopped (guarded by _lock)
+        self._threads = [threading.Thread(target=self._run, name=f"net-evaluator-{i}", daemon=True)
+                         for i in range(self.inference_threads)]
+        for t in self._threads:
+            t.start()
 
     @classmethod
     def from_files(
@@ -277,9 +292,11 @@ class NetEvaluator:
             if self._closed:
                 return
             self._closed = True
-            self._queue.put(_STOP)
-        if threading.current_thread() is not self._thread:
-            self._thread.join()
+            for _ in self._threads:
+                self._queue.put(_STOP)
+        for t in self._threads:
+            if threading.current_thread() is not t:
+                t.join()
 
     def __enter__(self) -> "NetEvaluator":
         return self
@@ -402,6 +419,12 @@ class NetEvaluator:
             )
 
     def _fail_pending(self) -> None:
+        # Only the last inference thread to stop drains the queue: an earlier one would take the
+        # ``_STOP`` meant for another thread, which would then wait forever.
+        with self._lock:
+            self._running -= 1
+            if self._running > 0:
+                return
         while True:
             try:
                 item = self._queue.get_nowait()
@@ -432,30 +455,49 @@ def _runnable(net: nn.Module | None, compiled: bool):
     return compile_for_inference(net)
 
 
-def net_throughput(model: nn.Module, batch_size: int, seconds: float = 2.0, forward: Callable | None = None) -> float:
+def net_throughput(model: nn.Module, batch_size: int, seconds: float = 2.0, forward: Callable | None = None,
+                   callers: int = 1) -> float:
     """Positions per second of ``model``'s forward pass (eval mode, inference mode) at ``batch_size`` on
     random binary planes (a lower net also gets random upper actions), measured for about ``seconds``
     after two warm-up passes. ``forward``: what to time instead of ``model`` itself, taking the same
-    inputs (e.g. ``nets.inference.compile_for_inference(model)``)."""
+    inputs (e.g. ``nets.inference.compile_for_inference(model)``). ``callers``: threads running passes
+    concurrently (as ``NetEvaluator``'s ``inference_threads``); the total is returned."""
     from nets.inference import example_inputs
 
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    if callers < 1:
+        raise ValueError(f"callers must be >= 1, got {callers}")
     args = example_inputs(model, batch_size)
     run = forward if forward is not None else model
     was_training = model.training
     model.eval()
-    try:
+    counts = [0] * callers
+    start = threading.Barrier(callers + 1)
+
+    def loop(i: int) -> None:
         with torch.inference_mode():
             for _ in range(2):
                 run(*args)
-            n, t0 = 0, time.perf_counter()
-            while True:
+            start.wait()
+            while not done.is_set():
                 run(*args)
-                n += batch_size
-                elapsed = time.perf_counter() - t0
-                if elapsed >= seconds:
-                    return n / elapsed
+                counts[i] += batch_size
+
+    done = threading.Event()
+    threads = [threading.Thread(target=loop, args=(i,), daemon=True) for i in range(callers)]
+    try:
+        for t in threads:
+            t.start()
+        start.wait()
+        t0 = time.perf_counter()
+        time.sleep(seconds)
+        n = sum(counts)  # passes finished in the window (one in progress per caller is not counted)
+        elapsed = time.perf_counter() - t0
+        done.set()
+        for t in threads:
+            t.join()
+        return n / elapsed
     finally:
         model.train(was_training)
 

@@ -477,7 +477,8 @@ def test_knowledge_evaluator(layout_states, battle_states):
         assert e.policy.shape == ((NUM_LAYOUT_ACTIONS,) if s.phase == 0 else (NUM_UPPER_ACTIONS,))
 
 
-def test_net_evaluator_batches_across_threads(tiny_nets, layout_states, battle_states):
+@pytest.mark.parametrize("inference_threads", [1, 2])
+def test_net_evaluator_batches_across_threads(tiny_nets, layout_states, battle_states, inference_threads):
     slm, upper = tiny_nets["slm"], tiny_nets["upper"]
     states = layout_states[:8] + battle_states[:16]
     expected = {}
@@ -499,7 +500,7 @@ def test_net_evaluator_batches_across_threads(tiny_nets, layout_states, battle_s
             if e.policy.shape != p.shape or not np.allclose(e.policy, p, atol=1e-5) or abs(e.value - val) > 1e-4:
                 errors.append(f"thread {t} round {r}: wrong answer for {s!r}")
 
-    with NetEvaluator(slm, upper, max_batch=8, max_wait_ms=20.0) as ev:
+    with NetEvaluator(slm, upper, max_batch=8, max_wait_ms=20.0, inference_threads=inference_threads) as ev:
         threads = [threading.Thread(target=worker, args=(t,)) for t in range(n_threads)]
         for th in threads:
             th.start()
@@ -515,6 +516,22 @@ def test_net_evaluator_batches_across_threads(tiny_nets, layout_states, battle_s
     assert stats["max_batch"] > 1 and stats["max_batch"] <= 8, stats
     with pytest.raises(RuntimeError, match="closed"):
         ev.evaluate(states[:1])
+
+
+@pytest.mark.parametrize("inference_threads", [2, 3])
+def test_every_inference_thread_stops_on_close(tiny_nets, battle_states, inference_threads):
+    """Each inference thread gets its own stop signal: the first to stop used to drain the queue,
+    stop signals included, and ``close`` then waited forever for the others."""
+    for _ in range(3):
+        ev = NetEvaluator(None, tiny_nets["upper"], max_batch=2, inference_threads=inference_threads)
+        ev.evaluate(battle_states[:3])
+        closer = threading.Thread(target=ev.close, daemon=True)
+        closer.start()
+        closer.join(10.0)
+        assert not closer.is_alive(), "close() hung"
+        assert not any(t.is_alive() for t in ev._threads)
+    with pytest.raises(ValueError, match="inference_threads"):
+        NetEvaluator(None, tiny_nets["upper"], inference_threads=0)
 
 
 def test_lone_caller_does_not_wait(tiny_nets, battle_states):
@@ -616,6 +633,9 @@ def test_throughput(tiny_nets):
         assert ev.throughput(4, 0.05) > 0
         assert ev.throughput(1, 0.05, phase="layout") > 0
     assert net_throughput(tiny_nets["lower"], 2, 0.05) > 0
+    assert net_throughput(tiny_nets["upper"], 2, 0.05, forward=compile_for_inference(tiny_nets["upper"]), callers=2) > 0
+    with pytest.raises(ValueError, match="callers"):
+        net_throughput(tiny_nets["upper"], 2, 0.05, callers=0)
 
 
 def test_clients_make_batches_of_one_request_per_search_thread(tiny_nets, battle_states):
