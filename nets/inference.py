@@ -25,9 +25,9 @@ import warnings
 import torch
 from torch import nn
 
+from core.board import SIZE
 from core.encoding import NUM_UPPER_ACTIONS
 from core.features import NUM_PLANES
-from core.board import SIZE
 
 
 def example_inputs(model: nn.Module, batch_size: int = 2) -> tuple[torch.Tensor, ...]:
