@@ -20,7 +20,7 @@ Implementations:
   that releases the GIL, so this part runs in parallel), queues one request per state with a
   ``concurrent.futures.Future`` and blocks on it. An inference thread takes the first request,
   then keeps collecting until it has ``max_batch`` states or ``max_wait_ms`` have passed since the
-  first, or (no point waiting) every state submitted so far and not yet answered is in the batch;
+  first, or (no point waiting) no other request is queued;
   runs each phase's net once on its part of the batch under ``torch.inference_mode()``, and answers
   every future. An exception in the inference thread is set on every future of that batch, so
   it is raised in the callers (and the thread goes on serving). A phase without a net gets the uniform
@@ -178,10 +178,9 @@ class NetEvaluator:
 
     ``slm``/``upper``: ``nn.Module`` mapping planes ``(B, 14, 14, 14)`` to ``(logits (B, A), value (B,))``,
     or ``None`` (that phase falls back to uniform/0 with a one-time warning). ``max_batch`` positions per
-    forward pass at most; ``max_wait_ms`` the longest the inference thread waits for more requests after
-    the first (0: take only what is already queued); it never waits when every outstanding request is
-    already in the batch (a lone search thread pays no latency). ``clients``: the number of search
-    threads sharing the evaluator; when given, the thread instead waits (up to ``max_wait_ms``) until the
+    forward pass at most. Without ``clients`` an inference thread takes what is queued and never waits
+    (a lone search thread pays no latency). ``clients``: the number of search threads sharing the
+    evaluator; when given, the thread instead waits (up to ``max_wait_ms`` after the first request) until the
     batch holds ``min(ceil(clients / in_flight), max_batch)`` requests, because busy search threads
     submit a little apart. ``in_flight`` (default 2): batches the clients keep in flight, so that while
     the net runs one batch the other threads select and expand the leaves of the next (measured on the
@@ -230,7 +229,7 @@ class NetEvaluator:
             raise ValueError(f"inference_threads must be >= 1, got {inference_threads}")
         self.inference_threads = int(inference_threads)
         # With ``clients`` search threads sharing the evaluator, a batch is ready when it holds a
-        # request from each thread of its share (lc0 style); without it, when nothing else is outstanding.
+        # request from each thread of its share (lc0 style); without it, when nothing else is queued.
         self.target_batch = min(self.max_batch, -(-int(clients) // int(in_flight))) if clients is not None else None
         self.num_threads = int(num_threads) if num_threads is not None else default_num_threads()
         if self.num_threads < 1:
@@ -240,7 +239,6 @@ class NetEvaluator:
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._closed = False
-        self._outstanding = 0  # states queued and not yet answered (guarded by _lock)
         self._warned: set[int] = set()
         self._batches: Counter[int] = Counter()
         self._stats_lock = threading.Lock()
@@ -271,7 +269,6 @@ class NetEvaluator:
         with self._lock:
             if self._closed:
                 raise RuntimeError("NetEvaluator is closed")
-            self._outstanding += len(requests)
             for r in requests:
                 self._queue.put(r)
         return [r.future.result() for r in requests]
@@ -336,11 +333,8 @@ class NetEvaluator:
                     if self.target_batch is not None:
                         if len(batch) >= self.target_batch and self._queue.empty():
                             break  # every client has a request in this batch
-                    else:
-                        with self._lock:
-                            everything_in_hand = len(batch) >= self._outstanding
-                        if everything_in_hand and self._queue.empty():
-                            break  # no other request is queued: waiting would only add latency
+                    elif self._queue.empty():
+                        break  # no other request is queued: waiting would only add latency
                     # Poll instead of a timed ``get``: a timed SimpleQueue wait was seen to block forever
                     # on this machine (a futex wait without its timeout; every client was waiting on
                     # this batch, so nothing more was ever put and the game hung).
@@ -373,11 +367,7 @@ class NetEvaluator:
     def _answer(self, batch: list[_Request]) -> None:
         with self._stats_lock:
             self._batches[len(batch)] += 1
-        try:
-            self._answer_phases(batch)
-        finally:
-            with self._lock:
-                self._outstanding -= len(batch)
+        self._answer_phases(batch)
 
     def _answer_phases(self, batch: list[_Request]) -> None:
         try:
