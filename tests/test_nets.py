@@ -640,10 +640,11 @@ def test_throughput(tiny_nets):
 
 def test_clients_make_batches_of_one_request_per_search_thread(tiny_nets, battle_states):
     """Two threads that work a little between requests: with ``clients=2`` the inference thread waits
-    for both (mean batch near 2); without it, it answers each request alone (the lone-thread rule)."""
+    for both (mean batch near 2). (Without ``clients`` it never waits: ``test_lone_caller_does_not_wait``;
+    comparing mean batches here was flaky, as the two threads fall into step and often submit together.)"""
 
     def run(clients):
-        ev = NetEvaluator(None, tiny_nets["upper"], max_batch=2, max_wait_ms=50.0, clients=clients, in_flight=1)
+        ev = NetEvaluator(None, tiny_nets["upper"], max_batch=2, max_wait_ms=200.0, clients=clients, in_flight=1)
 
         def client():
             for s in battle_states[:12]:
@@ -658,9 +659,7 @@ def test_clients_make_batches_of_one_request_per_search_thread(tiny_nets, battle
         ev.close()
         return ev.stats()["mean_batch"]
 
-    with_clients = run(2)
-    assert with_clients >= 1.6
-    assert run(None) < with_clients
+    assert run(2) >= 1.6
     with pytest.raises(ValueError, match="clients"):
         NetEvaluator(None, tiny_nets["upper"], clients=0)
 
