@@ -399,8 +399,10 @@ class NetEvaluator:
                     r.future.set_exception(e)
 
     def _warn_missing(self, phase: int) -> None:
-        if phase not in self._warned:
+        with self._stats_lock:  # several inference threads: warn once
+            first = phase not in self._warned
             self._warned.add(phase)
+        if first:
             warnings.warn(
                 f"NetEvaluator has no {'SLM' if phase == 0 else 'upper'} net: {PHASE_NAMES[phase]} states get "
                 "a uniform policy and value 0",
