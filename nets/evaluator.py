@@ -141,13 +141,17 @@ class KnowledgeEvaluator:
         return out
 
 
+def available_cores() -> int:
+    """The CPU cores this process may use (its affinity mask on Linux, else ``os.cpu_count()``)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
 def default_num_threads() -> int:
     """Half the cores this process may use, at least 1 (module docstring: the rest run the search)."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        cores = os.cpu_count() or 1
-    return max(1, cores // 2)
+    return max(1, available_cores() // 2)
 
 
 def _check_kind(model: nn.Module | None, kind: str, what: str) -> None:
