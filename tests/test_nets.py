@@ -598,26 +598,24 @@ def test_victim_scorer(tiny_nets, after_moves):
 @pytest.mark.parametrize("kind", KINDS)
 def test_compiled_net_equals_eager(kind, tiny_nets, layout_states, battle_states, after_moves):
     """``compile_for_inference`` (traced at batch 2, batch norm folded) answers like the eager net at
-    other batch sizes, on real positions."""
+    other batch sizes, on real positions, and is built from the net's own weights."""
+    states = {"slm": layout_states, "upper": battle_states, "lower": after_moves}[kind]
+
+    def outputs(model, n):
+        actions = [encode_upper(s.last_move) for s in states[:n]] if kind == "lower" else None
+        out = _forward(model, batch_planes(states[:n]), actions)
+        return out if isinstance(out, tuple) else (out,)
+
     model = tiny_nets[kind]
     fast = compile_for_inference(model)
-    states = {"slm": layout_states, "upper": battle_states, "lower": after_moves}[kind]
     for n in (1, 3, 8):
-        planes = batch_planes(states[:n])
-        actions = [encode_upper(s.last_move) for s in states[:n]] if kind == "lower" else None
-        want = _forward(model, planes, actions)
-        got = _forward(fast, planes, actions)
-        for w, g in zip(want if isinstance(want, tuple) else (want,), got if isinstance(got, tuple) else (got,)):
+        for w, g in zip(outputs(model, n), outputs(fast, n)):
             assert g.shape == w.shape
             assert torch.allclose(g, w, atol=1e-4), (kind, n, float((g - w).abs().max()))
     changed = copy.deepcopy(model)
     with torch.no_grad():
         next(changed.parameters()).add_(1.0)
-    out = _forward(compile_for_inference(changed), batch_planes(states[:2]),
-                   [encode_upper(s.last_move) for s in states[:2]] if kind == "lower" else None)
-    first = out[0] if isinstance(out, tuple) else out
-    base = _forward(fast, batch_planes(states[:2]), [encode_upper(s.last_move) for s in states[:2]] if kind == "lower" else None)
-    assert not torch.allclose(first, base[0] if isinstance(base, tuple) else base, atol=1e-4)  # weights are used
+    assert not torch.allclose(outputs(compile_for_inference(changed), 2)[0], outputs(fast, 2)[0], atol=1e-4)
 
 
 def test_compiled_fc_heads_equal_eager():
