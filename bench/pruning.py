@@ -7,7 +7,7 @@ spec such as ``"expert"``) and at every battle position measures:
 - legal paths before / after ``prune.expansion`` (JFA Table 1);
 - for every square-forming path (at most ``capture_paths`` per position, chosen at random): victim
   sets before (``C(stones left, k)``) / after ``prune.capture``, separately for 1 and 2 victims;
-- time per call of ``core.pruning.path_levels`` and ``action_scores`` (side to move) and of
+- time per call of ``knowledge.pruning_kernels.path_levels`` and ``action_scores`` (side to move) and of
   ``CapturePruner.candidates``.
 
 Run: ``python -m bench.pruning [games] [seed] [agent]``.
@@ -24,7 +24,7 @@ import numpy as np
 
 from core.board import PHASE_LAYOUT
 from core.notation import Move
-from core.pruning import action_scores, path_levels
+from knowledge.pruning_kernels import action_scores, path_levels
 from core.state import GameState
 from knowledge.registry import REGISTRY
 

@@ -6,7 +6,9 @@ parallel) and ``cache=True`` (so a fresh process loads machine code instead of r
 
 Numba checks a cached kernel only against its *own* source file, so a kernel whose callee changed in
 another module would load stale machine code. The cache therefore lives in a directory named after a
-digest of every kernel source file: any edit starts a fresh cache. The root is ``$JIU_NUMBA_CACHE``
+digest of every module of the packages that hold kernels (``KERNEL_PACKAGES``: rules in ``core``,
+knowledge kernels in ``knowledge``, encodings and feature planes in ``nets``, tree kernels in
+``search``): any edit of one of them starts a fresh cache. The root is ``$JIU_NUMBA_CACHE``
 (default ``~/.cache/jiu-numba``).
 """
 
@@ -20,12 +22,19 @@ import numba
 from numba import njit
 
 JIT_OPTIONS: dict[str, bool] = {"nogil": True, "cache": True}
-# Packages whose modules define kernels; their sources key the cache directory.
-KERNEL_PACKAGES = ("core",)
+# Packages whose modules define kernels (or constants kernels read); their sources key the cache.
+KERNEL_PACKAGES = ("core", "knowledge", "nets", "search")
 # Modules of those packages that define no kernel and no constant a kernel reads: editing them
-# must not throw the cache away. (Leaving a module off this list only costs a recompile.)
+# must not throw the cache away. A module is included unless listed here, so a new kernel module is
+# covered without any change (leaving a pure module off this list only costs a recompile).
 PURE_PYTHON_MODULES = frozenset(
-    {"__init__.py", "atomic.py", "errors.py", "jfen.py", "notation.py", "perft.py", "records.py", "state.py"}
+    {
+        "core/__init__.py", "core/atomic.py", "core/errors.py", "core/jfen.py", "core/notation.py",
+        "core/perft.py", "core/records.py", "core/state.py",
+        "knowledge/__init__.py", "knowledge/agents.py", "knowledge/registry.py", "knowledge/protocols.py",
+        "nets/__init__.py", "nets/io.py", "nets/losses.py", "nets/inference.py", "nets/evaluator.py",
+        "nets/model.py", "search/__init__.py", "search/agents.py", "search/mcts.py",
+    }
 )
 
 
@@ -33,10 +42,11 @@ def _cache_dir() -> str:
     root = Path(__file__).resolve().parent.parent
     digest = hashlib.sha1()
     for package in KERNEL_PACKAGES:
-        for path in sorted((root / package).glob("*.py")):
-            if path.name in PURE_PYTHON_MODULES:
+        for path in sorted((root / package).rglob("*.py")):
+            rel = path.relative_to(root).as_posix()
+            if rel in PURE_PYTHON_MODULES:
                 continue
-            digest.update(path.name.encode())
+            digest.update(rel.encode())
             digest.update(path.read_bytes())
     base = Path(os.environ.get("JIU_NUMBA_CACHE", Path.home() / ".cache" / "jiu-numba"))
     return str(base / f"{digest.hexdigest()[:16]}-numba{numba.__version__}")

@@ -288,7 +288,7 @@ def generate_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump):
 def generate_square_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump, targets):
     """The paths of :func:`generate_paths` that form at least one square (``nsq > 0``), in the same
     order and with the same return value, without enumerating the others: what the square-potential
-    scores of ``core.pruning`` need, many times per search node.
+    scores of ``knowledge.pruning_kernels`` need, many times per search node.
 
     ``targets`` (ascending ``int16``) must hold every point ``d`` with ``squares_at(board, d, side +
     1) > 0``: :func:`square_targets` of ``board``, or of a board with the same stones of ``side`` and

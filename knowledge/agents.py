@@ -22,12 +22,12 @@ Agents (papers/004 section 2 for the baselines, papers/000 sections 3.4-3.5 for 
   centre is taken first and ties go to central points.
 - ``minimax``: alpha-beta negamax over *paths* (square victims by ``best_victims``), iterative
   deepening under ``time`` seconds (default 0.5) or to a fixed ``depth``; children ordered by JFA
-  Table 1 level (``core.pruning.path_levels``) then stones taken, the previous iteration's best root
+  Table 1 level (``knowledge.pruning_kernels.path_levels``) then stones taken, the previous iteration's best root
   move first. Leaves: ``eval.shape`` score difference plus ``material`` per stone of difference;
   terminal positions +-1e6 (sooner wins score higher). Inside the tree the repetition rule is the
   state's own (history is carried). Layout: the greedy layout policy (a tree over 196 placements with
   a shape evaluation says nothing the one-ply policy does not).
-- ``expert``: the JFA auxiliary agent from human knowledge; kernels and weights in ``core/expert.py``
+- ``expert``: the JFA auxiliary agent from human knowledge; kernels and weights in ``knowledge/expert_kernels.py``
   (its module docstring has the formulas). Layout: the greedy layout score (``eval.shape`` gain and
   blocking, Gaussian prior: the centre first) plus ``layout_mix`` (0.3) times a knowledge kernel over
   the cells around each point (own gates/squares, blocking the opponent's, Dalian geometry next to
@@ -53,7 +53,7 @@ from typing import Any
 import numpy as np
 
 from core.board import PHASE_LAYOUT
-from core.expert import (
+from knowledge.expert_kernels import (
     BATTLE_WEIGHTS,
     EVAL_WEIGHTS,
     LAYOUT_WEIGHTS,
@@ -64,7 +64,7 @@ from core.expert import (
 )
 from core.movegen import apply_path
 from core.notation import Move
-from core.pruning import path_levels
+from knowledge.pruning_kernels import path_levels
 from core.state import GameState
 from core.zobrist import ZOBRIST_BLACK_TO_MOVE, ZOBRIST_STONE
 from knowledge.evaluation import ShapeEvaluator
@@ -346,12 +346,12 @@ class MinimaxAgent(_Agent):
 
 # ============================================================================ expert
 class ExpertAgent(_Agent):
-    """The JFA auxiliary agent from human knowledge (module docstring; kernels in ``core/expert.py``).
+    """The JFA auxiliary agent from human knowledge (module docstring; kernels in ``knowledge/expert_kernels.py``).
 
     Options (all from spec strings except the weight arrays):
 
     - ``plies`` (2): 2 checks the ``top`` (8) best paths against the opponent's replies
-      (``core.expert.search_scores``), 1 uses the one-ply scores alone (``battle_scores``);
+      (``knowledge.expert_kernels.search_scores``), 1 uses the one-ply scores alone (``battle_scores``);
     - ``replies`` (48): opponent replies examined per candidate when there are more (flights);
     - ``k_full`` (64): paths scored in full when there are more (flights), best by pre-score;
     - ``victims`` (``"threat"``): square-victim rule, see :meth:`victims`;
@@ -361,7 +361,7 @@ class ExpertAgent(_Agent):
     - ``noise`` / ``layout_noise`` (0): standard deviation of Gaussian noise added to the battle /
       layout scores for diverse self-play (otherwise only seeded tie-breaking);
     - ``weights`` / ``layout_weights`` / ``eval_weights``: arrays replacing
-      ``core.expert.BATTLE_WEIGHTS`` / ``LAYOUT_WEIGHTS`` / ``EVAL_WEIGHTS``.
+      ``knowledge.expert_kernels.BATTLE_WEIGHTS`` / ``LAYOUT_WEIGHTS`` / ``EVAL_WEIGHTS``.
 
     Public helpers for training code: :meth:`layout_scores`, :meth:`battle_scores` and
     :meth:`victims` (the auxiliary agent "responsible for square capturing", JFA section 4.2).
@@ -395,7 +395,7 @@ class ExpertAgent(_Agent):
     def layout_scores(self, state: GameState) -> np.ndarray:
         """``float64[196]`` layout scores of the legal placements (``-inf`` elsewhere), before noise:
         the ``eval.shape`` difference after the placement plus the Gaussian prior (as greedy), plus
-        ``layout_mix`` times the knowledge kernel ``core.expert.layout_scores``."""
+        ``layout_mix`` times the knowledge kernel ``knowledge.expert_kernels.layout_scores``."""
         scores = greedy_layout_scores(state, self.evaluator, self.prior, self.prior_weight)
         if self.layout_mix:
             legal = np.isfinite(scores)
@@ -462,7 +462,7 @@ class ExpertAgent(_Agent):
     def victims(self, state: GameState, path: tuple[int, ...], jump: bool, nsq: int) -> tuple[int, ...]:
         """Square victims of a legal path forming ``nsq`` squares. Rule ``"threat"`` (default): when
         the opponent would have a capturing reply, the stones behind its threats go first, Dalian
-        shuttles first (``core.expert.threat_victims``); otherwise ``best_victims`` (JFA Eq. 9, breaks the
+        shuttles first (``knowledge.expert_kernels.threat_victims``); otherwise ``best_victims`` (JFA Eq. 9, breaks the
         opponent's Dalians, squares and gates). ``"eq9"``: always ``best_victims``; ``"kernel"``: always
         the kernel's rule."""
         if nsq <= 0:

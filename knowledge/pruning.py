@@ -1,4 +1,4 @@
-"""Knowledge-based pruning plugins (JFA section 3.5; kernels and definitions in ``core/pruning.py``).
+"""Knowledge-based pruning plugins (JFA section 3.5; kernels and definitions in ``knowledge/pruning_kernels.py``).
 
 - ``prune.expansion`` (kind ``expansion_pruner``): keep only the legal paths of the best non-empty
   JFA Table 1 level (1 Dalian shuttle, 2 square-forming, 3 jump or square-opening, 4 other).
@@ -36,7 +36,7 @@ import numpy as np
 from core.board import PHASE_LAYOUT, POINT_NAMES
 from core.errors import IllegalMoveError
 from core.movegen import apply_path, find_path
-from core.pruning import best_level_indices, path_levels, victim_set_scores
+from knowledge.pruning_kernels import best_level_indices, path_levels, victim_set_scores
 from core.state import GameState, PathSet
 from knowledge.registry import register
 
@@ -54,7 +54,7 @@ class ExpansionPruner:
     name = "prune.expansion"
 
     def levels(self, state: GameState, paths: PathSet) -> np.ndarray:
-        """``int8[m]`` Table 1 level of every path (``core.pruning.path_levels``)."""
+        """``int8[m]`` Table 1 level of every path (``knowledge.pruning_kernels.path_levels``)."""
         s = state.side
         return path_levels(state.board, s, state.counts[s], state.counts[1 - s], paths.pts, paths.off,
                            paths.nsq, paths.jump, paths.m)

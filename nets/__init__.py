@@ -34,35 +34,37 @@ compute-bound once the per-operator Python dispatch is gone. Two threads each ru
 (``callers=2``, ``NetEvaluator(inference_threads=2)``) double it (upper at batch 4: 948 -> 1,984). Two
 intra-op threads instead collapse on a loaded machine (2-270 positions/s measured; OpenMP threads
 spin), hence ``NetEvaluator``'s default of half the cores for ``num_threads``.
+
+Importing ``nets`` itself is cheap (no torch): the names below load their module on first use, so
+the torch-free codecs ``nets.encoding``, ``nets.features`` and ``nets.symmetry`` serve the rules-level
+commands without importing PyTorch.
 """
 
-from nets.config import ENCODING_VERSION, NetConfig, preset, preset_name
-from nets.evaluator import (
-    Evaluation,
-    Evaluator,
-    KnowledgeEvaluator,
-    NetEvaluator,
-    NetVictimScorer,
-    UniformEvaluator,
-    VictimScorer,
-)
-from nets.model import LowerNet, SLMNet, UpperNet, build, count_parameters
+import importlib
 
-__all__ = [
-    "ENCODING_VERSION",
-    "Evaluation",
-    "Evaluator",
-    "KnowledgeEvaluator",
-    "LowerNet",
-    "NetConfig",
-    "NetEvaluator",
-    "NetVictimScorer",
-    "SLMNet",
-    "UniformEvaluator",
-    "UpperNet",
-    "VictimScorer",
-    "build",
-    "count_parameters",
-    "preset",
-    "preset_name",
-]
+_EXPORTS = {
+    "ENCODING_VERSION": "nets.config",
+    "NetConfig": "nets.config",
+    "preset": "nets.config",
+    "preset_name": "nets.config",
+    "Evaluation": "nets.evaluator",
+    "Evaluator": "nets.evaluator",
+    "KnowledgeEvaluator": "nets.evaluator",
+    "NetEvaluator": "nets.evaluator",
+    "NetVictimScorer": "nets.evaluator",
+    "UniformEvaluator": "nets.evaluator",
+    "VictimScorer": "nets.evaluator",
+    "LowerNet": "nets.model",
+    "SLMNet": "nets.model",
+    "UpperNet": "nets.model",
+    "build": "nets.model",
+    "count_parameters": "nets.model",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'nets' has no attribute {name!r}")

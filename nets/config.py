@@ -13,7 +13,7 @@
   The lower net has no policy head and only accepts the default ``"conv"``.
 - ``action_embedding``: dimension of the upper-action embedding of the lower net (>= 1 for
   ``lower``; must be 0 for the other kinds).
-- ``in_planes``: input feature planes, ``core.features.NUM_PLANES``.
+- ``in_planes``: input feature planes, ``nets.features.NUM_PLANES``.
 
 Presets (:func:`preset`):
 
@@ -32,7 +32,7 @@ The paper gives block counts only; 256 channels is the AlphaZero width, our choi
 train and run on two CPU cores (exact parameter counts and measured throughput: ``nets/__init__.py``).
 
 ``ENCODING_VERSION`` is stored in every saved net; bump it whenever the action encodings
-(``core.encoding``) or the feature planes (``core.features``) change, so stale nets fail to load.
+(``nets.encoding``) or the feature planes (``nets.features``) change, so stale nets fail to load.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from core.features import NUM_PLANES
+from nets.features import NUM_PLANES
 
 ENCODING_VERSION = 1
 

@@ -66,8 +66,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from core.encoding import NUM_LAYOUT_ACTIONS, NUM_UPPER_ACTIONS
-from core.features import batch_planes, state_planes
+from nets.encoding import NUM_LAYOUT_ACTIONS, NUM_UPPER_ACTIONS
+from nets.features import batch_planes, state_planes
 from core.state import GameState
 
 PHASE_NAMES = ("layout", "battle")

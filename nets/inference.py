@@ -26,8 +26,8 @@ import torch
 from torch import nn
 
 from core.board import SIZE
-from core.encoding import NUM_UPPER_ACTIONS
-from core.features import NUM_PLANES
+from nets.encoding import NUM_UPPER_ACTIONS
+from nets.features import NUM_PLANES
 
 
 def example_inputs(model: nn.Module, batch_size: int = 2) -> tuple[torch.Tensor, ...]:

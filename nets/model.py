@@ -1,7 +1,7 @@
 """The JFA nets in PyTorch: SLM (layout), HBM upper (battle paths) and HBM lower (square victims).
 
 All three share the trunk of JFA Fig. 3: a convolutional block (3x3 conv + batch norm + ReLU) on the
-``(B, NUM_PLANES, 14, 14)`` feature planes of ``core.features``, then ``blocks`` residual blocks of two
+``(B, NUM_PLANES, 14, 14)`` feature planes of ``nets.features``, then ``blocks`` residual blocks of two
 such blocks each (the second block's ReLU comes after the skip addition, as in AlphaZero).
 
 Heads
@@ -16,7 +16,7 @@ point; the logit at plane position ``(r, k)`` is layout action ``r * 14 + k`` (t
 
 **Upper policy**, ``policy_head="conv"``: a 1x1 conv block (``channels``), then a 1x1 conv to
 ``UPPER_CHANNELS = 4 + 49 + 196 = 249`` logits per point ``o``, read in the rule book's order
-(section 8, ``core.encoding``): channel ``d < 4`` at ``o`` is the step ``4*o + d``; channel ``4 + j``
+(section 8, ``nets.encoding``): channel ``d < 4`` at ``o`` is the step ``4*o + d``; channel ``4 + j``
 (``j < 49``) is the jump ``784 + 49*o + j``; channel ``53 + e`` is the flight ``10388 + 196*o + e``
 (see :func:`flatten_upper`). A 1x1 conv alone makes every flight logit a linear function of the features
 at its *origin*; a flight's worth depends just as much on its destination, so the flight block also gets
@@ -45,7 +45,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from core.board import NUM_POINTS, SIZE
-from core.encoding import (
+from nets.encoding import (
     FLIGHT_BASE,
     JUMP_BASE,
     JUMP_PER_ORIGIN,

@@ -369,7 +369,7 @@ class Search:
         else:
             sets = [tuple(state.victims_left(path, jump)[:count])]
         if len(sets) > 1 and self.victim_scorer is not None:
-            from core.encoding import encode_upper
+            from nets.encoding import encode_upper
 
             after = [state._play(Move(path, jump, s)) for s in sets]
             q = self.victim_scorer.q_values(after, [encode_upper(path, jump)] * len(after))

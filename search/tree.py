@@ -37,7 +37,7 @@ import numpy as np
 
 from core.board import BLACK, CENTRE_OTHER, CENTRE_WHITE_FIRST, EMPTY, NUM_POINTS, STONES_PER_SIDE
 from core.jit import kernel
-from core.encoding import encode_path
+from nets.encoding import encode_path
 from core.movegen import apply_path
 from core.zobrist import zobrist_hash
 
@@ -222,7 +222,7 @@ def kept_children(pts, off, jump, nsq, keep):
     indices, ascending, from the expansion pruner). Returns ``(pts int16[K], off int32[k+1], jump
     int8[k], squares int8[k], actions int32[k], pool_size)``: the kept paths back to back, their
     jump flags, squares formed (victims are chosen when the child is first expanded), upper actions
-    (``core.encoding``) and the move-pool entries the children need (their points plus room for up
+    (``nets.encoding``) and the move-pool entries the children need (their points plus room for up
     to 4 victims each)."""
     k = keep.shape[0]
     out_off = np.zeros(k + 1, np.int32)

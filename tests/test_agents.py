@@ -14,7 +14,7 @@ import pytest
 from core.board import BLACK, POINT_BY_NAME, WHITE
 from core.jfen import format_jfen
 from core.notation import Move
-from core.pruning import path_levels
+from knowledge.pruning_kernels import path_levels
 from core.rules import Ruleset
 from core.state import GameState
 from knowledge.agents import ExpertAgent, PhasedAgent, make_agent

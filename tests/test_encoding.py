@@ -1,4 +1,4 @@
-"""Action encodings (core.encoding; rule book section 8): round trips over every legal path and move of
+"""Action encodings (nets.encoding; rule book section 8): round trips over every legal path and move of
 positions reached by random play (walking, flying, jump chains, 3-4 square flights), injectivity,
 and the exact set of decodable indices."""
 
@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.board import NEIGHBOR, NUM_POINTS, SIZE
-from core.encoding import (
+from nets.encoding import (
     FLIGHT_BASE,
     JUMP_BASE,
     LOWER_NONE,

@@ -17,7 +17,7 @@ from torch import nn
 
 import nets.io as nio
 from core.board import NUM_POINTS, SIZE
-from core.encoding import (
+from nets.encoding import (
     FLIGHT_BASE,
     JUMP_BASE,
     NUM_LAYOUT_ACTIONS,
@@ -27,7 +27,7 @@ from core.encoding import (
     encode_paths,
     encode_upper,
 )
-from core.features import NUM_PLANES, batch_planes
+from nets.features import NUM_PLANES, batch_planes
 from core.notation import Move
 from core.state import GameState
 from nets.config import ENCODING_VERSION, NetConfig, preset, preset_name
@@ -190,7 +190,7 @@ def test_paper_presets_build_and_count(kind):
 
 # ------------------------------------------------------------------------------------------ index mapping
 def _hand_picked_upper() -> list[tuple[int, int, int]]:
-    """(upper action, origin point, head channel) for a few hand-picked paths, encoded by core.encoding."""
+    """(upper action, origin point, head channel) for a few hand-picked paths, encoded by nets.encoding."""
     p = lambda name: {f"{chr(97 + c)}{r + 1}": r * SIZE + c for r in range(SIZE) for c in range(SIZE)}[name]
     cases = []
     # steps: a1 up (row+1) = dir 0; h8 down = 1; g7 left = 2; n14 has no right/up, take n13 up

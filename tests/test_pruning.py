@@ -1,4 +1,4 @@
-"""Tests of the pruning kernels (core/pruning.py) and the pruning plugins (knowledge/pruning.py).
+"""Tests of the pruning kernels (knowledge/pruning_kernels.py) and the pruning plugins (knowledge/pruning.py).
 
 The naive references below take the legal paths from ``GameState.legal_paths`` (strings parsed with
 ``parse_move``) and do everything else with plain loops on (column, row) coordinates: squares,
@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from core.board import NUM_POINTS, PHASE_BATTLE, POINT_NAMES
 from core.jfen import format_jfen
 from core.notation import Move, parse_move
-from core.pruning import (
+from knowledge.pruning_kernels import (
     action_scores,
     best_level_indices,
     can_form_square,
@@ -118,7 +118,7 @@ def ref_opponent_can_form(board_after, opp_side: int, n_opp_after: int, n_me: in
 
 
 def ref_action_scores(board, side: int, n_own: int, n_opp: int, ruleset: Ruleset) -> np.ndarray:
-    """JFA Eq. 7 with Table 2, by plain loops (see core/pruning.py for the definitions)."""
+    """JFA Eq. 7 with Table 2, by plain loops (see knowledge/pruning_kernels.py for the definitions)."""
     me = side + 1
     counts = (n_own, n_opp) if side == 0 else (n_opp, n_own)
     out = np.zeros(NUM_POINTS)

@@ -155,7 +155,7 @@ def test_terminal_root_is_rejected():
 def test_kept_children_matches_a_naive_gather(seed):
     """``kept_children`` against plain Python over the path set: kept paths, flags, squares, upper
     actions (``encode_upper``) and move-pool size."""
-    from core.encoding import encode_upper
+    from nets.encoding import encode_upper
     from search.tree import kept_children
 
     rng = random.Random(seed)

@@ -1,4 +1,4 @@
-"""Board symmetries (core.symmetry; rule book section 8): the maps form the four-element group fixing
+"""Board symmetries (nets.symmetry; rule book section 8): the maps form the four-element group fixing
 the g7-h8 diagonal, and the rules commute with them (legal moves, paths with square counts, move
 application, terminal status); the action maps agree with encoding the transformed path."""
 
@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.board import NUM_POINTS, SIZE
-from core.encoding import (
+from nets.encoding import (
     LOWER_NONE,
     NUM_LOWER_ACTIONS,
     NUM_UPPER_ACTIONS,
@@ -29,7 +29,7 @@ from core.encoding import (
 from core.notation import Move, parse_move
 from core.rules import Ruleset
 from core.state import GameState
-from core.symmetry import (
+from nets.symmetry import (
     DIR_MAPS,
     NUM_SYMMETRIES,
     POINT_MAPS,
@@ -107,11 +107,11 @@ def test_action_maps_are_involutive_permutations(kind, maps, n):
 
 
 def test_lazy_attributes_and_cheap_import():
-    import core.symmetry as sym
+    import nets.symmetry as sym
 
     assert sym.UPPER_MAPS is upper_maps() and sym.LOWER_MAPS is lower_maps()
     code = (
-        "import core.symmetry as s;"
+        "import nets.symmetry as s;"
         "assert s.upper_maps.cache_info().currsize == 0 == s.lower_maps.cache_info().currsize"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
@@ -133,7 +133,7 @@ def test_every_upper_index_maps_to_the_transformed_decode():
 
 def test_lower_maps_match_transformed_victims():
     m = lower_maps()
-    from core.encoding import decode_lower
+    from nets.encoding import decode_lower
 
     for s in SYMS:
         for k in range(NUM_LOWER_ACTIONS):

@@ -22,12 +22,12 @@ import torch
 from typer.testing import CliRunner
 
 from cli import app
-from core.encoding import encode_paths, encode_upper
-from core.features import state_planes
+from nets.encoding import encode_paths, encode_upper
+from nets.features import state_planes
 from core.records import read_json
 from core.rules import Ruleset
 from core.state import GameState
-from core.symmetry import action_map, transform_move, transform_state
+from nets.symmetry import action_map, transform_move, transform_state
 from knowledge.agents import make_agent
 from train.config import ConfigError, load_config, validate_config
 from train.learner import Learner, learning_rate

@@ -50,7 +50,7 @@ field                           default                     meaning
 ``selfplay.expansion_pruner``   ``"prune.expansion"``       JFA Table 1 pruning in the search (or ``None``)
 ``replay.window``               ``20000``                   the learner samples the most recent N samples
 ``replay.symmetries``           ``[0, 1, 2, 3]``            board symmetries drawn per sample at training
-                                                            time (``core.symmetry``; ``[0, 1]`` = the paper's
+                                                            time (``nets.symmetry``; ``[0, 1]`` = the paper's
                                                             180-degree rotation only, ``[0]`` = none)
 ``learner.optimizer``           ``"adam"``                  ``adam`` or ``sgd`` (with ``momentum``)
 ``learner.lr``                  ``0.001``                   peak learning rate

@@ -2,7 +2,7 @@
 
 A **sample** is one training example of one net kind:
 
-- ``slm`` / ``upper``: the feature planes of a position (``core.features``), a sparse policy target over
+- ``slm`` / ``upper``: the feature planes of a position (``nets.features``), a sparse policy target over
   the kind's action space (196 layout or 48,804 upper actions) and ``z``, the value target for the side to
   move. The sparse policy lists every action the search could choose (the root's children after pruning,
   or every legal action for supervised samples) with its target probability, zeros included: those
@@ -21,7 +21,7 @@ except four scalar planes, whose float16 rounding is below 1e-3), ``z`` (``float
 :func:`load_window` reads the most recent shards of a directory (file names sort chronologically, e.g.
 ``i0003-g0001.npz``) until it has ``window`` samples and keeps exactly the newest ``window``.
 
-:func:`make_batch` draws a batch and augments it with the board symmetries (``core.symmetry``): each
+:func:`make_batch` draws a batch and augments it with the board symmetries (``nets.symmetry``): each
 sample gets a symmetry drawn from the allowed ones; its planes go through ``transform_planes`` and its
 action indices through the action maps (``action_map(sym, 'layout'|'upper')``), so policy mass stays on
 the transformed actions.
@@ -40,9 +40,9 @@ import numpy as np
 
 from core.atomic import atomic_write
 
-from core.encoding import NUM_LAYOUT_ACTIONS, NUM_UPPER_ACTIONS
-from core.features import NUM_PLANES
-from core.symmetry import action_map, transform_planes
+from nets.encoding import NUM_LAYOUT_ACTIONS, NUM_UPPER_ACTIONS
+from nets.features import NUM_PLANES
+from nets.symmetry import action_map, transform_planes
 
 KIND_ACTIONS = {"slm": NUM_LAYOUT_ACTIONS, "upper": NUM_UPPER_ACTIONS}
 KIND_POLICY = {"slm": "layout", "upper": "upper", "lower": "upper"}

@@ -157,7 +157,7 @@ class _Game:
 
     def searched_move(self, search, rng: np.random.Generator, cfg, builder) -> None:
         """Search the position, add a sample to ``builder`` and play the sampled move."""
-        from core.features import state_planes
+        from nets.features import state_planes
 
         state = self.state
         forced = _forced(search, state)
@@ -264,7 +264,7 @@ def choose_victims_q(state: GameState, path, jump: bool, pruner, scorer, rng=Non
     """The lower net's choice of square victims for a square-forming ``path``: the capture pruner's
     candidates, a uniformly random one with probability ``epsilon`` (``rng``), else the highest Q.
     Returns ``(victims, after_state, upper_action, n_candidates)``."""
-    from core.encoding import encode_upper
+    from nets.encoding import encode_upper
 
     sets, _ = pruner.candidates(state, path, jump)
     action = encode_upper(tuple(path), jump)
@@ -281,7 +281,7 @@ def choose_victims_q(state: GameState, path, jump: bool, pruner, scorer, rng=Non
 
 def play_lower_game(cfg, lower_net, seed: int) -> tuple[_Game, Any, dict]:
     """One ``lower`` self-play game (module docstring)."""
-    from core.features import state_planes
+    from nets.features import state_planes
     from knowledge.agents import make_agent
     from knowledge.registry import REGISTRY
     from nets.evaluator import NetVictimScorer

@@ -79,8 +79,8 @@ def _returns(result: str | None) -> tuple[float, float]:
 
 def samples_from_record(record, kind: str) -> Samples:
     """The ``kind`` samples of one record (module docstring); raises ``RecordError`` on an illegal move."""
-    from core.encoding import encode_paths, encode_upper
-    from core.features import state_planes
+    from nets.encoding import encode_paths, encode_upper
+    from nets.features import state_planes
     from core.notation import parse_move
 
     states = record.replay()

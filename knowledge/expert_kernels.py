@@ -27,7 +27,7 @@ Battle, one ply (:func:`battle_scores`): every legal path gets
     + shape(own, S_*) - shape(opponent, O_*)
 
 where ``captured`` is jump victims plus square victims, ``level`` the JFA Table 1 level
-(``core.pruning.path_levels``), ``reply`` the most stones the opponent can take with one move on the
+(``knowledge.pruning_kernels.path_levels``), ``reply`` the most stones the opponent can take with one move on the
 resulting board (a one-ply safety check with the move generator), ``threats`` the number of distinct
 points where the opponent has a capturing move, ``ours`` the most stones our next move could take if
 left alone, and ``shape(x, w) = w_dalian Dalians + w_square squares + w_open open gates + w_gate closed

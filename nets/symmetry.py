@@ -23,7 +23,7 @@ Tables (read-only):
   Layout actions are point indices, so layout policies use it too.
 - ``DIR_MAPS`` ``int8[4, 4]``: image of step direction ``d`` (0 up, 1 down, 2 left, 3 right).
 - :func:`upper_maps` -> ``UPPER_MAPS`` ``int32[4, 48804]`` and :func:`lower_maps` -> ``LOWER_MAPS``
-  ``int32[4, 19307]``: images of upper/lower actions (``core.encoding``); built on first use
+  ``int32[4, 19307]``: images of upper/lower actions (``nets.encoding``); built on first use
   (``functools.cache``) so that importing this module stays cheap. They are permutations of the whole
   index range, impossible indices included (those map to impossible indices), and agree with
   ``encode(transform(path))`` for every path. The module attributes ``UPPER_MAPS`` and ``LOWER_MAPS``
@@ -37,7 +37,7 @@ from functools import cache
 import numpy as np
 
 from core.board import NUM_POINTS, SIZE
-from core.encoding import (
+from nets.encoding import (
     FLIGHT_BASE,
     HALF,
     JUMP_BASE,
@@ -185,7 +185,7 @@ def transform_board(board: np.ndarray, sym: int) -> np.ndarray:
 
 
 def transform_planes(planes: np.ndarray, sym: int) -> np.ndarray:
-    """Feature planes ``(..., 14, 14)`` indexed ``[..., row, column]`` (``core.features``) moved by
+    """Feature planes ``(..., 14, 14)`` indexed ``[..., row, column]`` (``nets.features``) moved by
     ``sym``, as a new contiguous array; consistent with :func:`transform_board` on the flattened
     ``row * 14 + column`` points. Raises ``ValueError`` for other trailing shapes."""
     s = _check_sym(sym)
@@ -220,7 +220,7 @@ def transform_state(state, sym: int):
     holds Zobrist hashes, not boards), so the result's history **restarts** at the transformed
     position (as for a JFEN): repetition draws of the original game are not seen in the image.
     """
-    from core.state import GameState  # deferred: keeps ``import core.symmetry`` light
+    from core.state import GameState  # deferred: keeps ``import nets.symmetry`` light
 
     s = _check_sym(sym)
     last = state.last_move
