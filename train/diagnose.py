@@ -1,0 +1,267 @@
+"""Where strength is lost: diagnostics of a model directory against held-out expert games.
+
+``python cli.py diagnose MODEL_DIR --records DIR`` (issue "Learning that surpasses the expert", point 2):
+
+- **policy agreement**: on every position of the held-out records with at least two legal moves, the
+  net's most probable legal action (the policy masked to the legal actions, as the search uses it) is
+  compared with the move played (records of the expert are the expert's choices): top-1 and top-3
+  agreement, separately for the SLM (layout placements) and the upper net (battle paths: the upper
+  action of the played path), and the mean cross-entropy of the played move under the masked policy;
+- **value calibration**: on the same positions, the value head's estimate ``v`` in [-1, 1] for the
+  side to move against the game's result ``z`` (+1 win, -1 loss; drawn games are left out): sign
+  accuracy ``P(sign v = z)``, the Brier score of ``p = (1 + v) / 2`` as the probability of a win (0.25
+  is a coin's score, 0 perfect), and a reliability table (mean ``p`` and observed win rate in five bins);
+  battle positions are also split by stage (first 50 battle plies, later);
+- **victim choice** (the lower net, JFA Eq. 6): on every square capture of the records, whether the
+  lower net's best set among the capture pruner's ``victims`` best sets is the set the expert took, beside
+  the capture pruner's own first choice.
+
+Strength against the number of simulations is measured by matches (``arena jfa:sims=S expert``); this
+module measures the nets alone. All numbers are computed in one process on the CPU, seeded, in batches.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from core.errors import JiuError
+
+STAGES = (("layout", None), ("battle<50", 50), ("battle>=50", None))
+
+
+class DiagnoseError(JiuError):
+    """Bad input to the diagnostics (no model file, no records); the message names which."""
+
+
+def _masked_stats(logits: np.ndarray, legal: Sequence[np.ndarray], target: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Top-1 / top-3 hit and cross-entropy of ``target`` under ``logits`` masked to ``legal``.
+
+    ``logits`` ``float32 (B, A)``; ``legal[i]`` int64 legal actions of sample ``i``; ``target`` int64 (B,).
+    Returns ``(top1 bool (B,), top3 bool (B,), nll float64 (B,))``."""
+    top1 = np.zeros(len(target), bool)
+    top3 = np.zeros(len(target), bool)
+    nll = np.zeros(len(target), np.float64)
+    for i, acts in enumerate(legal):
+        acts = np.unique(acts)
+        z = logits[i, acts].astype(np.float64)
+        z -= z.max()
+        logp = z - np.log(np.exp(z).sum())
+        order = acts[np.argsort(-z, kind="stable")]
+        top1[i] = order[0] == target[i]
+        top3[i] = target[i] in order[:3]
+        nll[i] = -logp[np.searchsorted(acts, target[i])]
+    return top1, top3, nll
+
+
+def value_calibration(v: np.ndarray, z: np.ndarray, bins: int = 5) -> dict[str, Any]:
+    """Sign accuracy, Brier score and a reliability table of values ``v`` (float, [-1, 1]) against
+    results ``z`` (+1/-1; zeros are dropped). Returns ``{"n", "sign_accuracy", "brier", "bins": [...]}``
+    with each bin ``{"p_mean", "win_rate", "n"}`` over ``p = (1 + v) / 2``."""
+    v = np.asarray(v, np.float64)
+    z = np.asarray(z, np.float64)
+    keep = z != 0
+    v, z = v[keep], z[keep]
+    if len(v) == 0:
+        return {"n": 0, "sign_accuracy": None, "brier": None, "bins": []}
+    p = (1.0 + v) / 2.0
+    win = (z > 0).astype(np.float64)
+    edges = np.linspace(0.0, 1.0, bins + 1)
+    which = np.clip(np.digitize(p, edges[1:-1]), 0, bins - 1)
+    table = []
+    for b in range(bins):
+        sel = which == b
+        if sel.any():
+            table.append({"p_mean": float(p[sel].mean()), "win_rate": float(win[sel].mean()), "n": int(sel.sum())})
+    return {
+        "n": int(len(v)),
+        "sign_accuracy": float(np.mean(np.sign(v) == z)),
+        "brier": float(np.mean((p - win) ** 2)),
+        "bins": table,
+    }
+
+
+def _positions(records, kind: str, max_positions: int, rng: np.random.Generator):
+    """Held-out positions of ``kind`` (``slm`` or ``upper``): ``(planes float32 (n, C, 14, 14), legal
+    actions per position, target action int64 (n,), z float32 (n,), battle ply int (n,))``, at most
+    ``max_positions`` drawn uniformly from all of them."""
+    from core.notation import parse_move
+    from nets.encoding import encode_paths, encode_upper
+    from nets.features import state_planes
+
+    rows = []
+    for record in records:
+        states = record.replay()
+        z = {"w": (1.0, -1.0), "b": (-1.0, 1.0)}.get(record.result or "", (0.0, 0.0))
+        for i, text in enumerate(record.moves):
+            s = states[i]
+            if kind == "slm" and s.phase == 0:
+                legal = np.array(s.placements(), np.int64)
+                target = parse_move(text).origin
+            elif kind == "upper" and s.phase == 1:
+                ps = s.paths()
+                legal = encode_paths(ps.pts, ps.off, ps.jump, ps.m).astype(np.int64)
+                target = encode_upper(parse_move(text))
+            else:
+                continue
+            if len(np.unique(legal)) < 2:
+                continue
+            rows.append((s, legal, target, z[s.side]))
+    if len(rows) > max_positions:
+        rows = [rows[i] for i in np.sort(rng.choice(len(rows), max_positions, replace=False))]
+    planes = np.stack([state_planes(s) for s, *_ in rows]) if rows else np.zeros((0, 1, 14, 14), np.float32)
+    battle_ply = np.array([max(0, s.ply - 196) for s, *_ in rows], np.int64)
+    return (planes, [r[1] for r in rows], np.array([r[2] for r in rows], np.int64),
+            np.array([r[3] for r in rows], np.float32), battle_ply)
+
+
+def _forward(model, planes: np.ndarray, batch: int = 256) -> tuple[np.ndarray, np.ndarray]:
+    import torch
+
+    logits, values = [], []
+    with torch.inference_mode():
+        for a in range(0, len(planes), batch):
+            out_logits, out_v = model(torch.from_numpy(np.ascontiguousarray(planes[a:a + batch], np.float32)))
+            logits.append(out_logits.float().numpy())
+            values.append(out_v.float().numpy())
+    if not logits:
+        return np.zeros((0, 1), np.float32), np.zeros(0, np.float32)
+    return np.concatenate(logits), np.concatenate(values)
+
+
+def policy_value_report(model, records, kind: str, max_positions: int = 4000, seed: int = 0) -> dict[str, Any]:
+    """Policy agreement and value calibration of one policy/value net (``kind`` ``slm`` or ``upper``)
+    on ``records`` (module docstring)."""
+    rng = np.random.default_rng(seed)
+    planes, legal, target, z, battle_ply = _positions(records, kind, max_positions, rng)
+    logits, v = _forward(model, planes)
+    top1, top3, nll = _masked_stats(logits, legal, target)
+    out: dict[str, Any] = {
+        "positions": int(len(target)),
+        "top1": float(top1.mean()) if len(top1) else None,
+        "top3": float(top3.mean()) if len(top3) else None,
+        "cross_entropy": float(nll.mean()) if len(nll) else None,
+        "mean_legal": float(np.mean([len(np.unique(a)) for a in legal])) if legal else None,
+        "value": value_calibration(v, z),
+    }
+    if kind == "upper" and len(target):
+        for name, sel in (("battle<50", battle_ply < 50), ("battle>=50", battle_ply >= 50)):
+            out[name] = {"positions": int(sel.sum()), "top1": float(top1[sel].mean()) if sel.any() else None,
+                         "value": value_calibration(v[sel], z[sel])}
+    return out
+
+
+def victim_report(lower, records, candidates: int = 8, max_captures: int = 1000, seed: int = 0) -> dict[str, Any]:
+    """How often the lower net's best among the capture pruner's ``candidates`` best victim sets, and the
+    pruner's own first set, are the set the records' player took (square captures with at least two
+    candidate sets)."""
+    from core.notation import parse_move
+    from knowledge.registry import REGISTRY
+    from nets.evaluator import NetVictimScorer
+
+    pruner = REGISTRY.create("prune.capture", "capture_pruner")
+    scorer = NetVictimScorer(lower)
+    rng = np.random.default_rng(seed)
+    cases = []
+    for record in records:
+        states = record.replay()
+        for i, text in enumerate(record.moves):
+            if states[i].phase == 1:
+                move = parse_move(text)
+                if move.victims:
+                    cases.append((states[i], move))
+    if len(cases) > max_captures:
+        cases = [cases[i] for i in np.sort(rng.choice(len(cases), max_captures, replace=False))]
+    from core.notation import Move
+    from nets.encoding import encode_upper
+
+    n = net_hits = pruner_hits = in_candidates = 0
+    for state, move in cases:
+        sets, _ = pruner.candidates(state, move.path, move.jump)
+        sets = [tuple(sorted(s)) for s in sets[:candidates]] if candidates > 0 else [tuple(sorted(s)) for s in sets]
+        if len(sets) < 2:
+            continue
+        played = tuple(sorted(move.victims))
+        after = [state._play(Move(move.path, move.jump, s)) for s in sets]
+        q = scorer.q_values(after, [encode_upper(move)] * len(after))
+        n += 1
+        in_candidates += played in sets
+        net_hits += sets[int(np.argmax(q))] == played
+        pruner_hits += sets[0] == played
+    return {
+        "captures": n,
+        "candidates": candidates,
+        "played_in_candidates": in_candidates / n if n else None,
+        "lower_net_top1": net_hits / n if n else None,
+        "pruner_top1": pruner_hits / n if n else None,
+    }
+
+
+def diagnose(model_dir: str | os.PathLike, record_paths: Sequence[str | os.PathLike], max_records: int = 200,
+             max_positions: int = 4000, victims: int = 8, seed: int = 0, ruleset=None) -> dict[str, Any]:
+    """Every diagnostic of the nets in ``model_dir`` (``slm``, ``upper``, ``lower`` ``.safetensors``, each
+    optional) on at most ``max_records`` games of ``record_paths`` (the last ones, in file order).
+    Raises ``DiagnoseError`` when the directory holds no net or there are no records."""
+    import torch
+
+    from core.rules import DEFAULT_RULESET
+    from nets.io import load
+    from train.supervised import read_records, record_files
+
+    torch.set_num_threads(1)
+    model_dir = Path(model_dir)
+    nets = {k: model_dir / f"{k}.safetensors" for k in ("slm", "upper", "lower")}
+    nets = {k: p for k, p in nets.items() if p.is_file()}
+    if not nets:
+        raise DiagnoseError(f"model directory {model_dir}: no slm/upper/lower .safetensors file")
+    files = record_files(record_paths)
+    if not files:
+        raise DiagnoseError("records: no record files found")
+    files = files[-max_records:]
+    records = read_records(files, ruleset or DEFAULT_RULESET)
+    report: dict[str, Any] = {"model_dir": str(model_dir), "records": len(records),
+                              "record_files": [str(files[0]), str(files[-1])]}
+    for kind, path in nets.items():
+        model, _, _ = load(path, expected_kind=kind)
+        if kind == "lower":
+            report[kind] = victim_report(model, records, candidates=victims, seed=seed)
+        else:
+            report[kind] = policy_value_report(model, records, kind, max_positions=max_positions, seed=seed)
+    return report
+
+
+def format_report(report: dict[str, Any]) -> str:
+    """The report as a few plain-text lines."""
+    def pct(x):
+        return "n/a" if x is None else f"{100 * x:.1f}%"
+
+    def num(x, f="{:.3f}"):
+        return "n/a" if x is None else f.format(x)
+
+    lines = [f"model {report['model_dir']}: {report['records']} held-out games"]
+    for kind in ("slm", "upper"):
+        r = report.get(kind)
+        if not r:
+            continue
+        val = r["value"]
+        lines.append(
+            f"{kind:5s} policy top-1 {pct(r['top1'])}, top-3 {pct(r['top3'])}, cross-entropy "
+            f"{num(r['cross_entropy'])} over {r['positions']} positions (mean {num(r['mean_legal'], '{:.0f}')} legal)"
+        )
+        lines.append(f"      value sign accuracy {pct(val['sign_accuracy'])}, Brier {num(val['brier'])} "
+                     f"({val['n']} decided positions)")
+        for stage in ("battle<50", "battle>=50"):
+            if stage in r:
+                s = r[stage]
+                lines.append(f"      {stage}: top-1 {pct(s['top1'])}, value sign accuracy "
+                             f"{pct(s['value']['sign_accuracy'])}, Brier {num(s['value']['brier'])} "
+                             f"({s['positions']} positions)")
+    r = report.get("lower")
+    if r:
+        lines.append(f"lower victim choice over {r['captures']} captures (pruner's best {r['candidates']} sets): "
+                     f"lower net = played {pct(r['lower_net_top1'])}, pruner's first = played "
+                     f"{pct(r['pruner_top1'])}, played among candidates {pct(r['played_in_candidates'])}")
+    return "\n".join(lines)
