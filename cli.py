@@ -546,6 +546,30 @@ def report(
         typer.echo(str(path))
 
 
+@app.command()
+@_train_errors
+def diagnose(
+    model_dir: Annotated[Path, typer.Argument(help="A model directory holding slm/upper/lower .safetensors.")],
+    records: Annotated[list[Path], typer.Option("--records", help="Held-out record files or directories "
+                                                "(games the nets were not trained on).")],
+    max_records: Annotated[int, typer.Option(min=1, max=100_000, help="Use at most this many games (the last).")] = 200,
+    positions: Annotated[int, typer.Option(min=1, max=1_000_000, help="Positions per net, drawn uniformly.")] = 4000,
+    victims: Annotated[int, typer.Option(min=0, max=1000, help="Capture-pruner sets the lower net ranks (0: all).")] = 8,
+    seed: Annotated[int, typer.Option(min=0, max=2**63 - 1, help="Seed of the position sample.")] = 0,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the report as one JSON object.")] = False,
+    rule: RuleOption = None,
+):
+    """Where strength is lost: policy top-1/top-3 agreement with the records' moves, value calibration
+    (sign accuracy, Brier score), and the lower net's victim choice against the capture pruner's."""
+    import json
+
+    from train.diagnose import diagnose as run_diagnose, format_report
+
+    report = run_diagnose(model_dir, records, max_records=max_records, max_positions=positions, victims=victims,
+                          seed=seed, ruleset=ruleset_from(rule))
+    typer.echo(json.dumps(report) if json_out else format_report(report))
+
+
 @app.command("export-net")
 @_train_errors
 def export_net(

@@ -1,0 +1,63 @@
+"""train/diagnose: hand-computed metrics and a run on real records with the shipped model."""
+
+import json
+
+import numpy as np
+import pytest
+
+from train.diagnose import DiagnoseError, _masked_stats, diagnose, format_report, value_calibration
+
+
+def test_value_calibration_by_hand():
+    v = np.array([0.5, -0.5, 0.0, 1.0, 0.2])
+    z = np.array([1.0, 1.0, -1.0, 1.0, 0.0])  # the draw (0) is dropped
+    r = value_calibration(v, z, bins=2)
+    assert r["n"] == 4
+    # signs: +/+ right, -/+ wrong, 0/- wrong (sign 0 != -1), +/+ right
+    assert r["sign_accuracy"] == pytest.approx(0.5)
+    p = np.array([0.75, 0.25, 0.5, 1.0])
+    win = np.array([1, 1, 0, 1])
+    assert r["brier"] == pytest.approx(np.mean((p - win) ** 2))
+    assert sum(b["n"] for b in r["bins"]) == 4
+    assert value_calibration(np.zeros(2), np.zeros(2))["n"] == 0
+
+
+def test_masked_stats_by_hand():
+    logits = np.array([[5.0, 1.0, 2.0, 3.0], [0.0, 0.0, 9.0, 1.0]], np.float32)
+    legal = [np.array([1, 2, 3]), np.array([0, 1, 3])]  # action 0 (row 0) and 2 (row 1) are masked out
+    top1, top3, nll = _masked_stats(logits, legal, np.array([3, 1]))
+    assert top1.tolist() == [True, False]  # row 1: legal argmax is 3 (logit 1), target 1
+    assert top3.tolist() == [True, True]
+    z = np.array([1.0, 2.0, 3.0])
+    assert nll[0] == pytest.approx(-(3.0 - np.log(np.exp(z).sum())))
+
+
+def test_diagnose_on_records(tmp_path):
+    from core.playout import random_game_moves
+    from core.records import GameRecord, write_json
+    from core.rules import Ruleset
+    from core.state import GameState
+
+    rules = Ruleset(max_battle_plies=60, adjudicate="stones")
+    for seed in (1, 2):
+        moves, _, _ = random_game_moves(seed, rules.vector)
+        s = GameState.initial(rules)
+        played = []
+        for m in moves:
+            if s.is_terminal():
+                break
+            played.append(m)
+            s = s._play(m)
+        result = s.outcome().winner_code
+        write_json(GameRecord(ruleset=rules, result=result, moves=tuple(str(m) for m in played)),
+                   tmp_path / f"g{seed}.json")
+    report = diagnose("models/default", [tmp_path], max_positions=300, victims=4, ruleset=rules)
+    assert report["records"] == 2
+    for kind in ("slm", "upper"):
+        r = report[kind]
+        assert r["positions"] > 0 and 0.0 <= r["top1"] <= r["top3"] <= 1.0
+    assert "lower" in report
+    json.dumps(report)
+    assert "policy top-1" in format_report(report)
+    with pytest.raises(DiagnoseError):
+        diagnose(tmp_path, [tmp_path])
