@@ -283,10 +283,38 @@ def _agent_errors(fn):
     return cli_errors(wrapper)
 
 
+AGENT_HELP = "Agent spec NAME[:key=value,...] or LAYOUT+BATTLE, e.g. greedy, minimax:depth=2, slm+expert (options: python cli.py agents)."
+
+
+@app.command()
+@_agent_errors
+def agents(
+    name: Annotated[Optional[str], typer.Argument(help="One agent (default: all).")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the catalogue as one JSON list.")] = False,
+    imports: ImportOption = None,
+):
+    """List the agents and their options (type, range, default): what agent specs NAME:key=value,... accept."""
+    import catalog
+
+    catalog.import_plugins(imports or ())
+    entries = catalog.agent_catalogue(name)
+    if json_out:
+        typer.echo(json.dumps(entries))
+        return
+    for entry in entries:
+        typer.echo(f"{entry['name']}: {entry['summary']}")
+        for row in entry["options"]:
+            kind = f"{row['type']} {row['range']}".strip()
+            typer.echo(f"  {row['name']:<17} {kind:<28} default {row['default']:<8} {row['description']}")
+    if name is None:
+        typer.echo("Specs: NAME[:key=value,...], e.g. mcts:sims=400,threads=2; LAYOUT+BATTLE plays the two phases "
+                   "with two agents (slm+expert).")
+
+
 @app.command()
 @_agent_errors
 def arena(
-    agent_a: Annotated[str, typer.Argument(metavar="A", help="Agent spec, e.g. greedy, minimax:depth=2, slm+expert.")],
+    agent_a: Annotated[str, typer.Argument(metavar="A", help=AGENT_HELP)],
     agent_b: Annotated[str, typer.Argument(metavar="B", help="Agent spec of the opponent.")],
     games: Annotated[int, typer.Option("--games", "-n", help="Games (even: pairs with colours swapped).")] = 20,
     workers: Annotated[int, typer.Option(min=0, help="Worker processes (0: play in this process).")] = 1,
@@ -318,7 +346,7 @@ def arena(
 @app.command()
 @_agent_errors
 def tournament(
-    agents: Annotated[list[str], typer.Argument(metavar="AGENT...", help="At least two agent specs.")],
+    agents: Annotated[list[str], typer.Argument(metavar="AGENT...", help="At least two agent specs. " + AGENT_HELP)],
     games: Annotated[int, typer.Option("--games", "-n", help="Games per pair (even).")] = 20,
     workers: Annotated[int, typer.Option(min=0, help="Worker processes shared by all pairs (0: in this process).")] = 1,
     seed: Annotated[int, typer.Option(help="Base seed of every pair.")] = 0,
@@ -347,7 +375,7 @@ def tournament(
 @app.command()
 @_agent_errors
 def play(
-    agent: Annotated[str, typer.Option(help="The opponent's agent spec (default: the shipped JFA model).")] = "jfa",
+    agent: Annotated[str, typer.Option(help="The opponent's agent spec (default: the shipped JFA model). " + AGENT_HELP)] = "jfa",
     human: Annotated[str, typer.Option(help="Your colour: w (White, places first) or b.")] = "w",
     seed: Annotated[int, typer.Option(help="The agent's seed.")] = 0,
     record: Annotated[Optional[Path], typer.Option(help="Write the JSON record here at the end or on quit.")] = None,
@@ -355,13 +383,11 @@ def play(
     rule: RuleOption = None,
 ):
     """Play against an agent in the terminal (type moves in notation; moves, undo, save [FILE], quit)."""
-    import importlib
-
+    import catalog
     from train.arena import check_agent_spec
     from train.play import play as play_game
 
-    for module in imports or ():
-        importlib.import_module(module)
+    catalog.import_plugins(imports or ())
     ruleset = ruleset_from(rule)
     if human not in ("w", "b"):
         fail(f"--human {human!r}: expected w or b")

@@ -2,10 +2,11 @@
 
 Every agent follows ``knowledge.protocols.Agent``: ``name``, ``last_think_time`` (wall seconds of the
 latest ``select``), ``select(state) -> Move`` for a non-terminal layout or battle state. Factories are
-registered with kind ``"agent"`` and take keyword arguments from spec strings (``minimax:depth=2``);
-all accept ``seed`` and are deterministic for a seed and a sequence of states.
-:func:`make_agent` also understands ``LAYOUT+BATTLE`` (``expert+random``), which builds a
-:class:`PhasedAgent`.
+registered with kind ``"agent"`` and a frozen options model (``GreedyOptions`` ...; bounds, defaults and
+descriptions: ``python cli.py agents``) filled from spec strings (``minimax:depth=2``); all accept
+``seed`` and are deterministic for a seed and a sequence of states. :func:`make_agent` also
+understands ``LAYOUT+BATTLE`` (``expert+random``), which builds a :class:`PhasedAgent`, the one
+combiner of a layout agent and a battle agent (the net agents of ``search.agents`` use it too).
 
 Agents (papers/004 section 2 for the baselines, papers/000 sections 3.4-3.5 for the expert):
 
@@ -48,9 +49,10 @@ Agents (papers/004 section 2 for the baselines, papers/000 sections 3.4-3.5 for 
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
+from pydantic import Field
 
 from core.board import PHASE_LAYOUT
 from knowledge.expert_kernels import (
@@ -70,7 +72,7 @@ from core.zobrist import ZOBRIST_BLACK_TO_MOVE, ZOBRIST_STONE
 from knowledge.evaluation import ShapeEvaluator
 from knowledge.priors import GaussianPrior
 from knowledge.pruning import CapturePruner, best_victims
-from knowledge.registry import REGISTRY, register
+from knowledge.registry import REGISTRY, SEED_MAX, Options, SpecError, register
 
 __all__ = [
     "RandomAgent",
@@ -78,6 +80,8 @@ __all__ = [
     "MinimaxAgent",
     "ExpertAgent",
     "PhasedAgent",
+    "AgentOptions",
+    "check_agent_spec",
     "make_agent",
 ]
 
@@ -514,44 +518,98 @@ class PhasedAgent:
         return f"<PhasedAgent {self.name}>"
 
 
+def _parts(spec: str) -> list[str]:
+    if not isinstance(spec, str) or not spec.strip():
+        raise SpecError("agent spec: must be a non-empty string")
+    parts = [p.strip() for p in spec.split("+")]
+    if len(parts) > 2 or not all(parts):
+        raise SpecError(f"agent spec {spec!r}: expected NAME[:k=v,...] or LAYOUT+BATTLE")
+    return parts
+
+
+def check_agent_spec(spec: str, **overrides: Any) -> None:
+    """Validate an agent spec (``NAME[:k=v,...]`` or ``LAYOUT+BATTLE``) without building the agent:
+    names registered, options of the right types and in range. Raises ``knowledge.registry.SpecError``
+    (one line naming the agent and the option) or ``UnknownNameError``. Agents registered by higher
+    layers (``search.agents``) are known once they are imported (the ``catalog`` module does)."""
+    parts = _parts(spec)
+    for part in parts:
+        REGISTRY.check(part, "agent", **overrides)
+
+
 def make_agent(spec: str, seed: int = 0, **overrides: Any):
     """An agent from a spec string: ``NAME[:k=v,...]`` or ``LAYOUT+BATTLE`` (each part a spec, e.g.
-    ``expert+minimax:depth=2``), seeded with ``seed`` (both parts get the same seed). ``overrides``
-    go to a single agent's factory."""
-    parts = [p.strip() for p in spec.split("+")]
+    ``expert+minimax:depth=2``, combined by :class:`PhasedAgent`), seeded with ``seed`` (both parts get
+    the same seed). ``overrides`` go to a single agent's options. Raises ``SpecError`` /
+    ``UnknownNameError`` (``knowledge.registry``) for a bad spec."""
+    parts = _parts(spec)
     if len(parts) == 1:
         return REGISTRY.create(parts[0], "agent", seed=seed, **overrides)
-    if len(parts) != 2 or not all(parts):
-        raise ValueError(f"agent spec {spec!r}: expected NAME or LAYOUT+BATTLE")
     if overrides:
-        raise ValueError(f"agent spec {spec!r}: keyword overrides apply to a single agent; put them in each part")
+        raise SpecError(f"agent spec {spec!r}: keyword overrides apply to a single agent; put them in each part")
     return PhasedAgent(REGISTRY.create(parts[0], "agent", seed=seed), REGISTRY.create(parts[1], "agent", seed=seed))
 
 
-# ============================================================================ registration
-@register("random", "agent")
-def make_random(seed: int = 0) -> RandomAgent:
+# ============================================================================ options and registration
+WEIGHT_MAX = 1e6  # bound of the score weights and noise levels below (scores are O(10-1000))
+
+
+def _weight(default: float, description: str) -> Any:
+    return Field(default, ge=0, le=WEIGHT_MAX, description=description)
+
+
+class AgentOptions(Options):
+    """Options every agent takes (spec strings, validated; base of every agent's options model)."""
+
+    seed: int = Field(0, ge=0, le=SEED_MAX, description="seed of the agent's generator (same seed and positions, same moves)")
+
+
+class GreedyOptions(AgentOptions):
+    capture: float = _weight(5.0, "score per stone taken")
+    prior: float = _weight(1.0, "layout: weight of the Gaussian prior scaled to max 1")
+
+
+class MinimaxOptions(AgentOptions):
+    time: float | None = Field(None, gt=0, le=3600, description="seconds per battle move (0.5 when depth is not given)")
+    depth: int | None = Field(None, ge=1, le=64, description="fixed search depth in plies (with time: whichever ends first)")
+    material: float = _weight(4.0, "leaf score per stone of difference")
+    max_depth: int = Field(8, ge=1, le=64, description="cap of iterative deepening")
+    prior: float = _weight(1.0, "layout: weight of the Gaussian prior scaled to max 1")
+
+
+class ExpertOptions(AgentOptions):
+    noise: float = _weight(0.0, "standard deviation of Gaussian noise on the battle scores")
+    layout_noise: float = _weight(0.0, "standard deviation of Gaussian noise on the layout scores")
+    k_full: int = Field(64, ge=1, le=100_000, description="paths scored in full when there are more (flights)")
+    prior: float = _weight(1.0, "layout: weight of the Gaussian prior scaled to max 1")
+    pool: int = Field(12, ge=2, le=196, description="best single victims paired for two-victim moves")
+    victims: Literal["threat", "eq9", "kernel"] = Field("threat", description="square-victim rule (ExpertAgent.victims)")
+    plies: int = Field(2, ge=1, le=2, description="2: check the best paths against the replies; 1: one-ply scores")
+    top: int = Field(8, ge=1, le=1000, description="best paths checked against the opponent's replies")
+    replies: int = Field(48, ge=1, le=100_000, description="opponent replies examined per candidate when there are more")
+    layout_mix: float = _weight(0.3, "weight of the knowledge layout kernel on the greedy layout score")
+
+
+@register("random", "agent", options=AgentOptions)
+def make_random(o: AgentOptions) -> RandomAgent:
     """Uniform random legal path, then a uniform victim set (uniform placement in the layout)."""
-    return RandomAgent(seed)
+    return RandomAgent(o.seed)
 
 
-@register("greedy", "agent")
-def make_greedy(seed: int = 0, capture: float = 5.0, prior: float = 1.0) -> GreedyAgent:
+@register("greedy", "agent", options=GreedyOptions)
+def make_greedy(o: GreedyOptions) -> GreedyAgent:
     """One ply: stones taken plus eval.shape after the move; layout: Gaussian prior plus shape gain."""
-    return GreedyAgent(seed, capture=capture, prior=prior)
+    return GreedyAgent(o.seed, capture=o.capture, prior=o.prior)
 
 
-@register("minimax", "agent")
-def make_minimax(seed: int = 0, time: float | None = None, depth: int | None = None, material: float = 4.0,
-                 max_depth: int = 8, prior: float = 1.0) -> MinimaxAgent:
+@register("minimax", "agent", options=MinimaxOptions)
+def make_minimax(o: MinimaxOptions) -> MinimaxAgent:
     """Alpha-beta negamax, iterative deepening (time= seconds, default 0.5) or depth=, Table 1 ordering."""
-    return MinimaxAgent(seed, time=time, depth=depth, material=material, max_depth=max_depth, prior=prior)
+    return MinimaxAgent(o.seed, time=o.time, depth=o.depth, material=o.material, max_depth=o.max_depth, prior=o.prior)
 
 
-@register("expert", "agent")
-def make_expert(seed: int = 0, noise: float = 0.0, layout_noise: float = 0.0, k_full: int = 64, prior: float = 1.0,
-                pool: int = 12, victims: str = "threat", plies: int = 2, top: int = 8, replies: int = 48,
-                layout_mix: float = 0.3) -> ExpertAgent:
+@register("expert", "agent", options=ExpertOptions)
+def make_expert(o: ExpertOptions) -> ExpertAgent:
     """The JFA auxiliary agent: knowledge layout, Table 1 battle policy with a safety check of the replies."""
-    return ExpertAgent(seed, noise=noise, layout_noise=layout_noise, k_full=k_full, prior=prior, pool=pool,
-                       victims=victims, plies=plies, top=top, replies=replies, layout_mix=layout_mix)
+    return ExpertAgent(o.seed, noise=o.noise, layout_noise=o.layout_noise, k_full=o.k_full, prior=o.prior, pool=o.pool,
+                       victims=o.victims, plies=o.plies, top=o.top, replies=o.replies, layout_mix=o.layout_mix)

@@ -1,38 +1,96 @@
-"""Search agents registered by name: ``mcts``, ``slm``, ``hbm``, ``jfa`` (JFA section 3, Fig. 1).
+"""Search agents registered by name: ``mcts``, ``jfa``, ``slm``, ``hbm`` (JFA section 3, Fig. 1): the one
+stack of every search-backed agent, for play, arena matches and the training pipeline's evaluations.
 
-- ``mcts``: WU-UCT with the knowledge evaluator (``eval.shape`` value, uniform policy) — or
-  ``eval=uniform`` — so that search plays without nets;
-- ``slm``: SLM-guided search in the layout, the ``expert`` agent in the battle (the paper's SLM setup);
-- ``hbm``: the ``expert`` agent in the layout, HBM (upper net + lower DQN) search in the battle;
-- ``jfa``: SLM in the layout and HBM in the battle.
+- ``mcts``: WU-UCT with the knowledge evaluator (``eval.shape`` value, uniform policy), or
+  ``eval=uniform``, so that search plays without nets;
+- ``jfa``: SLM-guided search in the layout and HBM search (upper net; square victims by the lower
+  net) in the battle;
+- ``slm``: ``jfa`` with ``battle=expert`` (the paper's SLM setup: the expert plays the battle);
+- ``hbm``: ``jfa`` with ``layout=expert`` (the expert places, HBM searches the battle).
 
-Spec arguments (``name:key=value,...``): ``sims`` (simulations per move), ``threads``, ``c_puct``,
-``formula`` (``puct``/``printed``), ``temperature`` (0 = most visited), ``seed``, ``prune``
-(``true``/``false``: both knowledge pruners), and for the net agents ``slm=PATH``, ``upper=PATH``,
-``lower=PATH`` (safetensors weights; default: the shipped model in ``models/``) and ``batch``; for
-``jfa`` and ``hbm`` also ``victims`` (how many of the capture pruner's best victim sets the lower net
-scores, ``SearchConfig.victim_candidates``; 0 = all). Its default is 1, the pruner's best set: the
-shipped lower net was trained by supervision on the expert's captures only, so it has never seen the
-other sets it would rank, and with ``victims=8`` ``jfa`` won 4 of 22 games against ``greedy``
-and 6 of 10 with ``victims=1`` (README, "The shipped model"); a lower net trained by self-play
-(``python cli.py selfplay --model lower``) is what ``victims=8`` is for.
+Options are typed (:class:`MctsOptions`, :class:`NetOptions`; ``python cli.py agents`` lists them with
+types, ranges and defaults). The search options' defaults (``c_puct``, ``formula``) are those of
+``search.mcts.SearchConfig``. The net agents take ``slm=PATH``, ``upper=PATH``, ``lower=PATH``
+(safetensors weights; default: the shipped model in ``models/default``) and ``layout``/``battle``:
+``search`` or the spec of an agent that plays that phase instead (``NAME[:k=v]``, one option at most
+since ``,`` separates the net agent's own options). ``lower``: the lower net chooses the square victims
+of the searched battle among the capture pruner's ``victims`` best sets (JFA Eq. 6; ``lower=none``: the
+pruner's best set, no lower net); with a ``battle`` agent it is used only when given, and then chooses
+the victims of that agent's square-forming moves (epsilon-greedy with ``epsilon``; ``victims=0``: among
+all the pruner's sets). The training pipeline's evaluation agents are specs of these
+(``train.selfplay.net_agent_spec``): ``slm:slm=PATH,...`` (SLM search, expert battle),
+``hbm:upper=PATH,lower=none,...`` (upper-net search without lower net, expert layout) and
+``hbm:battle=expert,lower=PATH,victims=0`` (the expert's moves, victims by the lower net).
+
+``victims`` defaults to 1, the pruner's best set: the shipped lower net was trained by supervision on
+the expert's captures only, so it has never seen the other sets it would rank, and with ``victims=8``
+``jfa`` won 4 of 22 games against ``greedy`` and 6 of 10 with ``victims=1`` (README, "The shipped
+model"); a lower net trained by self-play (``python cli.py selfplay --model lower``) is what
+``victims=8`` is for.
 """
 
 from __future__ import annotations
 
+import os
 import time
+import warnings
 from pathlib import Path
+from typing import Any, Literal
 
 import numpy as np
+from pydantic import Field, field_validator
 
+from core.board import PHASE_LAYOUT
 from core.notation import Move
 from core.state import GameState
-from knowledge.registry import register
+from knowledge.agents import AgentOptions, PhasedAgent, check_agent_spec, make_agent
+from knowledge.registry import REGISTRY, SpecError, register
 from search.mcts import Search, SearchConfig
 
 MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
 
+# SLM searches (and self-play's) evaluate the first battle positions, children of the last placements,
+# without an upper net: value 0 there is by design (JFA trains the nets independently), so the
+# evaluator's one-time warning is noise.
+warnings.filterwarnings("ignore", message="NetEvaluator has no upper net", category=RuntimeWarning)
+SIMS_MAX = 1_000_000  # simulations per move an option accepts (a search keeps at most SearchConfig.max_nodes nodes)
 
+
+def _search_default(name: str) -> Any:
+    """The default of ``SearchConfig.<name>``: the one place search defaults live."""
+    return SearchConfig.model_fields[name].default
+
+
+# ============================================================================ nets (cached per process)
+_NETS: dict[tuple[str, int], Any] = {}
+
+
+def weights_path(path: str | os.PathLike | None, kind: str) -> str:
+    """``path``, or the shipped ``models/default/<kind>.safetensors``; ``FileNotFoundError`` (naming the
+    file and how to get one) if it does not exist."""
+    p = Path(path) if path else MODELS_DIR / "default" / f"{kind}.safetensors"
+    if not p.exists():
+        raise FileNotFoundError(f"{kind} weights {p} not found (train them with `python cli.py selfplay`, or pass {kind}=PATH)")
+    return str(p)
+
+
+def load_net(path: str | os.PathLike, kind: str):
+    """The net at ``path`` (``nets.io.load``, kind checked), cached in this process by (path,
+    modification time): arena workers build agents for every game."""
+    from nets.io import load
+
+    p = Path(path)
+    key = (str(p.resolve()), p.stat().st_mtime_ns)
+    net = _NETS.get(key)
+    if net is None:
+        if len(_NETS) > 8:
+            _NETS.clear()
+        net = load(p, expected_kind=kind)[0]
+        _NETS[key] = net
+    return net
+
+
+# ============================================================================ agents
 class SearchAgent:
     """An agent that plays the move chosen by a WU-UCT :class:`Search` (``Agent`` protocol).
 
@@ -64,79 +122,195 @@ class SearchAgent:
             self.search.evaluator.close()
 
 
-def _config(sims: int, threads: int, c_puct: float, formula: str, seed: int, prune: bool, **extra) -> SearchConfig:
-    return SearchConfig(simulations=sims, threads=threads, c_puct=c_puct, formula=formula, seed=seed,
-                        expansion_pruner="prune.expansion" if prune else None,
-                        capture_pruner="prune.capture" if prune else None, **extra)
+def choose_victims_q(state: GameState, path, jump: bool, pruner, scorer, rng=None, epsilon: float = 0.0,
+                     limit: int = 0):
+    """The lower net's choice of square victims for a square-forming ``path``: among the capture
+    pruner's candidates (the first ``limit``; 0 = all), a uniformly random one with probability
+    ``epsilon`` (``rng``), else the highest Q. Returns ``(victims, after_state, upper_action,
+    n_candidates)``."""
+    from nets.encoding import encode_upper
+
+    sets, _ = pruner.candidates(state, path, jump)
+    if limit > 0:
+        sets = sets[:limit]
+    action = encode_upper(tuple(path), jump)
+    afters = [state._play(Move(tuple(path), jump, tuple(s))) for s in sets]
+    if len(sets) == 1:
+        j = 0
+    elif rng is not None and epsilon > 0 and rng.random() < epsilon:
+        j = int(rng.integers(len(sets)))
+    else:
+        q = scorer.q_values(afters, [action] * len(afters))
+        j = int(np.argmax(q))
+    return tuple(sets[j]), afters[j], action, len(sets)
 
 
-@register("mcts", "agent", "WU-UCT search with the knowledge (eval.shape) or uniform evaluator, no nets")
-def make_mcts(sims: int = 200, threads: int = 1, c_puct: float = 1.5, formula: str = "puct", temperature: float = 0.0,
-              seed: int = 0, prune: bool = True, eval: str = "knowledge") -> SearchAgent:
+class LowerVictimsAgent:
+    """A battle agent's moves with the square victims chosen by the lower net (:func:`choose_victims_q`
+    among the capture pruner's first ``limit`` candidates, epsilon-greedy): HBM's lower half on its own,
+    for evaluating a lower net (``hbm:battle=expert,lower=PATH``)."""
+
+    def __init__(self, base, scorer, pruner, limit: int = 0, epsilon: float = 0.0, seed: int = 0):
+        self.base, self.scorer, self.pruner = base, scorer, pruner
+        self.limit, self.epsilon = int(limit), float(epsilon)
+        self.name = f"{base.name}/lower"
+        self.rng = np.random.default_rng(seed)
+        self.last_think_time = 0.0
+
+    def select(self, state: GameState) -> Move:
+        t0 = time.perf_counter()
+        move = self.base.select(state)
+        if state.phase != PHASE_LAYOUT and move.victims:
+            victims, _, _, _ = choose_victims_q(state, move.path, move.jump, self.pruner, self.scorer, self.rng,
+                                                self.epsilon, self.limit)
+            move = Move(move.path, move.jump, victims)
+        self.last_think_time = time.perf_counter() - t0
+        return move
+
+    def close(self) -> None:
+        close = getattr(self.base, "close", None)
+        if callable(close):
+            close()
+
+
+# ============================================================================ options
+class SearchOptions(AgentOptions):
+    """Options of every search agent (defaults of ``c_puct`` and ``formula``: ``SearchConfig``'s)."""
+
+    sims: int = Field(200, ge=1, le=SIMS_MAX, description="simulations per move")
+    threads: int = Field(1, ge=1, le=256, description="WU-UCT search threads")
+    c_puct: float = Field(_search_default("c_puct"), gt=0, le=1000, description="exploration constant of Eq. 1")
+    formula: Literal["puct", "printed"] = Field(_search_default("formula"), description="Eq. 1: standard PUCT or as printed in JFA")
+    temperature: float = Field(0.0, ge=0, le=100, description="move sampling temperature (0: the most visited move)")
+    prune: bool = Field(True, description="knowledge pruners (prune.expansion, prune.capture) in the search")
+
+    def search_config(self, **extra: Any) -> SearchConfig:
+        return SearchConfig(simulations=self.sims, threads=self.threads, c_puct=self.c_puct, formula=self.formula,
+                            seed=self.seed, expansion_pruner="prune.expansion" if self.prune else None,
+                            capture_pruner="prune.capture" if self.prune else None, **extra)
+
+
+class MctsOptions(SearchOptions):
+    eval: Literal["knowledge", "uniform"] = Field("knowledge", description="evaluator: eval.shape value or uniform (value 0)")
+
+
+def _path_option(value: str | None, kind: str, none_ok: bool = False) -> str | None:
+    if value is None:
+        return None
+    if value.lower() == "none":
+        if none_ok:
+            return "none"
+        raise ValueError("must be a weights file (.safetensors)")
+    if not value:
+        raise ValueError("must be a weights file (.safetensors)" + (" or none" if none_ok else ""))
+    return value
+
+
+class NetOptions(SearchOptions):
+    """Options of the net agents ``jfa``, ``slm`` and ``hbm`` (module docstring)."""
+
+    sims: int = Field(16, ge=1, le=SIMS_MAX, description="simulations per move")
+    threads: int = Field(2, ge=1, le=256, description="WU-UCT search threads")
+    batch: int = Field(8, ge=1, le=4096, description="evaluator batch size (positions per forward pass)")
+    inference_threads: int = Field(2, ge=1, le=64, description="threads running the nets (nets.evaluator)")
+    torch_threads: int | None = Field(None, ge=1, le=256, description="torch intra-op threads (default: nets.evaluator.default_num_threads)")
+    slm: str | None = Field(None, description="SLM weights file (default: models/default/slm.safetensors)")
+    upper: str | None = Field(None, description="HBM upper weights file (default: models/default/upper.safetensors)")
+    lower: str | None = Field(None, description="HBM lower weights file, or none (default: the shipped one for the searched battle, none for a battle agent)")
+    victims: int = Field(1, ge=0, le=100_000, description="the lower net ranks the capture pruner's best N victim sets (0: all)")
+    layout: str = Field("search", description="'search' (SLM search) or the spec of an agent playing the layout")
+    battle: str = Field("search", description="'search' (HBM search) or the spec of an agent playing the battle")
+    epsilon: float = Field(0.0, ge=0, le=1, description="battle agent with lower=PATH: chance of a random victim candidate")
+
+    @field_validator("slm", "upper")
+    @classmethod
+    def _weights(cls, value: str | None) -> str | None:
+        return _path_option(value, "weights")
+
+    @field_validator("lower")
+    @classmethod
+    def _lower(cls, value: str | None) -> str | None:
+        return _path_option(value, "lower", none_ok=True)
+
+    @field_validator("layout", "battle")
+    @classmethod
+    def _phase_agent(cls, value: str) -> str:
+        if value == "search":
+            return value
+        try:
+            check_agent_spec(value)
+        except SpecError as exc:
+            raise ValueError(f"'search' or an agent spec: {exc}") from None
+        return value
+
+
+class SlmOptions(NetOptions):
+    battle: str = Field("expert", description="'search' (HBM search) or the spec of an agent playing the battle")
+
+
+class HbmOptions(NetOptions):
+    layout: str = Field("expert", description="'search' (SLM search) or the spec of an agent playing the layout")
+
+
+# ============================================================================ factories
+@register("mcts", "agent", "WU-UCT search with the knowledge (eval.shape) or uniform evaluator, no nets", options=MctsOptions)
+def make_mcts(o: MctsOptions) -> SearchAgent:
     from nets.evaluator import KnowledgeEvaluator, UniformEvaluator
 
-    if eval not in ("knowledge", "uniform"):
-        raise ValueError(f"mcts: eval={eval!r}, expected 'knowledge' or 'uniform'")
-    evaluator = KnowledgeEvaluator() if eval == "knowledge" else UniformEvaluator()
-    search = Search(evaluator, _config(sims, threads, c_puct, formula, seed, prune))
-    return SearchAgent(f"mcts:sims={sims}", search, temperature, seed)
+    evaluator = KnowledgeEvaluator() if o.eval == "knowledge" else UniformEvaluator()
+    return SearchAgent(f"mcts:sims={o.sims}", Search(evaluator, o.search_config()), o.temperature, o.seed)
 
 
-def weights_path(path: str | Path | None, kind: str) -> str:
-    """``path``, or the shipped ``models/default/<kind>.safetensors``; ``FileNotFoundError`` (naming the
-    file and how to get one) if it does not exist."""
-    p = Path(path) if path else MODELS_DIR / "default" / f"{kind}.safetensors"
-    if not p.exists():
-        raise FileNotFoundError(f"{kind} weights {p} not found (train them with `python cli.py selfplay`, or pass {kind}=PATH)")
-    return str(p)
+def _battle_agent(o: NetOptions, agent=None):
+    """The ``battle=AGENT`` agent (or ``agent``), its victims chosen by the lower net when ``lower=PATH``
+    is given."""
+    agent = agent if agent is not None else make_agent(o.battle, seed=o.seed)
+    if o.lower is None or o.lower == "none":
+        return agent
+    from nets.evaluator import NetVictimScorer
+
+    scorer = NetVictimScorer(load_net(weights_path(o.lower, "lower"), "lower"))
+    return LowerVictimsAgent(agent, scorer, REGISTRY.create("prune.capture", "capture_pruner"), o.victims,
+                             o.epsilon, o.seed)
 
 
-def _load(path: str, kind: str):
-    from nets.io import load
-
-    return load(path, expected_kind=kind)[0]
-
-
-def _net_search(slm: str | None, upper: str | None, lower: str | None, batch: int, config: SearchConfig) -> Search:
+def make_net_agent(name: str, o: NetOptions):
+    """The net agent ``name`` from its options: one WU-UCT search over the searched phases (an
+    evaluator holding the SLM and/or upper net, the lower net scoring victims on its inference
+    threads), combined by ``PhasedAgent`` with the agent of a phase that is not searched."""
     from nets.evaluator import NetEvaluator, NetVictimScorer
 
-    # Two inference threads (one torch thread each): the compiled nets then use both cores of the
-    # 2-core machine while the search threads fit in between (``nets.evaluator``: ~1.2x the battle
-    # simulations/s of one, ~1.7x the layout's).
-    evaluator = NetEvaluator(_load(slm, "slm") if slm else None, _load(upper, "upper") if upper else None,
-                             max_batch=batch, clients=config.threads, inference_threads=2)
-    # The lower net runs on the evaluator's inference threads, not in the search threads.
-    scorer = NetVictimScorer(_load(lower, "lower"), evaluator=evaluator) if lower else None
-    return Search(evaluator, config, victim_scorer=scorer)
+    layout_search, battle_search = o.layout == "search", o.battle == "search"
+    searcher = None
+    if layout_search or battle_search:
+        slm = load_net(weights_path(o.slm, "slm"), "slm") if layout_search else None
+        upper = load_net(weights_path(o.upper, "upper"), "upper") if battle_search else None
+        lower = load_net(weights_path(o.lower, "lower"), "lower") if battle_search and o.lower != "none" else None
+        evaluator = NetEvaluator(slm, upper, max_batch=o.batch, num_threads=o.torch_threads, clients=o.threads,
+                                 inference_threads=o.inference_threads)
+        # The lower net runs on the evaluator's inference threads, not in the search threads.
+        scorer = NetVictimScorer(lower, evaluator=evaluator) if lower is not None else None
+        search = Search(evaluator, o.search_config(victim_candidates=o.victims), victim_scorer=scorer)
+        searcher = SearchAgent(f"{name}:sims={o.sims}", search, o.temperature, o.seed, owns_evaluator=True)
+    if layout_search and battle_search:
+        return searcher
+    if not layout_search and o.layout == o.battle:  # one agent plays both phases (one generator)
+        return _battle_agent(o, make_agent(o.layout, seed=o.seed))
+    layout = searcher if layout_search else make_agent(o.layout, seed=o.seed)
+    battle = searcher if battle_search else _battle_agent(o)
+    return PhasedAgent(layout, battle)
 
 
-@register("jfa", "agent", "SLM search in the layout, HBM (upper + lower nets) search in the battle")
-def make_jfa(sims: int = 16, threads: int = 2, c_puct: float = 1.5, formula: str = "puct", temperature: float = 0.0,
-             seed: int = 0, prune: bool = True, slm: str | None = None, upper: str | None = None,
-             lower: str | None = None, batch: int = 8, victims: int = 1) -> SearchAgent:
-    config = _config(sims, threads, c_puct, formula, seed, prune, victim_candidates=victims)
-    search = _net_search(weights_path(slm, "slm"), weights_path(upper, "upper"), weights_path(lower, "lower"), batch, config)
-    return SearchAgent(f"jfa:sims={sims}", search, temperature, seed, owns_evaluator=True)
+@register("jfa", "agent", "SLM search in the layout, HBM (upper + lower nets) search in the battle", options=NetOptions)
+def make_jfa(o: NetOptions):
+    return make_net_agent("jfa", o)
 
 
-@register("slm", "agent", "SLM search in the layout, the expert agent in the battle")
-def make_slm(sims: int = 16, threads: int = 2, c_puct: float = 1.5, formula: str = "puct", temperature: float = 0.0,
-             seed: int = 0, slm: str | None = None, batch: int = 8):
-    from knowledge.agents import PhasedAgent, make_agent
-
-    config = _config(sims, threads, c_puct, formula, seed, True)
-    layout = SearchAgent(f"slm:sims={sims}", _net_search(weights_path(slm, "slm"), None, None, batch, config), temperature, seed,
-                         owns_evaluator=True)
-    return PhasedAgent(layout, make_agent("expert", seed=seed))
+@register("slm", "agent", "SLM search in the layout, the expert (battle=AGENT) in the battle", options=SlmOptions)
+def make_slm(o: SlmOptions):
+    return make_net_agent("slm", o)
 
 
-@register("hbm", "agent", "the expert agent in the layout, HBM (upper + lower nets) search in the battle")
-def make_hbm(sims: int = 16, threads: int = 2, c_puct: float = 1.5, formula: str = "puct", temperature: float = 0.0,
-             seed: int = 0, prune: bool = True, upper: str | None = None, lower: str | None = None, batch: int = 8,
-             victims: int = 1):
-    from knowledge.agents import PhasedAgent, make_agent
-
-    config = _config(sims, threads, c_puct, formula, seed, prune, victim_candidates=victims)
-    battle = SearchAgent(f"hbm:sims={sims}", _net_search(None, weights_path(upper, "upper"), weights_path(lower, "lower"), batch, config),
-                         temperature, seed, owns_evaluator=True)
-    return PhasedAgent(make_agent("expert", seed=seed), battle)
+@register("hbm", "agent", "the expert (layout=AGENT) in the layout, HBM search in the battle", options=HbmOptions)
+def make_hbm(o: HbmOptions):
+    return make_net_agent("hbm", o)

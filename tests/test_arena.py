@@ -237,7 +237,7 @@ def test_bad_arguments(tmp_path):
         run_arena("t-random", "t-first", 2, workers=0, seed=-1, out_dir=tmp_path, progress=False)
     with pytest.raises(ArenaError, match="unknown agent 'nope'; available: .*t-random"):
         run_arena("nope", "t-first", 2, workers=0, out_dir=tmp_path, progress=False)
-    with pytest.raises(ArenaError, match="agent B 't-first:depth=2'"):
+    with pytest.raises(ArenaError, match="agent 't-first': unknown option 'depth'"):
         run_arena("t-random", "t-first:depth=2", 2, workers=0, out_dir=tmp_path, progress=False)
 
 

@@ -1,7 +1,7 @@
 """One conformance suite for every registered plugin and agent (``knowledge/protocols.py``).
 
-Each test is parametrised over ``REGISTRY.names(kind)``, so plugins registered later (by any
-module in ``knowledge.registry.BUILTIN_MODULES``) are checked automatically; a kind with no
+Each test is parametrised over ``REGISTRY.names(kind)`` with every built-in module registered
+(``catalog``), so plugins and agents registered later are checked automatically; a kind with no
 registered plugin is skipped. A plugin that is slow with its defaults gets a quicker spec in
 ``FAST_SPECS`` (only options; the checks are the same). A factory that cannot be built here because
 trained weights are missing (``FileNotFoundError``) is skipped with the reason.
@@ -33,6 +33,7 @@ from hypothesis import strategies as st
 from core.board import NUM_POINTS, PHASE_BATTLE
 from core.notation import Move
 from core.state import GameState
+import catalog  # noqa: F401 - registers every built-in plugin and agent
 from knowledge import protocols
 from knowledge.registry import REGISTRY
 from tests.strategies import battle_boards, layout_positions, played_positions, random_battle_jfen

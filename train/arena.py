@@ -7,7 +7,8 @@ in game ``2k + 1``. From the game seed each agent gets its own seed (:func:`game
 is reproducible from ``(specs, ruleset, seed, index)`` alone, whatever the number of workers.
 
 Agents are built by spec in the process that plays the game (``knowledge.agents.make_agent``, which
-understands ``NAME[:k=v,...]`` and ``LAYOUT+BATTLE``), fresh for every game. ``workers >= 1`` plays
+understands ``NAME[:k=v,...]`` and ``LAYOUT+BATTLE``, with the agents of ``catalog`` registered),
+fresh for every game. ``workers >= 1`` plays
 in that many worker processes (``concurrent.futures.ProcessPoolExecutor`` with the ``spawn`` start
 method, safe with Numba's threads); ``workers = 0`` plays in the calling process (debugging, tests).
 
@@ -105,64 +106,38 @@ def record_path(out_dir: str | os.PathLike, index: int) -> Path:
 # ============================================================================ agents
 def build_agent(spec: str, seed: int = 0):
     """An agent from a spec string (``NAME[:k=v,...]`` or ``LAYOUT+BATTLE``) seeded with ``seed``,
-    through ``knowledge.agents.make_agent``. Raises ``KeyError`` (unknown name, listing the
-    available agents), ``ValueError``/``TypeError`` (bad arguments)."""
-    try:
-        from knowledge.agents import make_agent
-    except ModuleNotFoundError as exc:  # the knowledge agents are not written yet: registry only
-        if exc.name != "knowledge.agents":
-            raise
-        make_agent = _make_agent_from_registry
+    through ``knowledge.agents.make_agent`` with every built-in agent registered (``catalog``). Raises
+    ``knowledge.registry.SpecError`` (one line: bad syntax, unknown option, value of the wrong type or
+    out of range) or ``UnknownNameError`` (also a ``KeyError``, listing the available agents)."""
+    import catalog  # noqa: F401 - registers the built-in agents
+    from knowledge.agents import make_agent
+
     return make_agent(spec, seed=seed)
 
 
-def _make_agent_from_registry(spec: str, seed: int = 0):
-    from knowledge.registry import REGISTRY
-
-    layout, plus, battle = spec.partition("+")
-    if plus:
-        return _PhaseAgent(_make_agent_from_registry(layout, seed), _make_agent_from_registry(battle, seed + 1), spec)
-    return REGISTRY.create(spec, "agent", seed=seed)
-
-
-class _PhaseAgent:
-    """``LAYOUT+BATTLE`` fallback used only while ``knowledge.agents`` is missing."""
-
-    def __init__(self, layout, battle, name: str) -> None:
-        self.layout, self.battle, self.name = layout, battle, name
-        self.last_think_time = 0.0
-
-    def select(self, state):
-        agent = self.layout if state.phase == 0 else self.battle
-        move = agent.select(state)
-        self.last_think_time = agent.last_think_time
-        return move
-
-
-def agent_names() -> list[str]:
-    """Names of the registered agents."""
-    from knowledge.registry import REGISTRY
-
-    return REGISTRY.names("agent")
-
-
 def check_agent_spec(spec: str, what: str = "agent") -> None:
-    """Raise ``ArenaError`` naming ``what`` if ``spec`` is not a buildable agent spec (unknown name,
-    with the list of available agents; bad syntax; arguments the agent does not take). Builds the
-    agent once with seed 0."""
-    from knowledge.registry import parse_spec
+    """Check that ``spec`` is a playable agent spec, else raise ``ArenaError``: its names and options
+    are validated first (the message of ``knowledge.registry.SpecError``, one line naming the agent and
+    the option, e.g. ``agent 'mcts' option 'sims': must be >= 1 (got -5)``, or listing the available
+    agents), then the agent is built once with seed 0 and closed, so that missing weights files or
+    other construction errors show before any game (the message names ``what`` and the spec)."""
+    import catalog  # noqa: F401 - registers the built-in agents
+    from knowledge.agents import check_agent_spec as check_spec
+    from knowledge.registry import SpecError
 
     if not isinstance(spec, str) or not spec.strip():
         raise ArenaError(f"{what}: empty agent spec")
     try:
-        for part in spec.split("+"):
-            parse_spec(part)
-        build_agent(spec, seed=0)
-    except KeyError as exc:
-        msg = exc.args[0] if exc.args else str(exc)
-        raise ArenaError(f"{what} {spec!r}: {msg}") from None
-    except (ValueError, TypeError) as exc:
+        check_spec(spec)
+    except SpecError as exc:
+        raise ArenaError(str(exc)) from None
+    try:
+        agent = build_agent(spec, seed=0)
+    except (ValueError, TypeError, OSError) as exc:
         raise ArenaError(f"{what} {spec!r}: {exc}") from None
+    close = getattr(agent, "close", None)
+    if callable(close):
+        close()
 
 
 # ============================================================================ one game
@@ -280,15 +255,16 @@ def exit_with_parent(interval: float = 1.0) -> None:
 
 
 def _worker_init(imports: Sequence[str]) -> None:
-    """Worker process start: end with the parent, ignore Ctrl-C (the parent handles it), import
-    ``imports`` (modules that register extra agents), and load the rules kernels once."""
-    import importlib
+    """Worker process start: end with the parent, ignore Ctrl-C (the parent handles it), register the
+    built-in agents (``catalog``) and import ``imports`` (user modules that register extra agents),
+    and load the rules kernels once."""
     import signal
+
+    import catalog
 
     exit_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    for module in imports:
-        importlib.import_module(module)
+    catalog.import_plugins(imports)
     from core.state import GameState
 
     GameState.initial().legal_moves()
@@ -501,7 +477,7 @@ def run_arena(
     Raises ``ArenaError`` for a bad spec (listing the available agents), an odd or non-positive
     ``games``, a run directory of another match, or a failed game / dead worker (the records written
     so far stay; rerun the same call to resume)."""
-    import importlib
+    import catalog
 
     if not isinstance(games, int) or games < 2 or games % 2:
         raise ArenaError(f"games: must be an even number >= 2 (colour-balanced pairs), got {games!r}")
@@ -509,8 +485,7 @@ def run_arena(
         raise ArenaError(f"workers: must be >= 0, got {workers}")
     if not isinstance(seed, int) or seed < 0:
         raise ArenaError(f"seed: must be an integer >= 0, got {seed!r}")
-    for module in imports:
-        importlib.import_module(module)
+    catalog.import_plugins(imports)
     check_agent_spec(spec_a, "agent A")
     check_agent_spec(spec_b, "agent B")
     out = Path(out_dir)

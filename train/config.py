@@ -35,7 +35,7 @@ field                           default                     meaning
 ``selfplay.simulations``        ``32``                      MCTS simulations per searched move
 ``selfplay.search_threads``     ``4``                       WU-UCT threads per game (batched evaluation)
 ``selfplay.max_batch``          ``8``                       evaluator batch size
-``selfplay.c_puct``             ``1.5``
+``selfplay.c_puct``             ``1.5``                     ``search.mcts.SearchConfig``'s default
 ``selfplay.dirichlet_alpha``    ``0.3``                     root noise (AlphaZero style)
 ``selfplay.dirichlet_epsilon``  ``0.25``
 ``selfplay.temperature``        ``1.0``                     move sampling temperature for the first
@@ -93,6 +93,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from core.errors import JiuError
 from core.rules import Ruleset
+from search.mcts import SearchConfig
 
 KINDS: tuple[str, ...] = ("slm", "upper", "lower")
 MODELS: tuple[str, ...] = (*KINDS, "cycle")
@@ -113,6 +114,16 @@ class _Section(BaseModel):
 def _spec(value: str | None) -> str | None:
     if value is not None and not value.strip():
         raise ValueError("must be a non-empty spec string")
+    return value
+
+
+def _agent_spec(value: str) -> str:
+    """An agent spec resolved now (names, option types and ranges), not when the first game starts."""
+    import catalog  # noqa: F401 - registers every built-in agent
+    from knowledge.agents import check_agent_spec
+
+    _spec(value)
+    check_agent_spec(value)  # SpecError is a ValueError: pydantic reports it for this field
     return value
 
 
@@ -137,7 +148,7 @@ class SelfPlayConfig(_Section):
     simulations: int = Field(32, ge=1)
     search_threads: int = Field(4, ge=1, le=64)
     max_batch: int = Field(8, ge=1)
-    c_puct: float = Field(1.5, gt=0)
+    c_puct: float = Field(SearchConfig.model_fields["c_puct"].default, gt=0)
     dirichlet_alpha: float = Field(0.3, gt=0)
     dirichlet_epsilon: float = Field(0.25, ge=0, le=1)
     temperature: float = Field(1.0, ge=0)
@@ -148,7 +159,8 @@ class SelfPlayConfig(_Section):
     capture_pruner: str = "prune.capture"
     expansion_pruner: str | None = "prune.expansion"
 
-    _specs = field_validator("aux_agent", "reward", "capture_pruner", "expansion_pruner")(_spec)
+    _specs = field_validator("reward", "capture_pruner", "expansion_pruner")(_spec)
+    _agents = field_validator("aux_agent")(_agent_spec)
 
 
 class ReplayConfig(_Section):
@@ -190,7 +202,7 @@ class GateConfig(_Section):
     search_threads: int = Field(4, ge=1, le=64)
     expert: str = "expert"
 
-    _specs = field_validator("expert")(_spec)
+    _agents = field_validator("expert")(_agent_spec)
 
     @field_validator("games", "expert_games")
     @classmethod
@@ -209,7 +221,7 @@ class PretrainConfig(_Section):
     batch_size: int = Field(64, ge=1)
     lr: float = Field(1e-3, gt=0)
 
-    _specs = field_validator("agent")(_spec)
+    _agents = field_validator("agent")(_agent_spec)
 
 
 class TrainConfig(BaseModel):
@@ -272,7 +284,8 @@ def validate_config(data: Any, source: str = "config") -> TrainConfig:
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         prefix = f"{source}: " if source != "config" else ""
         where = f"config field {_field_path(first['loc'])!r}" if first["loc"] else "config"
-        raise ConfigError(f"{prefix}{where}: {first['msg']}{more}") from None
+        reason = str(first["ctx"]["error"]) if first["type"] == "value_error" else first["msg"]
+        raise ConfigError(f"{prefix}{where}: {reason}{more}") from None
 
 
 def parse_value(text: str) -> Any:

@@ -27,7 +27,7 @@ phase:
    ``RUN/best/<kind>.safetensors`` when its score per game is at least ``gate.threshold`` (always when
    ``gate.games`` is 0). It also plays ``gate.expert_games`` games against ``gate.expert``
    (``.../expert/``); both results (win rate with its 95% interval) are logged. Evaluation agents:
-   ``train-slm`` / ``train-upper`` / ``train-lower`` (``train.selfplay``).
+   specs of the search agents ``slm`` / ``hbm`` (``train.selfplay.net_agent_spec``).
 
 Budget: ``iterations`` is the total for the run (a resumed run continues up to it; raise it to extend a
 finished run); ``minutes`` is the wall time of this invocation, after which no new phase or game starts

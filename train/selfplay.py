@@ -31,22 +31,16 @@ it, and the record's ``metadata["selfplay"]`` stores all of them. :func:`selfpla
 and writes its shard **before** its record (both atomic): a game counts as done once its record exists,
 so a run killed at any moment replays exactly the games without a record.
 
-Agents registered here (kind ``agent``; the arena builds them by spec in worker processes that import
-this module):
-
-- ``train-slm:slm=PATH,sims=,threads=,batch=,seed=``: SLM search in the layout, the ``expert`` in the
-  battle (like ``search.agents``' ``slm``, but it closes its search threads when dropped; without
-  ``slm=`` the shipped ``models/default/slm.safetensors``, as for the search agents);
-- ``train-upper:upper=PATH,...``: the ``expert`` in the layout, upper-net search in the battle with the
-  capture pruner's best victims (no lower net);
-- ``train-lower:lower=PATH,epsilon=0``: the ``expert``'s moves with the victims chosen by the lower net.
+The pipeline evaluates a net with the search agents of ``search.agents`` (:func:`net_agent_spec`):
+``slm:slm=PATH,...`` (SLM search in the layout, the ``expert`` in the battle), ``hbm:upper=PATH,lower=none,...``
+(the ``expert`` in the layout, upper-net search in the battle with the capture pruner's best victims) and
+``hbm:battle=expert,lower=PATH,victims=0`` (the ``expert``'s moves with the victims chosen by the lower net).
 """
 
 from __future__ import annotations
 
 import os
 import time
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -55,13 +49,10 @@ import numpy as np
 from core.board import NUM_POINTS, PHASE_LAYOUT
 from core.notation import Move
 from core.state import GameState
-from knowledge.registry import register
+from search.agents import choose_victims_q, load_net  # also silences the SLM searches' no-upper-net warning
 
 LAYOUT_PLIES = NUM_POINTS
 
-# SLM searches evaluate the first battle positions (children of the last placements) without an upper net:
-# value 0 there is by design (JFA independent training), so the evaluator's one-time warning is noise.
-warnings.filterwarnings("ignore", message="NetEvaluator has no upper net", category=RuntimeWarning)
 
 
 def game_seed(run_seed: int, iteration: int, index: int) -> int:
@@ -80,25 +71,6 @@ def shard_name(iteration: int, index: int) -> str:
 
 def record_name(iteration: int, index: int) -> str:
     return f"i{iteration:04d}/g{index:04d}.json"
-
-
-# ============================================================================ nets (cached per process)
-_NETS: dict[tuple[str, int], Any] = {}
-
-
-def load_net(path: str | os.PathLike, kind: str):
-    """The net at ``path`` (``nets.io.load``), cached in this process by (path, modification time)."""
-    from nets.io import load
-
-    p = Path(path)
-    key = (str(p.resolve()), p.stat().st_mtime_ns)
-    net = _NETS.get(key)
-    if net is None:
-        if len(_NETS) > 8:
-            _NETS.clear()
-        net = load(p, expected_kind=kind)[0]
-        _NETS[key] = net
-    return net
 
 
 # ============================================================================ search helpers
@@ -260,25 +232,6 @@ def play_upper_game(cfg, upper_net, seed: int) -> tuple[_Game, Any, dict]:
     return game, builder, info
 
 
-def choose_victims_q(state: GameState, path, jump: bool, pruner, scorer, rng=None, epsilon: float = 0.0):
-    """The lower net's choice of square victims for a square-forming ``path``: the capture pruner's
-    candidates, a uniformly random one with probability ``epsilon`` (``rng``), else the highest Q.
-    Returns ``(victims, after_state, upper_action, n_candidates)``."""
-    from nets.encoding import encode_upper
-
-    sets, _ = pruner.candidates(state, path, jump)
-    action = encode_upper(tuple(path), jump)
-    afters = [state._play(Move(tuple(path), jump, tuple(s))) for s in sets]
-    if len(sets) == 1:
-        j = 0
-    elif rng is not None and epsilon > 0 and rng.random() < epsilon:
-        j = int(rng.integers(len(sets)))
-    else:
-        q = scorer.q_values(afters, [action] * len(afters))
-        j = int(np.argmax(q))
-    return tuple(sets[j]), afters[j], action, len(sets)
-
-
 def play_lower_game(cfg, lower_net, seed: int) -> tuple[_Game, Any, dict]:
     """One ``lower`` self-play game (module docstring)."""
     from nets.features import state_planes
@@ -376,8 +329,8 @@ def _iso(text: str) -> str | None:
 
 def init_worker() -> None:
     """Worker process start (self-play, arena and record generation share the pool): end with the
-    parent, ignore Ctrl-C (the parent handles it), one torch thread, register the training agents,
-    load the rules kernels."""
+    parent, ignore Ctrl-C (the parent handles it), one torch thread, register every built-in agent
+    (``catalog``), load the rules kernels."""
     import signal
 
     import torch
@@ -387,8 +340,7 @@ def init_worker() -> None:
     exit_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     torch.set_num_threads(1)
-    import knowledge.agents  # noqa: F401 - registers the knowledge agents
-    import search.agents  # noqa: F401
+    import catalog  # noqa: F401 - registers every built-in agent and plugin
 
     GameState.initial().legal_moves()
 
@@ -403,122 +355,18 @@ def make_pool(workers: int):
 
 
 # ============================================================================ evaluation agents
-class _ClosingAgent:
-    """Closes its searches when garbage collected (arena games drop their agents without closing)."""
-
-    _closables: tuple = ()
-
-    def close(self) -> None:
-        _close(*self._closables)
-        self._closables = ()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:  # noqa: BLE001
-            pass
-
-
-class NetPhasedAgent(_ClosingAgent):
-    """A search agent in one phase and a knowledge agent in the other (``train-slm``, ``train-upper``)."""
-
-    def __init__(self, name: str, layout, battle, closables):
-        self.name = name
-        self.layout, self.battle = layout, battle
-        self._closables = tuple(closables)
-        self.last_think_time = 0.0
-        self.last_search = None
-
-    def select(self, state: GameState) -> Move:
-        agent = self.layout if state.phase == PHASE_LAYOUT else self.battle
-        move = agent.select(state)
-        self.last_think_time = agent.last_think_time
-        self.last_search = getattr(agent, "last_search", None)
-        return move
-
-
-def _search_agent(net_kind: str, path: str | None, sims: int, threads: int, batch: int, seed: int, temperature: float,
-                  c_puct: float, prune: bool):
-    from nets.evaluator import NetEvaluator
-    from search.agents import SearchAgent, weights_path
-    from search.mcts import Search, SearchConfig
-
-    net = load_net(weights_path(path, net_kind), net_kind)
-    evaluator = NetEvaluator(net if net_kind == "slm" else None, net if net_kind == "upper" else None,
-                             max_batch=batch, num_threads=1, clients=threads)
-    config = SearchConfig(simulations=sims, threads=threads, c_puct=c_puct, seed=seed,
-                          expansion_pruner="prune.expansion" if prune else None,
-                          capture_pruner="prune.capture" if prune else None)
-    search = Search(evaluator, config)
-    return SearchAgent(f"{net_kind}-mcts:sims={sims}", search, temperature, seed), (search, evaluator)
-
-
-@register("train-slm", "agent", "SLM search in the layout (weights slm=PATH), the expert in the battle")
-def make_train_slm(slm: str | None = None, sims: int = 32, threads: int = 4, batch: int = 8, seed: int = 0,
-                   temperature: float = 0.0, c_puct: float = 1.5, battle: str = "expert") -> NetPhasedAgent:
-    from knowledge.agents import make_agent
-
-    layout, closables = _search_agent("slm", slm, sims, threads, batch, seed, temperature, c_puct, True)
-    return NetPhasedAgent(f"train-slm:sims={sims}", layout, make_agent(battle, seed=seed), closables)
-
-
-@register("train-upper", "agent", "the expert in the layout, upper-net search (upper=PATH) in the battle, no lower net")
-def make_train_upper(upper: str | None = None, sims: int = 32, threads: int = 4, batch: int = 8, seed: int = 0,
-                     temperature: float = 0.0, c_puct: float = 1.5, prune: bool = True,
-                     layout: str = "expert") -> NetPhasedAgent:
-    from knowledge.agents import make_agent
-
-    battle, closables = _search_agent("upper", upper, sims, threads, batch, seed, temperature, c_puct, prune)
-    return NetPhasedAgent(f"train-upper:sims={sims}", make_agent(layout, seed=seed), battle, closables)
-
-
-class LowerAgent:
-    """``train-lower``: the ``moves`` agent's placements and paths, square victims by the lower net among
-    the capture pruner's candidates (epsilon-greedy with ``epsilon``)."""
-
-    def __init__(self, lower: str | None = None, moves: str = "expert", seed: int = 0, epsilon: float = 0.0,
-                 pruner: str = "prune.capture"):
-        from knowledge.agents import make_agent
-        from knowledge.registry import REGISTRY
-        from nets.evaluator import NetVictimScorer
-        from search.agents import weights_path
-
-        self.name = "train-lower"
-        self.base = make_agent(moves, seed=seed)
-        self.pruner = REGISTRY.create(pruner, "capture_pruner")
-        self.scorer = NetVictimScorer(load_net(weights_path(lower, "lower"), "lower"))
-        self.epsilon = float(epsilon)
-        self.rng = np.random.default_rng(seed)
-        self.last_think_time = 0.0
-
-    def select(self, state: GameState) -> Move:
-        t0 = time.perf_counter()
-        move = self.base.select(state)
-        if state.phase != PHASE_LAYOUT and move.victims:
-            victims, _, _, _ = choose_victims_q(state, move.path, move.jump, self.pruner, self.scorer, self.rng,
-                                                self.epsilon)
-            move = Move(move.path, move.jump, victims)
-        self.last_think_time = time.perf_counter() - t0
-        return move
-
-
-@register("train-lower", "agent", "the expert's moves with square victims chosen by the lower net (lower=PATH)")
-def make_train_lower(lower: str | None = None, seed: int = 0, epsilon: float = 0.0, moves: str = "expert",
-                     pruner: str = "prune.capture") -> LowerAgent:
-    return LowerAgent(lower, moves=moves, seed=seed, epsilon=epsilon, pruner=pruner)
-
-
-AGENT_NAMES = {"slm": "train-slm", "upper": "train-upper", "lower": "train-lower"}
-
-
 def net_agent_spec(kind: str, path: str | os.PathLike, cfg) -> str:
-    """The arena spec of the evaluation agent playing with the net at ``path`` (greedy: temperature 0).
+    """The arena spec of the evaluation agent playing with the net at ``path`` (greedy: temperature 0;
+    one inference and one torch thread per agent, as the self-play searches): ``slm:slm=PATH,...``,
+    ``hbm:upper=PATH,lower=none,...`` or ``hbm:battle=expert,lower=PATH,victims=0`` (``search.agents``).
     Raises ``ValueError`` if the path cannot go into a spec (it contains ``,`` or ``+``)."""
     p = str(Path(path).resolve())
     if "," in p or "+" in p:
         raise ValueError(f"net path {p!r} contains ',' or '+', which agent specs cannot hold; use another run directory")
     if kind == "lower":
-        return f"train-lower:lower={p}"
-    threads = cfg.gate.search_threads
-    return f"{AGENT_NAMES[kind]}:{kind}={p},sims={cfg.gate.simulations},threads={threads},batch={cfg.selfplay.max_batch}"
-
+        return f"hbm:battle=expert,lower={p},victims=0"
+    search = (f"sims={cfg.gate.simulations},threads={cfg.gate.search_threads},batch={cfg.selfplay.max_batch},"
+              "inference_threads=1,torch_threads=1")
+    if kind == "slm":
+        return f"slm:slm={p},{search}"
+    return f"hbm:upper={p},lower=none,{search}"

@@ -92,7 +92,7 @@ def run_tournament(
     Bradley-Terry rating is held at 0 (default: the mean rating is 0). Raises ``ArenaError`` for a
     bad or repeated spec (listing the available agents), a bad game count, a pair directory of
     another match, or a failed game (finished games stay on disk; rerun to resume)."""
-    import importlib
+    import catalog
 
     specs = list(specs)
     if len(specs) < 2:
@@ -106,8 +106,7 @@ def run_tournament(
         raise ArenaError(f"games: must be an even number >= 2 (colour-balanced pairs), got {games!r}")
     if workers < 0:
         raise ArenaError(f"workers: must be >= 0, got {workers}")
-    for module in imports:
-        importlib.import_module(module)
+    catalog.import_plugins(imports)
     for i, spec in enumerate(specs, 1):
         check_agent_spec(spec, f"agent {i}")
     out = Path(out_dir)
