@@ -225,7 +225,7 @@ def option_error(what: str, model: type[BaseModel], exc: ValidationError) -> str
     if kind == "value_error" and "(got " in reason:  # a nested spec's message already shows its value
         return f"{where}: {reason}{more}"
     got = err["input"]
-    got = got if isinstance(got, str) and got and got.strip() == got else repr(got)
+    got = got if isinstance(got, str) and got and got.isprintable() and got.strip() == got else repr(got)
     return f"{where}: {reason} (got {got}){more}"
 
 

@@ -1,0 +1,261 @@
+"""Typed agent options (knowledge/registry.py, knowledge/agents.py, search/agents.py, catalog.py).
+
+- a table of bad specs: each gives one ``SpecError`` line naming the agent, the option and the reason;
+- the same specs through every command that takes one (arena, tournament, play, gen-records, the
+  selfplay config fields): exit status 2 and exactly one ``error:`` line on stderr;
+- every registered agent has an options model with every number bounded, and the search defaults come
+  from ``SearchConfig``;
+- the net agents' phase options (``layout``/``battle``/``lower``) build the agents the training
+  pipeline evaluates with;
+- a hypothesis fuzz test of spec validation: any text gives options or a ``SpecError``.
+"""
+
+from __future__ import annotations
+
+import json
+import typing
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+import catalog
+from cli import app
+from knowledge.agents import ExpertAgent, PhasedAgent, check_agent_spec, make_agent
+from knowledge.registry import REGISTRY, SpecError, UnknownNameError, parse_spec
+from search.agents import MODELS_DIR, LowerVictimsAgent, SearchAgent
+from search.mcts import SearchConfig
+
+# spec -> the message (exactly)
+BAD_SPECS = {
+    "mcts:sims=-5": "agent 'mcts' option 'sims': must be >= 1 (got -5)",
+    "jfa:victims=-1": "agent 'jfa' option 'victims': must be >= 0 (got -1)",
+    "expert:top=-1": "agent 'expert' option 'top': must be >= 1 (got -1)",
+    "expert:noise=nan": "agent 'expert' option 'noise': must be a finite number (got nan)",
+    "expert:layout_noise=-inf": "agent 'expert' option 'layout_noise': must be a finite number (got -inf)",
+    "greedy:seed=abc": "agent 'greedy' option 'seed': must be an integer (got abc)",
+    "random:seed=1.5": "agent 'random' option 'seed': must be an integer (got 1.5)",
+    "random:seed=-1": "agent 'random' option 'seed': must be >= 0 (got -1)",
+    "mcts:temperature=-1": "agent 'mcts' option 'temperature': must be >= 0 (got -1)",
+    "mcts:sims=99999999999999999999": "agent 'mcts' option 'sims': must be <= 1000000 (got 99999999999999999999)",
+    "mcts:c_puct=0": "agent 'mcts' option 'c_puct': must be > 0 (got 0)",
+    "mcts:prune=maybe": "agent 'mcts' option 'prune': must be true or false (got maybe)",
+    "mcts:formula=new": "agent 'mcts' option 'formula': must be 'puct' or 'printed' (got new)",
+    "minimax:time=0": "agent 'minimax' option 'time': must be > 0 (got 0)",
+    "minimax:depth=0": "agent 'minimax' option 'depth': must be >= 1 (got 0)",
+    "expert:plies=3": "agent 'expert' option 'plies': must be <= 2 (got 3)",
+    "expert:victims=all": "agent 'expert' option 'victims': must be 'threat', 'eq9' or 'kernel' (got all)",
+    "hbm:upper=none": "agent 'hbm' option 'upper': must be a weights file (.safetensors) (got none)",
+    "jfa:epsilon=2": "agent 'jfa' option 'epsilon': must be <= 1 (got 2)",
+    "slm:battle=expert:top=0": "agent 'slm' option 'battle': 'search' or an agent spec: agent 'expert' option "
+                               "'top': must be >= 1 (got 0)",
+    "mcts:sims": "spec 'mcts:sims': option 'sims' is not key=value",
+    "mcts:sims=1,sims=2": "spec 'mcts:sims=1,sims=2': option 'sims' is given twice",
+    ":sims=1": "spec ':sims=1': missing name",
+    "expert+": "agent spec 'expert+': expected NAME[:k=v,...] or LAYOUT+BATTLE",
+    "random+random+random": "agent spec 'random+random+random': expected NAME[:k=v,...] or LAYOUT+BATTLE",
+}
+UNKNOWN = {  # spec -> the start of the message
+    "mcts:bogus=1": "agent 'mcts': unknown option 'bogus' (options: seed, sims, threads,",
+    "nope": "unknown agent 'nope'; available: ",
+    "slm:battle=nope": "agent 'slm' option 'battle': 'search' or an agent spec: unknown agent 'nope'; available:",
+}
+
+
+@pytest.mark.parametrize("spec", list(BAD_SPECS))
+def test_bad_specs_give_one_line_naming_agent_option_and_reason(spec):
+    with pytest.raises(SpecError) as info:
+        check_agent_spec(spec)
+    assert str(info.value) == BAD_SPECS[spec]
+    with pytest.raises(SpecError):
+        make_agent(spec, seed=3)  # the spec's own values are checked even where the seed overrides
+
+
+@pytest.mark.parametrize("spec", list(UNKNOWN))
+def test_unknown_options_and_names_list_the_choices(spec):
+    with pytest.raises(SpecError) as info:
+        check_agent_spec(spec)
+    message = str(info.value)
+    assert message.startswith(UNKNOWN[spec]) and "\n" not in message
+    if spec == "nope":
+        assert isinstance(info.value, KeyError) and isinstance(info.value, UnknownNameError)
+        assert "expert" in message and "jfa" in message
+
+
+def test_good_specs_parse_to_typed_options():
+    _, opts = REGISTRY.check("mcts:sims=64,threads=2,c-puct=2.5,prune=false,temperature=0.5", "agent")
+    assert (opts.sims, opts.threads, opts.c_puct, opts.prune, opts.temperature) == (64, 2, 2.5, False, 0.5)
+    assert parse_spec("minimax:depth=3,time=0.5") == ("minimax", {"depth": "3", "time": "0.5"})
+    agent = make_agent("expert:top=4,noise=0.5,victims=eq9", seed=9)
+    assert isinstance(agent, ExpertAgent)
+    assert (agent.top, agent.noise, agent.victim_rule, agent.seed) == (4, 0.5, "eq9", 9)
+
+
+# ----------------------------------------------------------------------------- every agent, bounded
+def _numeric(annotation) -> bool:
+    args = typing.get_args(annotation) or (annotation,)
+    return any(a in (int, float) for a in args)
+
+
+def test_every_agent_has_options_with_every_number_bounded():
+    names = REGISTRY.names("agent")
+    assert {"random", "greedy", "minimax", "expert", "mcts", "jfa", "slm", "hbm"} <= set(names)
+    for name in names:
+        entry = REGISTRY.entry(name, "agent")
+        assert entry.options is not None, name
+        assert entry.options.model_config.get("frozen") and entry.options.model_config.get("extra") == "forbid"
+        for field, info in entry.options.model_fields.items():
+            assert info.description, f"{name}.{field} has no description"
+            if _numeric(info.annotation):
+                kinds = {attr for m in info.metadata for attr in ("ge", "gt", "le", "lt")
+                         if getattr(m, attr, None) is not None}
+                assert kinds & {"ge", "gt"} and kinds & {"le", "lt"}, f"{name}.{field} is not bounded: {kinds}"
+
+
+def test_search_defaults_live_in_search_config():
+    from train.config import SelfPlayConfig
+
+    default = SearchConfig()
+    for name in ("mcts", "jfa", "slm", "hbm"):
+        _, opts = REGISTRY.check(name, "agent")
+        assert opts.c_puct == default.c_puct and opts.formula == default.formula
+        assert opts.search_config().c_puct == default.c_puct
+    assert SelfPlayConfig().c_puct == default.c_puct
+    agent = make_agent("mcts:sims=2")
+    assert agent.search.config.c_puct == default.c_puct
+    agent.close()
+
+
+def test_catalogue_lists_every_agent_with_its_options():
+    entries = catalog.agent_catalogue()
+    assert [e["name"] for e in entries] == REGISTRY.names("agent")
+    top = next(r for r in catalog.agent_catalogue("expert")[0]["options"] if r["name"] == "top")
+    assert top == {"name": "top", "type": "int", "range": "[1, 1000]", "default": "8",
+                   "description": top["description"]}
+    c_puct = next(r for r in catalog.agent_catalogue("mcts")[0]["options"] if r["name"] == "c_puct")
+    assert c_puct["range"] == "(0, 1000]" and c_puct["default"] == "1.5"
+    with pytest.raises(UnknownNameError):
+        catalog.agent_catalogue("nope")
+
+
+def test_agents_command_prints_options():
+    result = CliRunner().invoke(app, ["agents", "expert", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert [e["name"] for e in data] == ["expert"] and any(r["name"] == "noise" for r in data[0]["options"])
+    text = CliRunner().invoke(app, ["agents"]).stdout
+    for name in REGISTRY.names("agent"):
+        assert f"{name}: " in text
+    assert "sims" in text and "[1, 1000000]" in text
+
+
+# ----------------------------------------------------------------------------- every command
+CLI_SPECS = ["mcts:sims=-5", "jfa:victims=-1", "expert:noise=nan", "greedy:seed=abc", "mcts:bogus=1", "nope"]
+
+
+def _commands(spec: str, tmp) -> list[list[str]]:
+    fast = ["--games", "2", "--workers", "0"]
+    return [
+        ["arena", spec, "random", *fast, "--out", str(tmp / "a")],
+        ["arena", "random", spec, *fast, "--out", str(tmp / "b")],
+        ["tournament", "random", spec, *fast, "--out", str(tmp / "t")],
+        ["play", "--agent", spec],
+        ["gen-records", "--agent", spec, "--games", "1", "--workers", "0", "--out", str(tmp / "r")],
+        ["gen-records", "--black", spec, "--games", "1", "--workers", "0", "--out", str(tmp / "s")],
+        ["selfplay", "--set", f"selfplay.aux_agent={spec}", "--run-dir", str(tmp / "p"), "--no-progress"],
+        ["selfplay", "--set", f"gate.expert={spec}", "--run-dir", str(tmp / "q"), "--no-progress"],
+        ["selfplay", "--set", f"pretrain.agent={spec}", "--run-dir", str(tmp / "u"), "--no-progress"],
+    ]
+
+
+@pytest.mark.parametrize("spec", CLI_SPECS)
+def test_every_command_taking_a_spec_gives_one_error_line(spec, tmp_path):
+    expected = BAD_SPECS.get(spec) or UNKNOWN.get(spec) or {
+        "expert:noise=nan": "agent 'expert' option 'noise': must be a finite number (got nan)",
+        "greedy:seed=abc": "agent 'greedy' option 'seed': must be an integer (got abc)",
+    }[spec]
+    runner = CliRunner()
+    for args in _commands(spec, tmp_path):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 2, (args, result.output)
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: "), (args, result.stderr)
+        assert expected in lines[0], (args, lines[0])
+        assert not (tmp_path / "p" / "config.json").exists()  # refused before any work
+
+
+# ----------------------------------------------------------------------------- the net agents' phases
+SHIPPED_LOWER = MODELS_DIR / "default" / "lower.safetensors"
+
+
+def test_net_agent_phases_build_the_right_agents():
+    slm = make_agent("slm:sims=2,threads=1,inference_threads=1", seed=4)
+    try:
+        assert isinstance(slm, PhasedAgent) and isinstance(slm.layout_agent, SearchAgent)
+        assert isinstance(slm.battle_agent, ExpertAgent) and slm.battle_agent.seed == 4
+        assert slm.layout_agent.search.evaluator.nets[1] is None  # no upper net loaded for an expert battle
+    finally:
+        slm.close()
+    upper_only = make_agent("hbm:sims=2,threads=1,lower=none,battle=search", seed=4)
+    try:
+        assert isinstance(upper_only.layout_agent, ExpertAgent) and upper_only.battle_agent.search.victim_scorer is None
+    finally:
+        upper_only.close()
+    assert isinstance(make_agent("jfa:layout=expert,battle=expert"), ExpertAgent)  # no nets at all
+    both = make_agent(f"jfa:layout=random,battle=random,lower={SHIPPED_LOWER}")
+    assert isinstance(both, LowerVictimsAgent) and both.base.name == "random"  # one agent for both phases
+
+
+def test_lower_net_chooses_the_victims_of_the_battle_agents_move():
+    from nets.encoding import encode_upper
+    from nets.evaluator import NetVictimScorer
+    from search.agents import load_net
+    from tests.test_agents import DALIAN_W, FAR_B, battle
+
+    s = battle(DALIAN_W, FAR_B)
+    expert = make_agent("expert", seed=3).select(s)
+    assert expert.victims  # the expert forms a square here
+    agent = make_agent(f"hbm:battle=expert,lower={SHIPPED_LOWER},victims=0", seed=3)
+    move = agent.select(s)  # layout=expert (hbm) and battle=expert: one expert, its victims by the lower net
+    assert (move.path, move.jump) == (expert.path, expert.jump)
+    sets, _ = REGISTRY.create("prune.capture", "capture_pruner").candidates(s, move.path, move.jump)
+    sets = [tuple(x) for x in sets]
+    assert len(sets) > 1 and move.victims in sets
+    scorer = NetVictimScorer(load_net(SHIPPED_LOWER, "lower"))
+    afters = [s._play(type(move)(move.path, move.jump, v)) for v in sets]
+    q = scorer.q_values(afters, [encode_upper(move.path, move.jump)] * len(sets))
+    assert move.victims == sets[int(np.argmax(q))]  # JFA Eq. 6: the highest Q among the candidates
+
+
+def test_training_evaluation_specs_are_valid_agent_specs(tmp_path):
+    from train.config import TrainConfig
+    from train.selfplay import net_agent_spec
+
+    cfg = TrainConfig()
+    for kind, prefix in (("slm", "slm:slm="), ("upper", "hbm:upper="), ("lower", "hbm:battle=expert,lower=")):
+        spec = net_agent_spec(kind, tmp_path / f"{kind}.safetensors", cfg)
+        assert spec.startswith(prefix)
+        check_agent_spec(spec)
+
+
+# ----------------------------------------------------------------------------- fuzz
+_NAMES = ["random", "greedy", "minimax", "expert", "mcts", "jfa", "slm", "hbm", "nope"]
+_KEYS = ["seed", "sims", "threads", "c_puct", "temperature", "top", "noise", "depth", "time", "victims", "layout",
+         "battle", "lower", "prune", "formula", "plies", "bogus"]
+_VALUES = st.one_of(st.integers(-10**25, 10**25).map(str), st.floats(allow_nan=True).map(repr),
+                    st.sampled_from(["true", "no", "nan", "-inf", "none", "", "search", "expert", "expert:top=0",
+                                     "puct", "eq9"]),
+                    st.text(max_size=8))
+_STRUCTURED = st.builds(lambda name, items: name + (":" + ",".join(f"{k}={v}" for k, v in items) if items else ""),
+                        st.sampled_from(_NAMES), st.lists(st.tuples(st.sampled_from(_KEYS), _VALUES), max_size=4))
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.one_of(_STRUCTURED, st.text(max_size=40), st.builds("+".join, st.lists(_STRUCTURED, min_size=2, max_size=3))))
+def test_fuzz_agent_specs_give_options_or_one_spec_error_line(spec):
+    try:
+        check_agent_spec(spec)
+    except SpecError as exc:
+        assert str(exc) and "\n" not in str(exc)
