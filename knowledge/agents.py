@@ -81,7 +81,7 @@ __all__ = [
     "ExpertAgent",
     "PhasedAgent",
     "AgentOptions",
-    "check_agent_spec",
+    "validate_agent_spec",
     "make_agent",
 ]
 
@@ -527,7 +527,7 @@ def _parts(spec: str) -> list[str]:
     return parts
 
 
-def check_agent_spec(spec: str, **overrides: Any) -> None:
+def validate_agent_spec(spec: str, **overrides: Any) -> None:
     """Validate an agent spec (``NAME[:k=v,...]`` or ``LAYOUT+BATTLE``) without building the agent:
     names registered, options of the right types and in range. Raises ``knowledge.registry.SpecError``
     (one line naming the agent and the option) or ``UnknownNameError``. Agents registered by higher

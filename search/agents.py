@@ -43,7 +43,7 @@ from pydantic import Field, field_validator
 from core.board import PHASE_LAYOUT
 from core.notation import Move
 from core.state import GameState
-from knowledge.agents import AgentOptions, PhasedAgent, check_agent_spec, make_agent
+from knowledge.agents import AgentOptions, PhasedAgent, validate_agent_spec, make_agent
 from knowledge.registry import REGISTRY, SpecError, register
 from search.mcts import Search, SearchConfig
 
@@ -238,7 +238,7 @@ class NetOptions(SearchOptions):
         if value == "search":
             return value
         try:
-            check_agent_spec(value)
+            validate_agent_spec(value)
         except SpecError as exc:
             raise ValueError(f"'search' or an agent spec: {exc}") from None
         return value

@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 
 import catalog
 from cli import app
-from knowledge.agents import ExpertAgent, PhasedAgent, check_agent_spec, make_agent
+from knowledge.agents import ExpertAgent, PhasedAgent, validate_agent_spec, make_agent
 from knowledge.registry import REGISTRY, SpecError, UnknownNameError, parse_spec
 from search.agents import MODELS_DIR, LowerVictimsAgent, SearchAgent
 from search.mcts import SearchConfig
@@ -67,7 +67,7 @@ UNKNOWN = {  # spec -> the start of the message
 @pytest.mark.parametrize("spec", list(BAD_SPECS))
 def test_bad_specs_give_one_line_naming_agent_option_and_reason(spec):
     with pytest.raises(SpecError) as info:
-        check_agent_spec(spec)
+        validate_agent_spec(spec)
     assert str(info.value) == BAD_SPECS[spec]
     with pytest.raises(SpecError):
         make_agent(spec, seed=3)  # the spec's own values are checked even where the seed overrides
@@ -76,7 +76,7 @@ def test_bad_specs_give_one_line_naming_agent_option_and_reason(spec):
 @pytest.mark.parametrize("spec", list(UNKNOWN))
 def test_unknown_options_and_names_list_the_choices(spec):
     with pytest.raises(SpecError) as info:
-        check_agent_spec(spec)
+        validate_agent_spec(spec)
     message = str(info.value)
     assert message.startswith(UNKNOWN[spec]) and "\n" not in message
     if spec == "nope":
@@ -237,7 +237,7 @@ def test_training_evaluation_specs_are_valid_agent_specs(tmp_path):
     for kind, prefix in (("slm", "slm:slm="), ("upper", "hbm:upper="), ("lower", "hbm:battle=expert,lower=")):
         spec = net_agent_spec(kind, tmp_path / f"{kind}.safetensors", cfg)
         assert spec.startswith(prefix)
-        check_agent_spec(spec)
+        validate_agent_spec(spec)
 
 
 # ----------------------------------------------------------------------------- fuzz
@@ -256,6 +256,6 @@ _STRUCTURED = st.builds(lambda name, items: name + (":" + ",".join(f"{k}={v}" fo
 @given(st.one_of(_STRUCTURED, st.text(max_size=40), st.builds("+".join, st.lists(_STRUCTURED, min_size=2, max_size=3))))
 def test_fuzz_agent_specs_give_options_or_one_spec_error_line(spec):
     try:
-        check_agent_spec(spec)
+        validate_agent_spec(spec)
     except SpecError as exc:
         assert str(exc) and "\n" not in str(exc)

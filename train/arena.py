@@ -122,13 +122,13 @@ def check_agent_spec(spec: str, what: str = "agent") -> None:
     agents), then the agent is built once with seed 0 and closed, so that missing weights files or
     other construction errors show before any game (the message names ``what`` and the spec)."""
     import catalog  # noqa: F401 - registers the built-in agents
-    from knowledge.agents import check_agent_spec as check_spec
+    from knowledge.agents import validate_agent_spec
     from knowledge.registry import SpecError
 
     if not isinstance(spec, str) or not spec.strip():
         raise ArenaError(f"{what}: empty agent spec")
     try:
-        check_spec(spec)
+        validate_agent_spec(spec)
     except SpecError as exc:
         raise ArenaError(str(exc)) from None
     try:

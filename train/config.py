@@ -120,10 +120,10 @@ def _spec(value: str | None) -> str | None:
 def _agent_spec(value: str) -> str:
     """An agent spec resolved now (names, option types and ranges), not when the first game starts."""
     import catalog  # noqa: F401 - registers every built-in agent
-    from knowledge.agents import check_agent_spec
+    from knowledge.agents import validate_agent_spec
 
     _spec(value)
-    check_agent_spec(value)  # SpecError is a ValueError: pydantic reports it for this field
+    validate_agent_spec(value)  # SpecError is a ValueError: pydantic reports it for this field
     return value
 
 
