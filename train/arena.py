@@ -8,9 +8,9 @@ is reproducible from ``(specs, ruleset, seed, index)`` alone, whatever the numbe
 
 Agents are built by spec in the process that plays the game (``knowledge.agents.make_agent``, which
 understands ``NAME[:k=v,...]`` and ``LAYOUT+BATTLE``, with the agents of ``catalog`` registered),
-fresh for every game. ``workers >= 1`` plays
-in that many worker processes (``concurrent.futures.ProcessPoolExecutor`` with the ``spawn`` start
-method, safe with Numba's threads); ``workers = 0`` plays in the calling process (debugging, tests).
+fresh for every game. ``workers >= 1`` plays in that many worker processes
+(``concurrent.futures.ProcessPoolExecutor`` with the ``spawn`` start method, safe with Numba's
+threads); ``workers = 0`` plays in the calling process (debugging, tests).
 
 Run directory (``out_dir``), every file written atomically (temporary file + ``os.replace``)::
 

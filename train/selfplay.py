@@ -54,7 +54,6 @@ from search.agents import choose_victims_q, load_net  # also silences the SLM se
 LAYOUT_PLIES = NUM_POINTS
 
 
-
 def game_seed(run_seed: int, iteration: int, index: int) -> int:
     """The seed of self-play game ``index`` of ``iteration`` (31-bit), from (run seed, iteration, index)."""
     return int(np.random.SeedSequence([int(run_seed), int(iteration), int(index)]).generate_state(1)[0] % (2**31))
