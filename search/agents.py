@@ -32,6 +32,7 @@ model"); a lower net trained by self-play (``python cli.py selfplay --model lowe
 from __future__ import annotations
 
 import os
+import threading
 import time
 import warnings
 from pathlib import Path
@@ -45,7 +46,7 @@ from core.notation import Move
 from core.state import GameState
 from knowledge.agents import AgentOptions, PhasedAgent, validate_agent_spec, make_agent
 from knowledge.registry import REGISTRY, SpecError, register
-from search.mcts import Search, SearchConfig
+from search.mcts import Search, SearchConfig, SearchResult
 
 MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
 
@@ -95,7 +96,8 @@ class SearchAgent:
     """An agent that plays the move chosen by a WU-UCT :class:`Search` (``Agent`` protocol).
 
     ``last_search`` holds the latest search's root statistics for game records: ``visits`` (root
-    visit count), ``value`` (root value for the mover) and ``simulations``.
+    visit count), ``value`` (root value for the mover) and ``simulations``; ``last_result`` the whole
+    :class:`SearchResult` (every root move with its visits N, value Q and prior P).
     """
 
     def __init__(self, name: str, search: Search, temperature: float = 0.0, seed: int = 0, owns_evaluator: bool = False):
@@ -106,12 +108,17 @@ class SearchAgent:
         self.rng = np.random.default_rng(seed)
         self.last_think_time = 0.0
         self.last_search: dict | None = None
+        self.last_result: SearchResult | None = None
 
-    def select(self, state: GameState) -> Move:
+    def select(self, state: GameState, *, simulations: int | None = None, seconds: float | None = None,
+               stop: threading.Event | None = None) -> Move:
+        """The move to play in ``state``; ``simulations`` (default: the agent's), ``seconds`` and ``stop``
+        bound the search as in :meth:`Search.run`."""
         t0 = time.perf_counter()
-        result = self.search.run(state)
+        result = self.search.run(state, simulations, seconds, stop)
         move = result.sample(self.temperature, self.rng)
         self.last_think_time = time.perf_counter() - t0
+        self.last_result = result
         self.last_search = {"visits": int(result.visits.sum()), "value": round(result.value, 4),
                           "simulations": result.simulations}
         return move
@@ -314,3 +321,23 @@ def make_slm(o: SlmOptions):
 @register("hbm", "agent", "the expert (layout=AGENT) in the layout, HBM search in the battle", options=HbmOptions)
 def make_hbm(o: HbmOptions):
     return make_net_agent("hbm", o)
+
+
+def searching_agent(agent, state: GameState) -> SearchAgent | None:
+    """The :class:`SearchAgent` that would choose ``agent``'s move in ``state`` (``agent`` itself, or the
+    phase's part of a ``LAYOUT+BATTLE`` agent), or ``None`` when that agent does not search."""
+    if isinstance(agent, PhasedAgent):
+        agent = agent.layout_agent if state.phase == PHASE_LAYOUT else agent.battle_agent
+    return agent if isinstance(agent, SearchAgent) else None
+
+
+def think(agent, state: GameState, simulations: int | None = None, seconds: float | None = None,
+          stop: threading.Event | None = None) -> tuple[Move, SearchResult | None]:
+    """``agent``'s move in the non-terminal ``state`` and, when a search chose it, that search's root
+    statistics. ``simulations``, ``seconds`` and ``stop`` bound a search (see :meth:`Search.run`);
+    agents that do not search ignore them and answer from ``select(state)``."""
+    searcher = searching_agent(agent, state)
+    if searcher is None:
+        return agent.select(state), None
+    move = searcher.select(state, simulations=simulations, seconds=seconds, stop=stop)
+    return move, searcher.last_result

@@ -119,7 +119,8 @@ class SearchResult(NamedTuple):
         return (self.visits / total).astype(np.float32) if total else np.full(len(self.moves), 1 / len(self.moves), np.float32)
 
 
-def _terminal_value(state: GameState) -> float:
+def terminal_value(state: GameState) -> float:
+    """The result of a terminal ``state`` for its side to move: +1 won, -1 lost, 0 drawn."""
     winner = state.winner()
     if winner is None or winner == DRAW:
         return 0.0
@@ -150,6 +151,9 @@ class Search:
         self._root_state: GameState | None = None
         self._pending: dict[int, threading.Event] = {}
         self._claim_lock = threading.Lock()
+        self._remaining, self._claimed = 0, 0
+        self._deadline: float | None = None
+        self._stop: threading.Event | None = None
         self._pool = ThreadPoolExecutor(cfg.threads, thread_name_prefix="wuuct") if cfg.threads > 1 else None
         self.tree_full = False
 
@@ -166,12 +170,22 @@ class Search:
         self.close()
 
     # ------------------------------------------------------------------ public API
-    def run(self, state: GameState, simulations: int | None = None) -> SearchResult:
+    def run(self, state: GameState, simulations: int | None = None, seconds: float | None = None,
+            stop: threading.Event | None = None) -> SearchResult:
         """Search ``state`` (non-terminal) for ``simulations`` (default: the config's) and return the
-        root statistics. Reuses the subtree of ``state`` when it is already in the tree (tree reuse)."""
+        root statistics. Reuses the subtree of ``state`` when it is already in the tree (tree reuse).
+
+        ``seconds`` (wall time, > 0) and ``stop`` (set from another thread) end the search early: no new
+        simulation starts after the deadline or once ``stop`` is set, except that the first one always
+        runs, so the root has children. Simulations already started finish."""
         if state.is_terminal():
             raise ValueError("search: the position is terminal")
+        if seconds is not None and not seconds > 0:
+            raise ValueError(f"search: seconds={seconds!r}, expected a positive number")
         sims = self.config.simulations if simulations is None else simulations
+        self._deadline = None if seconds is None else time.perf_counter() + seconds
+        self._stop = stop
+        self._claimed = 0
         self._reuse_or_new(state)
         self._root_state = state
         if self.tree.flag[0] == EXPANDED and self.config.dirichlet_epsilon > 0:
@@ -188,6 +202,21 @@ class Search:
             for f in futures:
                 f.result()
         return self._result(int(tree.N[0]) - start_n, time.perf_counter() - t0)
+
+    def principal_variation(self, max_moves: int = 8) -> list[Move]:
+        """The moves of the latest search's main line: from the root, the most visited child (ties: the
+        higher prior) while it has been visited, at most ``max_moves``. Empty before any search.
+        Call it between searches, not while one runs."""
+        tree, line, node = self.tree, [], 0
+        while tree is not None and len(line) < max_moves and tree.flag[node] == EXPANDED:
+            first, n = int(tree.first_child[node]), int(tree.n_children[node])
+            idx = np.arange(first, first + n)
+            best = int(idx[np.lexsort((-tree.P[idx], -tree.N[idx]))[0]])
+            if tree.N[best] == 0 or tree.pending[best] > 0:
+                break
+            line.append(self._move_of(best))
+            node = best
+        return line
 
     def _reuse_or_new(self, state: GameState) -> None:
         """Keep the tree if ``state`` is its root, a child or a grandchild of it (the position after
@@ -217,7 +246,11 @@ class Search:
         with self._claim_lock:
             if self._remaining <= 0:
                 return False
+            if self._claimed and ((self._stop is not None and self._stop.is_set())
+                                  or (self._deadline is not None and time.perf_counter() >= self._deadline)):
+                return False
             self._remaining -= 1
+            self._claimed += 1
             return True
 
     def _worker(self) -> None:
@@ -278,7 +311,7 @@ class Search:
                 self._resolve(tree, node, self._state_at(tree, path[-2], path[:-1]))
             state = self._state_at(tree, node, path)
             if state.is_terminal():
-                value = _terminal_value(state)
+                value = terminal_value(state)
                 with tree.lock(node):
                     tree.terminal_value[node] = value
                     tree.flag[node] = TERMINAL

@@ -166,3 +166,79 @@ def render_report(run_dir: str | os.PathLike, out_dir: str | os.PathLike | None 
     atomic_write_json(summary, data)
     written.append(summary)
     return written
+
+
+# ============================================================================ game analysis
+def plot_analysis(analysis: dict[str, Any], path: str | os.PathLike, title: str = "") -> Path:
+    """Write a PNG of White's win probability over the game (``search.analysis.analyze_game``'s
+    ``white_win`` per ply, ply 0 = the start), with mistakes (orange) and blunders (red) marked and the
+    start of the battle (ply 196) as a dotted line. Written atomically; returns the path."""
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from core.atomic import atomic_write_bytes
+    from core.board import NUM_POINTS
+
+    rows = analysis["moves"]
+    xs = [0] + [r["ply"] for r in rows]
+    ys = [analysis.get("start_white_win", 0.5)] + [r["white_win"] for r in rows]
+    fig, ax = plt.subplots(figsize=(9, 3.4))
+    ax.plot(xs, ys, lw=1.2, color="tab:blue", label="White's win probability")
+    ax.axhline(0.5, color="grey", lw=0.6)
+    if len(xs) > NUM_POINTS:
+        ax.axvline(NUM_POINTS, color="grey", lw=0.8, ls=":", label="battle starts")
+    for label, colour in (("mistake", "tab:orange"), ("blunder", "tab:red")):
+        marked = [r for r in rows if r["label"] == label]
+        if marked:
+            ax.scatter([r["ply"] for r in marked], [r["white_win"] for r in marked], s=18, color=colour, zorder=3,
+                       label=f"{label}s ({len(marked)})")
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlim(0, max(xs[-1], 1))
+    ax.set_xlabel("ply")
+    ax.set_ylabel("P(White wins)")
+    ax.set_title(title or "evaluation over the game")
+    ax.legend(loc="best", fontsize=8)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
+    plt.close(fig)
+    return atomic_write_bytes(path, buf.getvalue())
+
+
+def analyze_record(record_path: str | os.PathLike, out_dir: str | os.PathLike, agent_spec: str = "jfa",
+                   simulations: int | None = None, seconds: float | None = None, seed: int = 0,
+                   mistake: float | None = None, blunder: float | None = None, fmt: str | None = None,
+                   progress=None) -> dict[str, Any]:
+    """``python cli.py analyze``: read the first game of ``record_path`` (validating every move), analyse
+    every move with ``agent_spec``'s search (``search.analysis.analyze_game``) and write
+    ``OUT/analysis.json`` and ``OUT/analysis.png`` (:func:`plot_analysis`). Returns the analysis with
+    ``files`` added. Raises ``RecordError``/``OSError`` for a bad record, ``ValueError``/``KeyError`` for
+    a bad agent or threshold."""
+    from core.records import read_record
+    from knowledge.agents import make_agent
+    from search.analysis import BLUNDER, MISTAKE, analyze_game
+    from train.pipeline import atomic_write_json
+
+    record = read_record(record_path, fmt)[0]
+    states = record.replay()
+    agent = make_agent(agent_spec, seed=seed)
+    try:
+        analysis = analyze_game(states, list(record.moves), agent, simulations, seconds,
+                                MISTAKE if mistake is None else mistake, BLUNDER if blunder is None else blunder,
+                                progress)
+    finally:
+        close = getattr(agent, "close", None)
+        if callable(close):
+            close()
+    analysis = {"format": "jiu-analysis", "version": 1, "record": str(record_path), "agent": agent_spec,
+                "players": {"white": record.white, "black": record.black},
+                "result": record.result, "reason": record.reason, **analysis}
+    out = Path(out_dir)
+    json_path, png_path = out / "analysis.json", out / "analysis.png"
+    atomic_write_json(json_path, analysis)
+    plot_analysis(analysis, png_path, f"{record.white} (White) vs {record.black} (Black): "
+                  f"{agent_spec} evaluation")
+    return {**analysis, "files": [str(json_path), str(png_path)]}
