@@ -124,6 +124,8 @@ function renderPanel() {
   document.body.dataset.mode = review ? "review" : game ? "game" : "none";
   document.body.dataset.turn = game && !review ? game.turn : "none";
   if (!view) return;
+  document.body.dataset.jfen = view.jfen;
+  $("jfen").textContent = view.jfen;
   const cnt = `White ${view.counts[0]}, Black ${view.counts[1]}`;
   const fly = ["White", "Black"].filter((_, k) => view.flying[k]);
   let text = `${view.phase}, ply ${view.ply} | ${cnt}` + (fly.length ? ` | flying: ${fly.join(", ")}` : "");

@@ -1,0 +1,422 @@
+"""The engine protocol on standard input and output (``python cli.py engine``), for match runners and GUIs.
+
+Two dialects (docs/engine-protocol.md has the full reference and a transcript):
+
+- **GTP-like** (the default): one command per line, answered by ``= RESULT`` (success) or ``? REASON``
+  (failure, one line), then an empty line; an optional numeric id before the command is echoed
+  (``3 genmove`` -> ``=3 e5-e6``). Commands: ``name``, ``version``, ``protocol_version``,
+  ``list_commands``, ``rules [KEY=VALUE...]``, ``position startpos|jfen JFEN [moves M...]``,
+  ``play MOVE``, ``undo``, ``genmove [time SECONDS | sims N]``, ``analyze [time SECONDS | sims N]``,
+  ``legal``, ``showboard``, ``result``, ``quit``.
+- **UGI** (the UCI generalisation of cutegames), entered with ``ugi`` (answered by ``id`` lines,
+  ``option`` lines and ``ugiok``): ``isready``/``readyok``, ``uginewgame``, ``setoption name N value V``,
+  ``position startpos|fen JFEN [moves M...]``, ``go [movetime MS | nodes N | p1time MS p2time MS
+  [p1inc MS p2inc MS] | infinite]`` (``info`` lines then ``bestmove MOVE``; the search runs in a worker
+  thread, so ``stop``, ``isready`` and ``quit`` are answered while it runs), ``stop``, ``query gameover|
+  p1turn|result`` (``response ...``), ``quit``. Errors are ``info string error: REASON``.
+
+Moves are the rule book's notation (``g7``, ``e5-e6``, ``c3xc5xe5``, ``e5-e6/c3``; section 4) and
+positions JFEN (section 6). The engine never exits on bad input; it exits on ``quit`` or end of input.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable, Iterable, TextIO
+
+from core.board import DRAW, WHITE
+from core.errors import JiuError
+from core.jfen import START_JFEN
+from core.rules import Ruleset
+from core.state import GameState
+from search.agents import searching_agent, think
+from search.analysis import evaluate_position
+
+ENGINE_NAME = "jiu-jfa"
+AUTHOR = "the jiu-jfa project"
+PROTOCOL_VERSION = "1"
+GTP_COMMANDS = ("name", "version", "protocol_version", "list_commands", "rules", "position", "play", "undo",
+                "genmove", "analyze", "legal", "showboard", "result", "quit", "ugi")
+INFINITE_SIMULATIONS = 10_000_000
+
+
+class ProtocolError(JiuError):
+    """A command the engine cannot carry out (bad syntax, bad value, wrong moment); says why."""
+
+
+def engine_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("jiu-jfa")
+    except PackageNotFoundError:
+        return "0.1.0"
+
+
+def _number(text: str, what: str, cast: Callable = float, low: float = 0.0):
+    try:
+        value = cast(text)
+    except ValueError:
+        raise ProtocolError(f"{what} {text!r}: not a number") from None
+    if not value > low:
+        raise ProtocolError(f"{what} {text!r}: must be greater than {low:g}")
+    return value
+
+
+def _budget(args: list[str]) -> tuple[int | None, float | None]:
+    """``time SECONDS`` / ``sims N`` (either, both or none) -> (simulations, seconds)."""
+    sims = seconds = None
+    it = iter(args)
+    for key in it:
+        value = next(it, None)
+        if value is None:
+            raise ProtocolError(f"{key}: missing value")
+        if key == "time":
+            seconds = _number(value, "time")
+        elif key == "sims":
+            sims = _number(value, "sims", int)
+        else:
+            raise ProtocolError(f"{key!r}: expected 'time SECONDS' or 'sims N'")
+    return sims, seconds
+
+
+def _rule_values(items: Iterable[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ProtocolError(f"rules {item!r}: expected KEY=VALUE")
+        out[key.strip().replace("-", "_")] = int(value) if value.strip().lstrip("-").isdigit() else value.strip()
+    return out
+
+
+class Engine:
+    """The protocol state: the ruleset, the game (start position and moves), the agent and, in UGI
+    mode, the running search. ``handle(line)`` answers one line; ``run(lines)`` the whole input."""
+
+    def __init__(self, out: TextIO, agent_spec: str = "jfa", seed: int = 0, ruleset: Ruleset | None = None) -> None:
+        self.out = out
+        self.agent_spec, self.seed = agent_spec, seed
+        self.ruleset = ruleset or Ruleset()
+        self.start = START_JFEN
+        self.moves: list[str] = []
+        self.states = [GameState.initial(self.ruleset)]
+        self.agent = None
+        self.mode = "gtp"
+        self.default_sims: int | None = None
+        self._write_lock = threading.Lock()
+        self._search: threading.Thread | None = None
+        self._stop: threading.Event | None = None
+
+    # ------------------------------------------------------------------ output
+    def send(self, *lines: str) -> None:
+        with self._write_lock:
+            for line in lines:
+                self.out.write(line + "\n")
+            self.out.flush()
+
+    # ------------------------------------------------------------------ game
+    @property
+    def state(self) -> GameState:
+        return self.states[-1]
+
+    def _agent(self):
+        if self.agent is None:
+            from knowledge.agents import make_agent
+
+            self.agent = make_agent(self.agent_spec, seed=self.seed)
+        return self.agent
+
+    def set_position(self, start: str, moves: list[str], ruleset: Ruleset | None = None) -> None:
+        """Replace the game: ``start`` JFEN (or ``startpos``) then ``moves``; unchanged on error."""
+        rules = ruleset or self.ruleset
+        jfen = START_JFEN if start == "startpos" else start
+        states = [GameState.from_jfen(jfen, rules)]
+        for i, text in enumerate(moves, 1):
+            try:
+                states.append(states[-1].apply(text))
+            except JiuError as exc:
+                raise ProtocolError(f"move {i} {text!r}: {exc}") from None
+        self.start, self.moves, self.states, self.ruleset = jfen, list(moves), states, rules
+
+    def _parse_position(self, args: list[str], fen_word: str) -> tuple[str, list[str]]:
+        if not args:
+            raise ProtocolError(f"position: expected 'startpos' or '{fen_word} JFEN' [moves ...]")
+        if "moves" in args:
+            k = args.index("moves")
+            head, moves = args[:k], args[k + 1:]
+        else:
+            head, moves = args, []
+        if head == ["startpos"]:
+            return "startpos", moves
+        if head and head[0] in (fen_word, "fen", "jfen") and len(head) == 6:
+            return " ".join(head[1:]), moves
+        raise ProtocolError(f"position: expected 'startpos' or '{fen_word} <board> <side> <phase> <quiet> <ply>'"
+                            " [moves ...]")
+
+    def _play(self, text: str) -> None:
+        self.states.append(self.state.apply(text.strip()))
+        self.moves.append(text.strip())
+
+    def result_text(self) -> str:
+        """``w``, ``b``, ``draw`` with the reason, or ``none`` while the game goes on."""
+        o = self.state.outcome()
+        return f"{o.winner_code} {o.reason}" if o.terminal else "none"
+
+    # ------------------------------------------------------------------ lines
+    def run(self, lines: Iterable[str]) -> int:
+        """Answer every line until ``quit`` or the end of input; returns the exit status 0."""
+        try:
+            for line in lines:
+                if not self.handle(line):
+                    break
+        finally:
+            self.stop_search()
+            close = getattr(self.agent, "close", None)
+            if callable(close):
+                close()
+        return 0
+
+    def handle(self, line: str) -> bool:
+        """Answer one input line; ``False`` after ``quit``."""
+        text = line.strip()
+        if not text or text.startswith("#"):
+            return True
+        if self.mode == "ugi":
+            return self._ugi(text)
+        words = text.split()
+        cid = ""
+        if words[0].isdigit():
+            cid, words = words[0], words[1:]
+            if not words:
+                self.send(f"?{cid} empty command", "")
+                return True
+        try:
+            reply, go_on = self._gtp(words[0].lower(), words[1:])
+        except JiuError as exc:
+            self.send(f"?{cid} {exc}", "")
+            return True
+        except Exception as exc:  # the engine never dies on a command  # noqa: BLE001
+            self.send(f"?{cid} internal error: {type(exc).__name__}: {exc}", "")
+            return True
+        if reply is not None:
+            head, *rest = reply.split("\n")
+            self.send(f"={cid} {head}".rstrip(), *rest, "")
+        return go_on
+
+    # ------------------------------------------------------------------ GTP-like
+    def _gtp(self, cmd: str, args: list[str]) -> tuple[str | None, bool]:
+        if cmd == "quit":
+            return "", False
+        if cmd == "name":
+            return ENGINE_NAME, True
+        if cmd == "version":
+            return engine_version(), True
+        if cmd == "protocol_version":
+            return PROTOCOL_VERSION, True
+        if cmd == "list_commands":
+            return "\n".join(GTP_COMMANDS), True
+        if cmd == "ugi":
+            self.mode = "ugi"
+            self._ugi_hello()
+            return None, True
+        if cmd == "rules":
+            if args:
+                rules = Ruleset.parse({**self.ruleset.model_dump(), **_rule_values(args)})
+                self.set_position(self.start, self.moves, rules)
+            return self.ruleset.describe(), True
+        if cmd == "position":
+            start, moves = self._parse_position(args, "jfen")
+            self.set_position(start, moves)
+            return "", True
+        if cmd == "play":
+            if len(args) != 1:
+                raise ProtocolError("play: expected one move, e.g. play e5-e6/c3")
+            self._play(args[0])
+            return "", True
+        if cmd == "undo":
+            if not self.moves:
+                raise ProtocolError("undo: no move to take back")
+            self.moves.pop()
+            self.states.pop()
+            return "", True
+        if cmd == "genmove":
+            sims, seconds = _budget(args)
+            if self.state.is_terminal():
+                raise ProtocolError(f"genmove: the game is over ({self.result_text()})")
+            move, _ = think(self._agent(), self.state, sims or self.default_sims, seconds)
+            self._play(str(move))
+            return str(move), True
+        if cmd == "analyze":
+            sims, seconds = _budget(args)
+            return self._analysis_text(sims, seconds), True
+        if cmd == "legal":
+            s = self.state
+            return " ".join(str(m) for m in s.legal_moves()), True
+        if cmd == "showboard":
+            from train.play import render_board, status_line
+
+            last = self.state.last_move
+            return "\n" + render_board(self.state, last).plain.rstrip("\n") + "\n" + status_line(self.state), True
+        if cmd == "result":
+            return self.result_text(), True
+        raise ProtocolError(f"unknown command {cmd!r}; list_commands lists them")
+
+    def _analysis_text(self, sims: int | None, seconds: float | None) -> str:
+        if self.state.is_terminal():
+            raise ProtocolError(f"analyze: the game is over ({self.result_text()})")
+        try:
+            ev = evaluate_position(self._agent(), self.state, sims or self.default_sims, seconds, top=3, pv=8)
+        except ValueError as exc:
+            raise ProtocolError(str(exc)) from None
+        lines = [f"value {ev['value']:.4f} winprob {(ev['value'] + 1) / 2:.4f} best {ev['best']} "
+                 f"simulations {ev['simulations']}"]
+        for k, c in enumerate(ev["candidates"], 1):
+            q = "nan" if c["q"] is None else f"{c['q']:.4f}"
+            lines.append(f"candidate {k} move {c['move']} N {c['visits']} Q {q} P {c['prior']:.4f}")
+        lines.append("pv " + " ".join(ev["pv"]))
+        return "\n".join(lines)
+
+    # ------------------------------------------------------------------ UGI
+    def _ugi_hello(self) -> None:
+        opts = [f"option name sims type spin default 0 min 0 max {INFINITE_SIMULATIONS}"]
+        for key, field in Ruleset.model_fields.items():
+            if field.annotation is int:
+                opts.append(f"option name {key} type spin default {field.default} min 0 max 100000")
+            else:
+                choices = " ".join(f"var {v}" for v in field.annotation.__args__)
+                opts.append(f"option name {key} type combo default {field.default} {choices}")
+        self.send(f"id name {ENGINE_NAME} {engine_version()}", f"id author {AUTHOR}", *opts, "ugiok")
+
+    def _ugi(self, text: str) -> bool:
+        words = text.split()
+        cmd, args = words[0].lower(), words[1:]
+        if cmd == "quit":
+            return False
+        if cmd == "isready":
+            try:
+                self._agent()
+            except Exception as exc:  # noqa: BLE001
+                self.send(f"info string error: agent {self.agent_spec!r}: {exc}")
+            self.send("readyok")
+            return True
+        if cmd == "stop":
+            self.stop_search()
+            return True
+        self.wait_search()
+        try:
+            self._ugi_command(cmd, args)
+        except JiuError as exc:
+            self.send(f"info string error: {exc}")
+        except Exception as exc:  # noqa: BLE001
+            self.send(f"info string error: internal error: {type(exc).__name__}: {exc}")
+        return True
+
+    def _ugi_command(self, cmd: str, args: list[str]) -> None:
+        if cmd == "ugi":
+            self._ugi_hello()
+        elif cmd == "uginewgame":
+            self.set_position("startpos", [])
+        elif cmd == "position":
+            start, moves = self._parse_position(args, "fen")
+            self.set_position(start, moves)
+        elif cmd == "setoption":
+            self._setoption(args)
+        elif cmd == "go":
+            self._go(args)
+        elif cmd == "query":
+            self._query(args)
+        else:
+            raise ProtocolError(f"unknown UGI command {cmd!r}")
+
+    def _setoption(self, args: list[str]) -> None:
+        if len(args) < 4 or args[0] != "name" or "value" not in args:
+            raise ProtocolError("setoption: expected 'setoption name NAME value VALUE'")
+        k = args.index("value")
+        name, value = " ".join(args[1:k]), " ".join(args[k + 1:])
+        if name == "sims":
+            n = int(_number(value, "sims", int, -1))
+            self.default_sims = n or None
+            return
+        if name not in Ruleset.model_fields:
+            raise ProtocolError(f"setoption: unknown option {name!r}")
+        rules = Ruleset.parse({**self.ruleset.model_dump(), **_rule_values([f"{name}={value}"])})
+        self.set_position(self.start, self.moves, rules)
+
+    def _query(self, args: list[str]) -> None:
+        what = args[0] if args else ""
+        o = self.state.outcome()
+        if what == "gameover":
+            self.send(f"response {'true' if o.terminal else 'false'}")
+        elif what == "p1turn":
+            self.send(f"response {'true' if self.state.side == WHITE else 'false'}")
+        elif what == "result":
+            if not o.terminal:
+                self.send("response none")
+            else:
+                self.send("response " + ("draw" if o.winner == DRAW else "p1win" if o.winner == WHITE else "p2win"))
+        else:
+            raise ProtocolError(f"query {what!r}: expected gameover, p1turn or result")
+
+    def _go(self, args: list[str]) -> None:
+        if self.state.is_terminal():
+            raise ProtocolError(f"go: the game is over ({self.result_text()})")
+        opts: dict[str, str] = {}
+        it = iter(args)
+        for key in it:
+            if key == "infinite":
+                opts[key] = "1"
+                continue
+            value = next(it, None)
+            if value is None:
+                raise ProtocolError(f"go {key}: missing value")
+            opts[key] = value
+        sims, seconds = self.default_sims, None
+        if "nodes" in opts:
+            sims = int(_number(opts["nodes"], "nodes", int))
+        if "movetime" in opts:
+            seconds = _number(opts["movetime"], "movetime") / 1000
+        side = "p1" if self.state.side == WHITE else "p2"
+        if f"{side}time" in opts:
+            left = _number(opts[f"{side}time"], f"{side}time", float, -1) / 1000
+            inc = _number(opts.get(f"{side}inc", "0"), f"{side}inc", float, -1) / 1000
+            seconds = max(0.01, min(left / 30 + inc * 0.8, left / 2)) if seconds is None else seconds
+        if "infinite" in opts:
+            sims, seconds = INFINITE_SIMULATIONS, None
+        unknown = set(opts) - {"nodes", "movetime", "infinite", "depth", "p1time", "p2time", "p1inc", "p2inc"}
+        if unknown:
+            raise ProtocolError(f"go: unknown argument {sorted(unknown)[0]!r}")
+        self._stop = threading.Event()
+        agent, state, stop = self._agent(), self.state, self._stop
+
+        def work():
+            try:
+                searches = searching_agent(agent, state) is not None
+                ev = evaluate_position(agent, state, sims, seconds, stop, top=1, pv=8) if searches else None
+                if ev is None:
+                    move, _ = think(agent, state)
+                    self.send(f"bestmove {move}")
+                    return
+                self.send(f"info nodes {ev['simulations']} score cp {round(ev['value'] * 100)} pv {' '.join(ev['pv'])}",
+                          f"bestmove {ev['best']}")
+            except Exception as exc:  # noqa: BLE001
+                self.send(f"info string error: {type(exc).__name__}: {exc}")
+
+        self._search = threading.Thread(target=work, name="ugi-go", daemon=True)
+        self._search.start()
+
+    def wait_search(self) -> None:
+        if self._search is not None:
+            self._search.join()
+            self._search = None
+
+    def stop_search(self) -> None:
+        if self._stop is not None:
+            self._stop.set()
+        self.wait_search()
+
+
+def run_engine(stdin: TextIO, stdout: TextIO, agent_spec: str = "jfa", seed: int = 0,
+               ruleset: Ruleset | None = None) -> int:
+    """``python cli.py engine``: serve the protocol on ``stdin``/``stdout`` until ``quit``; returns 0."""
+    return Engine(stdout, agent_spec, seed, ruleset).run(iter(stdin.readline, ""))
