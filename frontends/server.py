@@ -282,3 +282,30 @@ def serve(host: str = "127.0.0.1", port: int = 8000, default_agent: str = "jfa",
 
     print(f"Jiu board on http://{host}:{port}/ (Ctrl-C stops it)", flush=True)
     uvicorn.run(create_app(default_agent, max_games), host=host, port=port, log_level="warning")
+
+
+@contextlib.contextmanager
+def running_server(app, host: str = "127.0.0.1", port: int = 0, timeout: float = 30.0):
+    """Run ``app`` with uvicorn in a background thread (tests, screenshots); yields the base URL
+    ``http://host:port`` once it accepts connections and stops it on exit. ``port=0`` picks a free port."""
+    import socket
+
+    import uvicorn
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind((host, port))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True, name="uvicorn")
+    thread.start()
+    t0 = time.monotonic()
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() - t0 > timeout:
+            raise RuntimeError("the board server did not start")
+        time.sleep(0.02)
+    try:
+        yield f"http://{host}:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout)
+        sock.close()
