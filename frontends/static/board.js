@@ -198,10 +198,8 @@ async function onPoint(name) {
     return;
   }
   if (!sel || (sel.path.length === 1 && game.board[idx(name)] === (game.side === "w" ? 1 : 2) && name !== sel.path[0])) {
-    try {
-      const info = await api("POST", `/api/games/${game.id}/options`, { path: [name], jump: false });
-      sel = { path: [name], jump: false, info, victims: [], need: 0, choices: [] };
-    } catch (e) { say(e.message); }
+    const info = await options([name], false);
+    if (info) sel = { path: [name], jump: false, info, victims: [], need: 0, choices: [] };
     render(); renderPanel();
     return;
   }
@@ -209,14 +207,20 @@ async function onPoint(name) {
   if (sel.path.length > 1 && name === sel.path[sel.path.length - 1]) return finish();
   const jump = sel.path.length === 1 ? (sel.info.hops || []).includes(name) : sel.jump;
   const path = sel.path.concat([name]);
-  let info;
-  try {
-    info = await api("POST", `/api/games/${game.id}/options`, { path, jump });
-  } catch (e) { say(e.message); return; }
+  const info = await options(path, jump);
+  if (!info) return;
   sel = { path, jump, info, victims: [], need: 0, choices: [] };
   if (!jump || !info.hops.length) return finish();
   say(info.complete ? "Click another landing to jump on, or click the stone again (or 'Stop the chain here') to stop." : "Jump on: this chain cannot stop here.");
   render(); renderPanel();
+}
+
+// Ask the server what may follow the clicks; null (and the reason shown) when nothing legal does.
+async function options(path, jump) {
+  setBusy(true);
+  try { return await api("POST", `/api/games/${game.id}/options`, { path, jump }); }
+  catch (e) { say(e.message); return null; }
+  finally { setBusy(false); }
 }
 
 function finish() {
