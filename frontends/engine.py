@@ -64,7 +64,8 @@ def _number(text: str, what: str, cast: Callable = float, low: float = 0.0):
 
 
 def _budget(args: list[str]) -> tuple[int | None, float | None]:
-    """``time SECONDS`` / ``sims N`` (either, both or none) -> (simulations, seconds)."""
+    """``time SECONDS`` / ``sims N`` (either, both or none) -> (simulations, seconds). A time alone
+    searches until the time is spent; neither uses the agent's own number of simulations."""
     sims = seconds = None
     it = iter(args)
     for key in it:
@@ -77,6 +78,8 @@ def _budget(args: list[str]) -> tuple[int | None, float | None]:
             sims = _number(value, "sims", int)
         else:
             raise ProtocolError(f"{key!r}: expected 'time SECONDS' or 'sims N'")
+    if seconds is not None and sims is None:
+        sims = INFINITE_SIMULATIONS
     return sims, seconds
 
 
@@ -381,6 +384,8 @@ class Engine:
             left = _number(opts[f"{side}time"], f"{side}time", float, -1) / 1000
             inc = _number(opts.get(f"{side}inc", "0"), f"{side}inc", float, -1) / 1000
             seconds = max(0.01, min(left / 30 + inc * 0.8, left / 2)) if seconds is None else seconds
+        if seconds is not None and "nodes" not in opts:
+            sims = INFINITE_SIMULATIONS  # a time budget alone: search until it is spent
         if "infinite" in opts:
             sims, seconds = INFINITE_SIMULATIONS, None
         unknown = set(opts) - {"nodes", "movetime", "infinite", "depth", "p1time", "p2time", "p1inc", "p2inc"}
