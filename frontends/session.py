@@ -413,21 +413,19 @@ class Sessions:
         self._add(self.reviews, review)
         return review
 
-    def game(self, gid: str) -> GameSession:
+    def _get(self, table: OrderedDict, key: str, what: str):
         with self.lock:
-            session = self.games.get(gid)
-            if session is None:
-                raise GameError("unknown game (it may have been closed to make room for newer ones)")
-            self.games.move_to_end(gid)
-            return session
+            item = table.get(key)
+            if item is None:
+                raise GameError(f"unknown {what} (it may have been closed to make room for newer ones)")
+            table.move_to_end(key)
+            return item
+
+    def game(self, gid: str) -> GameSession:
+        return self._get(self.games, gid, "game")
 
     def review(self, rid: str) -> ReviewSession:
-        with self.lock:
-            review = self.reviews.get(rid)
-            if review is None:
-                raise GameError("unknown review")
-            self.reviews.move_to_end(rid)
-            return review
+        return self._get(self.reviews, rid, "review")
 
     def close(self) -> None:
         with self.lock:

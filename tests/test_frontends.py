@@ -9,19 +9,15 @@ import threading
 import time
 
 import pytest
+from fastapi.testclient import TestClient
 
-pytest.importorskip("fastapi")
-pytest.importorskip("httpx")
-
-from fastapi.testclient import TestClient  # noqa: E402
-
-from core.errors import IllegalMoveError  # noqa: E402
-from core.records import record_from_json  # noqa: E402
-from core.rules import Ruleset  # noqa: E402
-from core.state import GameState  # noqa: E402
-from frontends.server import create_app, running_server  # noqa: E402
-from frontends.session import GameSession, NewGame, input_options, move_from_input  # noqa: E402
-from knowledge.agents import make_agent  # noqa: E402
+from core.errors import IllegalMoveError
+from core.records import record_from_json
+from core.rules import Ruleset
+from core.state import GameState
+from frontends.server import create_app, running_server
+from frontends.session import GameSession, NewGame, input_options, move_from_input
+from knowledge.agents import make_agent
 
 # White a1 b1 a2 c3, Black c4 c6 m14 n14, White to move (both sides flying): c3xc5xc7 is a 2-hop
 # chain, and a White stone flying to b2 forms the square a1-b1-a2-b2 and takes one Black stone.
