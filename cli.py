@@ -619,7 +619,7 @@ def export_net(
 @_train_errors
 def serve(
     host: Annotated[str, typer.Option(help="Address to bind (default: this machine only).")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(min=0, max=65535, help="TCP port (0: any free port).")] = 8000,
+    port: Annotated[int, typer.Option(min=1, max=65535, help="TCP port.")] = 8000,
     agent: Annotated[str, typer.Option(help="The default opponent's agent spec on the new-game form.")] = "jfa",
     max_games: Annotated[int, typer.Option(min=1, help="Games kept at once (the least recently used goes).")] = 32,
 ):

@@ -82,7 +82,9 @@ function render() {
     }
   }
   if (!review && game) drawSelection();
-  drawCandidates(review ? (review.evalRow ? review.evalRow.candidates : []) : (game.search && game.turn === "human" ? game.search.candidates : []));
+  // The agent's candidates for the position on the board (in a review they belong to the position
+  // before the move shown, so they are listed in the table only).
+  if (!review && game.search && game.turn === "human") drawCandidates(game.search.candidates);
 }
 
 function drawSelection() {
