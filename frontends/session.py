@@ -171,6 +171,7 @@ class GameSession:
         self.evals: list[dict[str, Any] | None] = []  # per move: the agent's search, None for the human's
         self.resigned: int | None = None
         self.lock = threading.RLock()
+        self.agent_lock = threading.Lock()  # one search at a time: a stopped one may still be finishing
         self.generation = 0  # bumped by undo and resign: a search started before is dropped
         self.stop: threading.Event | None = None
         self.cancelled = 0  # searches stopped early (page closed, undo, resign, time limit)
@@ -255,7 +256,13 @@ class GameSession:
         seconds = self.form.seconds if self.form.seconds is not None else MAX_SECONDS
         t0 = time.perf_counter()
         try:
-            move, result = think(self.agent, state, self.form.sims, seconds, stop)
+            with self.agent_lock:
+                try:
+                    move, result = think(self.agent, state, self.form.sims, seconds, stop)
+                except JiuError:
+                    raise
+                except Exception as exc:  # an agent's failure is the game's error, not the server's
+                    raise GameError(f"the agent failed: {type(exc).__name__}: {exc}") from exc
             elapsed = time.perf_counter() - t0
             info = None
             if result is not None:
@@ -317,10 +324,12 @@ class GameSession:
             return rec
 
     def close(self) -> None:
+        """Stop a running search and release the agent (search threads, evaluator) once it is idle."""
         self.cancel()
         close = getattr(self.agent, "close", None)
         if callable(close):
-            close()
+            with self.agent_lock:
+                close()
 
 
 class ReviewSession:
@@ -369,7 +378,8 @@ class ReviewSession:
     def close(self) -> None:
         close = getattr(self.agent, "close", None)
         if callable(close):
-            close()
+            with self.lock:
+                close()
 
 
 class Sessions:
@@ -387,7 +397,8 @@ class Sessions:
             table[item.id] = item
             while len(table) > self.max_games:
                 _, old = table.popitem(last=False)
-                old.close()
+                # closed off this lock: a game whose search is running closes when the search ends
+                threading.Thread(target=old.close, name="close-game", daemon=True).start()
 
     def new_game(self, form: NewGame) -> GameSession:
         """A new game from the form (``JiuError`` for bad rules, ``KeyError``/``ValueError``/``TypeError``

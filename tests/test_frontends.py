@@ -246,3 +246,23 @@ def test_closed_page_cancels_its_search_and_other_games_go_on():
             assert not session.thinking and session.cancelled == 1
             view = http.get(f"/api/games/{slow['id']}").json()
             assert view["search"]["simulations"] < 1000000
+
+
+def test_a_failing_agent_is_a_game_error_and_the_game_goes_on():
+    from frontends.session import GameError
+
+    class Broken:
+        name = "broken"
+        last_think_time = 0.0
+
+        def select(self, state):
+            raise RuntimeError("out of coffee")
+
+    session = GameSession("t", NewGame(agent="broken", human="b"), Ruleset(), Broken())
+    stop, generation = session.begin_agent_move()
+    with pytest.raises(GameError, match="the agent failed: RuntimeError: out of coffee"):
+        session.agent_move(stop, generation)
+    assert not session.thinking and session.view()["moves"] == []
+    session.agent = make_agent("random")
+    stop, generation = session.begin_agent_move()
+    assert session.agent_move(stop, generation)["moves"]
