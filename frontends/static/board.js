@@ -82,8 +82,8 @@ function render() {
     }
   }
   if (!review && game) drawSelection();
-  // The agent's candidates for the position on the board (in a review they belong to the position
-  // before the move shown, so they are listed in the table only).
+  // The candidates of the agent's last search (the position before its move; 1 = the move it played,
+  // usually). In a review they are listed in the table only.
   if (!review && game.search && game.turn === "human") drawCandidates(game.search.candidates);
 }
 
