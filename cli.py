@@ -576,8 +576,9 @@ def report(
 @_train_errors
 def diagnose(
     model_dir: Annotated[Path, typer.Argument(help="A model directory holding slm/upper/lower .safetensors.")],
-    records: Annotated[list[Path], typer.Option("--records", help="Held-out record files or directories "
-                                                "(games the nets were not trained on).")],
+    records: Annotated[Optional[list[Path]], typer.Option("--records", help="Held-out record files or directories "
+                                                          "(games the nets were not trained on; default: the "
+                                                          "shipped corpus data/heldout-expert).")] = None,
     max_records: Annotated[int, typer.Option(min=1, max=100_000, help="Use at most this many games (the last).")] = 200,
     positions: Annotated[int, typer.Option(min=1, max=1_000_000, help="Positions per net, drawn uniformly.")] = 4000,
     victims: Annotated[int, typer.Option(min=0, max=1000, help="Capture-pruner sets the lower net ranks (0: all).")] = 8,
@@ -589,9 +590,9 @@ def diagnose(
     (sign accuracy, Brier score), and the lower net's victim choice against the capture pruner's."""
     import json
 
-    from train.diagnose import diagnose as run_diagnose, format_report
+    from train.diagnose import HELDOUT_RECORDS, diagnose as run_diagnose, format_report
 
-    report = run_diagnose(model_dir, records, max_records=max_records, max_positions=positions, victims=victims,
+    report = run_diagnose(model_dir, records or [HELDOUT_RECORDS], max_records=max_records, max_positions=positions, victims=victims,
                           seed=seed, ruleset=ruleset_from(rule))
     typer.echo(json.dumps(report) if json_out else format_report(report))
 

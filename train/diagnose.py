@@ -30,7 +30,7 @@ import numpy as np
 
 from core.errors import JiuError
 
-STAGES = (("layout", None), ("battle<50", 50), ("battle>=50", None))
+HELDOUT_RECORDS = Path(__file__).resolve().parent.parent / "data" / "heldout-expert"  # games no shipped net saw
 
 
 class DiagnoseError(JiuError):
