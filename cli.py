@@ -352,24 +352,28 @@ def tournament(
     seed: Annotated[int, typer.Option(help="Base seed of every pair.")] = 0,
     out: Annotated[Path, typer.Option(help="Run directory (resumed if it exists).")] = Path("runs/tournament"),
     anchor: Annotated[Optional[str], typer.Option(help="Agent held at Elo 0 (default: mean 0).")] = None,
+    versus: Annotated[Optional[list[str]], typer.Option(
+        "--versus", help="An agent of a second population (repeatable): adds the relative population performance "
+                         "(RPP) of AGENT... against these.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the result as one JSON object.")] = False,
     imports: ImportOption = None,
     rule: RuleOption = None,
 ):
-    """Round robin: an arena per pair, payoff matrix and Bradley-Terry Elo with 95% CIs (JSON + Markdown)."""
+    """Round robin: an arena per pair; win rates by colour with decision latency, payoff matrix, Bradley-Terry
+    Elo with 95% CIs, maximum-entropy Nash weights and gamescape (JSON, Markdown, PNG); RPP with --versus."""
     from rich.console import Console
 
     from train.tournament import RESULT_FILE, TABLE_FILE, rich_tables, run_tournament
 
     result = run_tournament(agents, games, workers=workers, seed=seed, out_dir=out, ruleset=ruleset_from(rule),
-                            progress=not json_out, imports=imports or (), anchor=anchor)
+                            progress=not json_out, imports=imports or (), anchor=anchor, versus=versus or ())
     if json_out:
         typer.echo(json.dumps(result.data))
     else:
         console = Console()
         for table in rich_tables(result.data):
             console.print(table)
-        typer.echo(f"wrote {out / RESULT_FILE} and {out / TABLE_FILE}")
+        typer.echo(f"wrote {out / RESULT_FILE}, {out / TABLE_FILE}, {out / 'payoff.png'} and {out / 'gamescape.png'}")
 
 
 @app.command()

@@ -317,7 +317,8 @@ class ArenaSummary:
         return self.data["losses"]
 
 
-def _time_stats(values: list[float]) -> dict[str, Any]:
+def time_stats(values: list[float]) -> dict[str, Any]:
+    """``{"moves", "mean", "p95", "max", "total"}`` of decision times in seconds (``None`` when empty)."""
     return {"moves": len(values), "mean": float(np.mean(values)) if values else None,
             "p95": percentile(values, 95) if values else None, "max": max(values) if values else None,
             "total": float(sum(values))}
@@ -383,7 +384,7 @@ def summarize_records(records: Sequence, a: str, b: str) -> dict[str, Any]:
         "min_plies": min(lengths) if lengths else None,
         "max_plies": max(lengths) if lengths else None,
         "time_unit": "seconds",
-        "time": {who: {k: _time_stats(v) for k, v in d.items()} for who, d in times.items()},
+        "time": {who: {k: time_stats(v) for k, v in d.items()} for who, d in times.items()},
     }
     return json_safe(data)
 

@@ -1,5 +1,9 @@
 """Round-robin tournament: every pair of agents plays a colour-balanced arena match; the results give
-a payoff matrix and Bradley-Terry Elo ratings with 95% intervals (``train.stats``).
+a payoff matrix, Bradley-Terry Elo ratings with 95% intervals (``train.stats``), the population's
+maximum-entropy Nash equilibrium and its 2-D gamescape (``train.nash``, papers/002), the win rates of
+each agent as White and as Black with its decision latency (the round-robin table of papers/004), and,
+when a second population is given (``versus``), the relative population performance (RPP) of the first
+against the second.
 
 ``run_tournament(["random", "greedy", "minimax:depth=2"], games=20, workers=2, out_dir="runs/rr")``.
 Each unordered pair plays :func:`train.arena.run_arena` in its own directory; the pair is put in a
@@ -15,8 +19,19 @@ Run directory (every file written atomically)::
                               "win_rate", "ci95", "wilson_ci95", "elo"}, ...],
                               "payoff": [[score rate of row vs column, 0..1; 0.5 on the diagonal], ...],
                               "ratings": {"anchor", "prior_draws", "log_likelihood",
-                                          "ratings": [{"agent", "elo", "se", "ci95", "score", "games"}, ...]}}
-    tournament.md            the same as Markdown tables (ratings, payoff matrix, pairs)
+                                          "ratings": [{"agent", "elo", "se", "ci95", "score", "games"}, ...]},
+                              "by_colour": [[{"white", "black"} score rates of row vs column as White /
+                                             as Black, null on the diagonal], ...],
+                              "latency": {agent: {"layout"|"battle"|"all": {"moves", "mean", "p95", "max",
+                                                  "total"}}} seconds per move over all its games,
+                              "nash": {"payoff": [[2 * rate - 1 ...]], "weights": {agent: probability},
+                                       "method": ...},
+                              "gamescape": {"points": [[x, y], ...], "strength", "explained", "spectrum"},
+                              "populations": null or {"a": [...], "b": [...], "rpp", "nash_a": {agent: p},
+                                                      "nash_b": {agent: q}}}
+    tournament.md            the same as Markdown tables (round robin by colour with latency, ratings with
+                             Nash weights, payoff matrix, RPP, pairs)
+    payoff.png, gamescape.png  the zero-sum payoff as a heat map; the 2-D gamescape with Nash weights
     pairs/<A>__vs__<B>/      one arena run directory per pair (arena.json, games/, summary.json)
 """
 
@@ -84,17 +99,25 @@ def run_tournament(
     progress: bool = True,
     imports: Sequence[str] = (),
     anchor: str | None = None,
+    versus: Sequence[str] = (),
+    plots: bool = True,
 ) -> TournamentResult:
     """Play a round robin of ``games`` games (even) per pair among ``specs`` (at least 2 distinct
     agent spec strings) and return and save its results (module docstring).
 
     ``workers``: processes shared by all pairs (``0`` = in this process). ``anchor``: an agent whose
-    Bradley-Terry rating is held at 0 (default: the mean rating is 0). Raises ``ArenaError`` for a
-    bad or repeated spec (listing the available agents), a bad game count, a pair directory of
-    another match, or a failed game (finished games stay on disk; rerun to resume)."""
+    Bradley-Terry rating is held at 0 (default: the mean rating is 0). ``versus``: a second
+    population; the round robin then runs over both, and the result has the RPP of ``specs`` against
+    ``versus`` (module docstring). ``plots``: also write ``payoff.png`` and ``gamescape.png``. Raises
+    ``ArenaError`` for a bad or repeated spec (listing the available agents), a bad game count, a
+    pair directory of another match, or a failed game (finished games stay on disk; rerun to resume)."""
     import catalog
 
-    specs = list(specs)
+    population_a = list(specs)
+    population_b = list(versus)
+    specs = population_a + population_b
+    if population_b and not population_a:
+        raise ArenaError("agents: the first population is empty")
     if len(specs) < 2:
         raise ArenaError(f"agents: a tournament needs at least 2 agents, got {len(specs)}")
     if len(set(specs)) != len(specs):
@@ -145,10 +168,93 @@ def run_tournament(
     data = json_safe({
         "format": TOURNAMENT_FORMAT, "version": VERSION, "agents": specs, "games": games, "seed": seed,
         "ruleset": ruleset.model_dump(), "pairs": pair_rows, "payoff": payoff, "ratings": ratings.to_dict(),
+        "by_colour": colour_matrix(arenas, specs), "latency": agent_latency(arenas, specs),
+        **population_analysis(payoff, specs, population_a, population_b),
     })
     atomic_write_json(out / RESULT_FILE, data)
     atomic_write_text(out / TABLE_FILE, markdown_report(data))
+    if plots:
+        write_plots(data, out)
     return TournamentResult(data, out, arenas, ratings, payoff)
+
+
+def colour_matrix(arenas: dict[tuple[str, str], ArenaSummary], agents: Sequence[str]) -> list[list[dict | None]]:
+    """``[i][j]``: ``{"white", "black"}``, agent ``i``'s score rate against ``j`` in the games it played
+    as White and as Black (``None`` on the diagonal or without such games): papers/004's round-robin
+    table, split by colour."""
+    idx = {a: i for i, a in enumerate(agents)}
+    out: list[list[dict | None]] = [[None] * len(agents) for _ in agents]
+    for (a, b), s in arenas.items():
+        aw, ab = s.data["by_colour"]["a_white"], s.data["by_colour"]["a_black"]
+
+        def flip(x):
+            return None if x is None else 1.0 - x
+
+        out[idx[a]][idx[b]] = {"white": aw["win_rate"], "black": ab["win_rate"]}
+        out[idx[b]][idx[a]] = {"white": flip(ab["win_rate"]), "black": flip(aw["win_rate"])}
+    return out
+
+
+def agent_latency(arenas: dict[tuple[str, str], ArenaSummary], agents: Sequence[str]) -> dict[str, dict]:
+    """Decision time per move of each agent over all its tournament games: ``{agent: {"layout" |
+    "battle" | "all": {"moves", "mean", "p95", "max", "total"}}}`` in seconds (from the game records'
+    ``search`` entries)."""
+    from train.arena import PHASES, time_stats
+
+    times = {a: {"all": [], **{p: [] for p in PHASES}} for a in agents}
+    for (a, b), s in arenas.items():
+        for r in s.records:
+            colour = r.metadata["a_colour"]
+            for entry in r.search or ():
+                if entry:
+                    who = a if entry["side"] == colour else b
+                    times[who]["all"].append(entry["time"])
+                    times[who][entry["phase"]].append(entry["time"])
+    return {a: {k: time_stats(v) for k, v in d.items()} for a, d in times.items()}
+
+
+def population_analysis(payoff, agents: Sequence[str], population_a: Sequence[str],
+                        population_b: Sequence[str]) -> dict[str, Any]:
+    """``{"nash", "gamescape", "populations"}`` of a tournament (module docstring) from its score-rate
+    payoff matrix (``float[n, n]``, agents' order)."""
+    import numpy as np
+
+    from train.nash import gamescape, max_entropy_nash, relative_population_performance, zero_sum_payoff
+
+    m = zero_sum_payoff(payoff)
+    weights = max_entropy_nash(m)
+    scape = gamescape(m)
+    out: dict[str, Any] = {
+        "nash": {"payoff": m, "weights": dict(zip(agents, weights)),
+                 "method": "maximum-entropy Nash of the zero-sum payoff 2 * rate - 1 (train.nash: scipy LP for the"
+                           " value, then SLSQP entropy maximisation over the optimal set)"},
+        "gamescape": {"points": scape.points, "strength": scape.strength, "explained": scape.explained,
+                      "spectrum": scape.spectrum},
+        "populations": None,
+    }
+    if population_b:
+        idx = {a: i for i, a in enumerate(agents)}
+        rows, cols = [idx[a] for a in population_a], [idx[b] for b in population_b]
+        sol = relative_population_performance(m[np.ix_(rows, cols)])
+        out["populations"] = {"a": list(population_a), "b": list(population_b), "rpp": sol.value,
+                              "nash_a": dict(zip(population_a, sol.row)), "nash_b": dict(zip(population_b, sol.col))}
+    return out
+
+
+def write_plots(data: dict[str, Any], out: Path) -> list[Path]:
+    """``payoff.png`` and ``gamescape.png`` of a tournament result dictionary into ``out``."""
+    import numpy as np
+
+    from train.plots import plot_gamescape, plot_payoff
+
+    agents = data["agents"]
+    nash = data["nash"]
+    title = f"{len(agents)} agents, {data['games']} games per pair"
+    return [
+        plot_payoff(np.array(nash["payoff"], float), agents, out / "payoff.png", f"payoff (2 x score rate - 1): {title}"),
+        plot_gamescape(np.array(data["gamescape"]["points"], float), agents, [nash["weights"][a] for a in agents],
+                       out / "gamescape.png", f"gamescape: {title}", explained=data["gamescape"]["explained"]),
+    ]
 
 
 def _ranked(data: dict[str, Any]) -> list[dict[str, Any]]:
@@ -163,30 +269,67 @@ def _ci(ci, fmt) -> str:
     return "-" if not ci else "[" + ", ".join("inf" if v is None else fmt(v) for v in ci) + "]"
 
 
+def _s(x) -> str:
+    return "-" if x is None else f"{x:.3f}"
+
+
+def _cell(c) -> str:
+    return "-" if c is None else f"{_pct(c['white'])} / {_pct(c['black'])}"
+
+
 def markdown_report(data: dict[str, Any]) -> str:
-    """Markdown tables of a tournament result dictionary: ratings (rank, agent, Elo, 95% interval,
-    score, games), the payoff matrix (score rate of the row agent against the column agent) and the
-    pairs (games, A wins/draws/losses, A's score rate with its normal 95% interval)."""
+    """Markdown tables of a tournament result dictionary: the round robin (papers/004: score rate of
+    the row agent against each column as White / as Black, its overall score rate and its mean
+    seconds per move in the layout and the battle), the ratings (rank, agent, Elo, 95% interval,
+    score, games, maximum-entropy Nash weight), the payoff matrix, the relative population
+    performance when there are two populations, and the pairs (games, A wins/draws/losses, A's score
+    rate with its normal and Wilson 95% intervals)."""
     agents = data["agents"]
     r = data["ratings"]
-    lines = [
-        f"# Round robin: {len(agents)} agents, {data['games']} games per pair, seed {data['seed']}",
-        "",
+    weights = (data.get("nash") or {}).get("weights") or {}
+    lines = [f"# Round robin: {len(agents)} agents, {data['games']} games per pair, seed {data['seed']}", ""]
+    if data.get("by_colour") is not None:
+        rated = {row["agent"]: row for row in r["ratings"]}
+        lines += ["Score rate of the row agent against each column as White / as Black (White places first,"
+                  " Black moves first in the battle; draws count half), and the row agent's mean (p95) seconds"
+                  " per move over all its games.", "",
+                  "| agent | " + " | ".join(f"vs `{a}`" for a in agents) + " | score | s/move layout | s/move battle (p95) |",
+                  "|---|" + "---:|" * (len(agents) + 3)]
+        for i, a in enumerate(agents):
+            lat = data["latency"][a]
+            rate = rated[a]["score"] / rated[a]["games"] if rated[a]["games"] else None
+            lines.append(f"| `{a}` | " + " | ".join(_cell(c) for c in data["by_colour"][i]) + f" | {_pct(rate)} |"
+                         f" {_s(lat['layout']['mean'])} | {_s(lat['battle']['mean'])} ({_s(lat['battle']['p95'])}) |")
+        lines.append("")
+    lines += [
         f"Bradley-Terry Elo (anchor: {r['anchor']}; prior draws per pair: {r['prior_draws']:g}), 95% intervals"
-        " from the Fisher information.",
+        " from the Fisher information; Nash: the population's maximum-entropy Nash equilibrium (weights).",
         "",
-        "| rank | agent | Elo | 95% CI | score | games |",
-        "|---:|---|---:|---|---:|---:|",
+        "| rank | agent | Elo | 95% CI | score | games | Nash |",
+        "|---:|---|---:|---|---:|---:|---:|",
     ]
     for rank, row in enumerate(_ranked(data), 1):
+        w = weights.get(row["agent"])
         lines.append(f"| {rank} | `{row['agent']}` | {row['elo']:+.0f} | {_ci(row['ci95'], lambda v: f'{v:+.0f}')} |"
-                     f" {row['score']:g} | {row['games']:g} |")
+                     f" {row['score']:g} | {row['games']:g} | {'-' if w is None else f'{w:.3f}'} |")
     lines += ["", "Payoff matrix: score rate of the row agent against the column agent (draws count half).", "",
               "| | " + " | ".join(f"`{a}`" for a in agents) + " |",
               "|---|" + "---:|" * len(agents)]
     for i, a in enumerate(agents):
         lines.append(f"| `{a}` | " + " | ".join("-" if i == j else _pct(data["payoff"][i][j])
                                                  for j in range(len(agents))) + " |")
+    pops = data.get("populations")
+    if pops:
+        lines += ["", f"Relative population performance (papers/002 Def. 5.1) of A = {{{', '.join(pops['a'])}}} against"
+                  f" B = {{{', '.join(pops['b'])}}}: **RPP = {pops['rpp']:+.3f}** (expected score per game in [-1, 1] of"
+                  " A's Nash mixture against B's; > 0: A is the stronger population).", "",
+                  "| population | agent | Nash weight in the A-vs-B game |", "|---|---|---:|"]
+        lines += [f"| A | `{a}` | {w:.3f} |" for a, w in pops["nash_a"].items()]
+        lines += [f"| B | `{b}` | {w:.3f} |" for b, w in pops["nash_b"].items()]
+    if data.get("gamescape"):
+        g = data["gamescape"]
+        lines += ["", f"Gamescape (`gamescape.png`): the largest Schur block carries {_pct(g['explained'])} of the"
+                  " payoff's squared norm (points on a line: transitive; around the origin: cyclic)."]
     lines += ["", "Pairs (A and B in canonical order; normal and Wilson 95% intervals of A's score rate).", "",
               "| A | B | games | A +/=/- | A score | 95% CI (normal) | 95% CI (Wilson) |",
               "|---|---|---:|---:|---:|---|---|"]
@@ -197,23 +340,50 @@ def markdown_report(data: dict[str, Any]) -> str:
 
 
 def rich_tables(data: dict[str, Any]) -> list:
-    """Rich tables (ratings, payoff matrix) of a tournament result dictionary, for the CLI."""
+    """Rich tables of a tournament result dictionary, for the CLI: the round robin by colour with
+    latency, the ratings with Nash weights, the payoff matrix, and the RPP when there are two
+    populations."""
     from rich.table import Table
 
     agents = data["agents"]
     r = data["ratings"]
+    weights = (data.get("nash") or {}).get("weights") or {}
+    tables = []
+    if data.get("by_colour") is not None:
+        rr = Table(title="Round robin: score rate of row vs column as White / as Black; seconds per move")
+        rr.add_column("agent")
+        for a in agents:
+            rr.add_column(f"vs {a}", justify="right")
+        for col in ("s/move layout", "s/move battle", "p95 battle"):
+            rr.add_column(col, justify="right")
+        for i, a in enumerate(agents):
+            lat = data["latency"][a]
+            rr.add_row(a, *(_cell(c) for c in data["by_colour"][i]), _s(lat["layout"]["mean"]),
+                       _s(lat["battle"]["mean"]), _s(lat["battle"]["p95"]))
+        tables.append(rr)
     ratings = Table(title=f"Bradley-Terry Elo ({data['games']} games per pair; anchor {r['anchor']},"
-                          f" prior draws {r['prior_draws']:g})")
+                          f" prior draws {r['prior_draws']:g}); maximum-entropy Nash weights")
     for col, justify in (("rank", "right"), ("agent", "left"), ("Elo", "right"), ("95% CI", "right"),
-                         ("score", "right"), ("games", "right")):
+                         ("score", "right"), ("games", "right"), ("Nash", "right")):
         ratings.add_column(col, justify=justify)
     for rank, row in enumerate(_ranked(data), 1):
+        w = weights.get(row["agent"])
         ratings.add_row(str(rank), row["agent"], f"{row['elo']:+.0f}", _ci(row["ci95"], lambda v: f"{v:+.0f}"),
-                        f"{row['score']:g}", f"{row['games']:g}")
+                        f"{row['score']:g}", f"{row['games']:g}", "-" if w is None else f"{w:.3f}")
     payoff = Table(title="Payoff: score rate of row vs column")
     payoff.add_column("")
     for a in agents:
         payoff.add_column(a, justify="right")
     for i, a in enumerate(agents):
         payoff.add_row(a, *("-" if i == j else _pct(data["payoff"][i][j]) for j in range(len(agents))))
-    return [ratings, payoff]
+    tables += [ratings, payoff]
+    pops = data.get("populations")
+    if pops:
+        rpp = Table(title=f"Relative population performance of A against B: RPP = {pops['rpp']:+.3f}")
+        for col in ("population", "agent", "Nash weight"):
+            rpp.add_column(col)
+        for name, key in (("A", "nash_a"), ("B", "nash_b")):
+            for agent, w in pops[key].items():
+                rpp.add_row(name, agent, f"{w:.3f}")
+        tables.append(rpp)
+    return tables
