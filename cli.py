@@ -378,6 +378,55 @@ def tournament(
 
 @app.command()
 @_agent_errors
+def experiment(
+    name: Annotated[Optional[str], typer.Argument(metavar="NAME", help="A built-in experiment (see --list).")] = None,
+    spec: Annotated[Optional[Path], typer.Option("--spec", help="Your own experiment spec file (.toml or .json) instead of NAME.")] = None,
+    list_: Annotated[bool, typer.Option("--list", help="List the built-in experiments and exit.")] = False,
+    games: Annotated[Optional[int], typer.Option("--games", "-n", help="Games per match row (even; default: the spec's).")] = None,
+    workers: Annotated[int, typer.Option(min=0, help="Worker processes shared by all rows (0: in this process).")] = 1,
+    seed: Annotated[int, typer.Option(help="Base seed of every row.")] = 0,
+    out: Annotated[Optional[Path], typer.Option(help="Run directory (default runs/experiments/NAME).")] = None,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue the run in --out (finished games and rows are kept).")] = False,
+    param: Annotated[Optional[list[str]], typer.Option("--param", "-p", help="Spec parameter NAME=VALUE (repeatable), e.g. -p hbm_sims=8.")] = None,
+    rows: Annotated[Optional[str], typer.Option(help="Comma-separated row ids to run (default: all).")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print result.json as one JSON object.")] = False,
+):
+    """Run one of the papers' experiments (JFA Tables 3-5, Figs. 5-6) or your own spec: result.json, table.md, PNGs."""
+    import shlex
+
+    from train.experiment import TABLE_FILE, list_experiments, load_spec, parse_params, run_experiment
+
+    if list_:
+        for e in list_experiments():
+            params = " ".join(f"{k}={v}" for k, v in e["params"].items())
+            typer.echo(f"{e['name']:<8} {e['kind']:<14} {e['title']}")
+            typer.echo(f"         rows: {', '.join(e['rows'])}")
+            if params:
+                typer.echo(f"         params: {params}")
+            for problem in e["problems"]:
+                typer.echo(f"         not runnable yet: {problem}")
+        return
+    if (name is None) == (spec is None):
+        fail("give an experiment NAME or --spec FILE (python cli.py experiment --list shows the built-ins)")
+    exp = load_spec(spec if spec is not None else name)
+    timer = None
+    if exp.kind == "decision-time":
+        from bench.search import measure_decision_time as timer
+    command = "python cli.py experiment " + " ".join(shlex.quote(a) for a in sys.argv[2:])
+    result = run_experiment(exp, out, games=games, workers=workers, seed=seed, params=parse_params(param),
+                            rows=[r.strip() for r in rows.split(",") if r.strip()] if rows else None,
+                            resume=resume, progress=not json_out, timer=timer, command=command)
+    out_dir = out if out is not None else Path("runs") / "experiments" / exp.name
+    if json_out:
+        typer.echo(json.dumps({**result, "out_dir": str(out_dir)}))
+    else:
+        typer.echo((out_dir / TABLE_FILE).read_text(encoding="utf-8"))
+        typer.echo(f"wrote {out_dir / 'result.json'}, {out_dir / TABLE_FILE}" +
+                   "".join(f", {p}" for p in result["plots"]))
+
+
+@app.command()
+@_agent_errors
 def play(
     agent: Annotated[str, typer.Option(help="The opponent's agent spec (default: the shipped JFA model). " + AGENT_HELP)] = "jfa",
     human: Annotated[str, typer.Option(help="Your colour: w (White, places first) or b.")] = "w",

@@ -90,6 +90,46 @@ def wuuct_batch(threads: int) -> int:
     return -(-threads // IN_FLIGHT)
 
 
+def time_serial(slm, upper, sims: int, states: list[GameState]) -> float:
+    """Mean seconds per move of serial MCTS (one search thread, the nets called one position at a
+    time on one torch thread) over ``states``."""
+    from nets.evaluator import NetEvaluator
+
+    with NetEvaluator(slm, upper, max_batch=1, max_wait_ms=0, num_threads=1) as ev:
+        return _time_search(ev, 1, sims, states)
+
+
+def time_wuuct(slm, upper, threads: int, sims: int, states: list[GameState], torch_threads: int = 1,
+               inference_threads: int = 2) -> tuple[float, dict]:
+    """``(seconds per move, evaluator batch statistics)`` of WU-UCT with ``threads`` search threads
+    sharing a batched evaluator (module docstring) over ``states``."""
+    from nets.evaluator import NetEvaluator
+
+    with NetEvaluator(slm, upper, max_batch=wuuct_batch(threads), max_wait_ms=MAX_WAIT_MS, clients=threads,
+                      in_flight=IN_FLIGHT, num_threads=torch_threads, inference_threads=inference_threads) as ev:
+        t = _time_search(ev, threads, sims, states)
+        return t, ev.stats()
+
+
+def measure_decision_time(phase: str, sims: int, threads: int, torch_threads: int = 1,
+                          inference_threads: int = 2) -> dict:
+    """One row of JFA Table 3: decision seconds per move of serial MCTS and of WU-UCT with ``threads``
+    threads at ``sims`` simulations on the ``phase`` (``"layout"``: the SLM, as the paper;
+    ``"battle"``: the HBM upper net) positions of this benchmark, after a short warm-up. Returns
+    ``{"phase", "simulations", "threads", "serial_seconds", "parallel_seconds", "reduction",
+    "positions", "batches"}``. Used by ``python cli.py experiment table3``."""
+    if phase not in ("layout", "battle"):
+        raise ValueError(f"phase: expected 'layout' or 'battle', got {phase!r}")
+    slm, upper = _nets()
+    states = _positions()[phase]
+    time_serial(slm, upper, 16, states[:1])  # warm-up: kernels, nets, thread start
+    serial = time_serial(slm, upper, sims, states)
+    parallel, batches = time_wuuct(slm, upper, threads, sims, states, torch_threads, inference_threads)
+    return {"phase": phase, "simulations": sims, "threads": threads, "serial_seconds": serial,
+            "parallel_seconds": parallel, "reduction": serial / parallel, "positions": len(states),
+            "batches": batches}
+
+
 def run_search_benchmark(simulations=SIMULATIONS, threads=THREADS, progress: bool = True, net_seconds: float = 1.5,
                          torch_threads: int = 1, inference_threads: int = 2) -> dict:
     """Run the benchmark; returns a dict of the figures (see the module docstring). ``torch_threads``:
@@ -119,17 +159,12 @@ def run_search_benchmark(simulations=SIMULATIONS, threads=THREADS, progress: boo
     for phase, states in positions.items():
         for sims in simulations:
             with console.status(f"{phase}: serial MCTS, {sims} simulations"):
-                with NetEvaluator(slm, upper, max_batch=1, max_wait_ms=0, num_threads=1) as ev:
-                    t = _time_search(ev, 1, sims, states)
+                t = time_serial(slm, upper, sims, states)
             rows.append({"phase": phase, "search": "serial", "threads": 1, "simulations": sims,
                          "seconds_per_move": t, "sims_per_s": sims / t})
             for T in threads:
                 with console.status(f"{phase}: WU-UCT, {T} threads, {sims} simulations"):
-                    with NetEvaluator(slm, upper, max_batch=wuuct_batch(T), max_wait_ms=MAX_WAIT_MS, clients=T,
-                                      in_flight=IN_FLIGHT, num_threads=torch_threads,
-                                      inference_threads=inference_threads) as ev:
-                        t = _time_search(ev, T, sims, states)
-                        batches = ev.stats()
+                    t, batches = time_wuuct(slm, upper, T, sims, states, torch_threads, inference_threads)
                 rows.append({"phase": phase, "search": "wu-uct", "threads": T, "simulations": sims,
                              "seconds_per_move": t, "sims_per_s": sims / t, "batches": batches})
     with console.status("search cost (serial, uniform evaluator)"):

@@ -189,12 +189,28 @@ class SearchOptions(AgentOptions):
     c_puct: float = Field(_search_default("c_puct"), gt=0, le=1000, description="exploration constant of Eq. 1")
     formula: Literal["puct", "printed"] = Field(_search_default("formula"), description="Eq. 1: standard PUCT or as printed in JFA")
     temperature: float = Field(0.0, ge=0, le=100, description="move sampling temperature (0: the most visited move)")
-    prune: bool = Field(True, description="knowledge pruners (prune.expansion, prune.capture) in the search")
+    prune: bool = Field(True, description="knowledge pruners in the search (false: neither, whatever the two below say)")
+    expansion_pruner: str = Field("prune.expansion", description="expansion pruner plugin of the search (JFA Table 1), or none")
+    capture_pruner: str = Field("prune.capture", description="capture pruner plugin of the search (JFA Eq. 7-9), or none")
+
+    @field_validator("expansion_pruner", "capture_pruner")
+    @classmethod
+    def _pruner(cls, value: str, info) -> str:
+        if value.strip().lower() == "none":
+            return "none"
+        try:
+            REGISTRY.entry(value, info.field_name)
+        except SpecError as exc:
+            raise ValueError(f"a plugin name or none: {exc}") from None
+        return value
+
+    def _plugin(self, name: str) -> str | None:
+        return None if not self.prune or name == "none" else name
 
     def search_config(self, **extra: Any) -> SearchConfig:
         return SearchConfig(simulations=self.sims, threads=self.threads, c_puct=self.c_puct, formula=self.formula,
-                            seed=self.seed, expansion_pruner="prune.expansion" if self.prune else None,
-                            capture_pruner="prune.capture" if self.prune else None, **extra)
+                            seed=self.seed, expansion_pruner=self._plugin(self.expansion_pruner),
+                            capture_pruner=self._plugin(self.capture_pruner), **extra)
 
 
 class MctsOptions(SearchOptions):
