@@ -466,8 +466,10 @@ def _match_stats(d: dict[str, Any]) -> dict[str, Any]:
         "games": d["games"], "wins": d["wins"], "draws": d["draws"], "losses": d["losses"],
         "win_rate": d["win_rate"], "se": d["se"], "ci95": d["ci95"], "wilson_ci95": d["wilson_ci95"],
         "elo": d["elo"],
-        "white": {k: wc["a_white"][k] for k in ("games", "wins", "draws", "losses", "win_rate", "se", "ci95")},
-        "black": {k: wc["a_black"][k] for k in ("games", "wins", "draws", "losses", "win_rate", "se", "ci95")},
+        "white": {k: wc["a_white"][k] for k in ("games", "wins", "draws", "losses", "win_rate", "se", "ci95",
+                                                "wilson_ci95")},
+        "black": {k: wc["a_black"][k] for k in ("games", "wins", "draws", "losses", "win_rate", "se", "ci95",
+                                                "wilson_ci95")},
         "time_a_layout": t["a"]["layout"]["mean"], "time_a_battle": t["a"]["battle"]["mean"],
         "time_b_layout": t["b"]["layout"]["mean"], "time_b_battle": t["b"]["battle"]["mean"],
         "time": t, "plies": d["mean_game_length"], "reasons": d["reasons"],
@@ -612,7 +614,8 @@ def markdown_table(result: dict[str, Any]) -> str:
 
 def write_plots(spec: ExperimentSpec, result: dict[str, Any], out: Path) -> list[Path]:
     """The spec's PNGs into ``out``: ``win-rates.png`` (JFA Figs. 5-6), ``ablation.png`` (Table 5) or
-    ``decision-time-<phase>.png`` (Table 3)."""
+    ``decision-time-<phase>.png`` (Table 3). Error bars are Wilson 95% intervals (the normal interval
+    of the tables collapses to a point at 0% and 100%)."""
     from train import plots
 
     written: list[Path] = []
@@ -626,12 +629,15 @@ def write_plots(spec: ExperimentSpec, result: dict[str, Any], out: Path) -> list
                 f"{spec.title} ({phase})", f"WU-UCT, {result['threads']} threads"))
         return written
     if "win-rates" in spec.plots:
-        bars = [{"label": r["label"], "white": r["stats"]["white"], "black": r["stats"]["black"],
-                 "all": {"win_rate": r["stats"]["win_rate"], "ci95": r["stats"]["ci95"]}} for r in rows]
+        def bar(d):
+            return {"win_rate": d["win_rate"], "ci95": d["wilson_ci95"]}
+
+        bars = [{"label": r["label"], "white": bar(r["stats"]["white"]), "black": bar(r["stats"]["black"]),
+                 "all": bar(r["stats"])} for r in rows]
         written.append(plots.plot_win_rates(bars, out / "win-rates.png", spec.title))
     if "ablation" in spec.plots:
         written.append(plots.plot_ablation(
-            [r["label"] for r in rows], [r["stats"]["win_rate"] for r in rows], [r["stats"]["ci95"] for r in rows],
+            [r["label"] for r in rows], [r["stats"]["win_rate"] for r in rows], [r["stats"]["wilson_ci95"] for r in rows],
             [r["stats"][spec.ablation_time] for r in rows], out / "ablation.png", spec.title,
             MATCH_COLUMNS[spec.ablation_time]))
     return written

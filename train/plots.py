@@ -62,7 +62,9 @@ def plot_win_rates(rows: Sequence[dict], path: str | os.PathLike, title: str = "
             ax.annotate(f"{v:.0f}", (b.get_x() + b.get_width() / 2, v), ha="center", va="bottom", fontsize=8,
                         xytext=(0, 2), textcoords="offset points")
     ax.axhline(50, color="grey", lw=0.8, ls=":")
-    ax.set_xticks(x, [r["label"] for r in rows], fontsize=8)
+    import textwrap
+
+    ax.set_xticks(x, [textwrap.fill(r["label"], 20) for r in rows], fontsize=8)
     ax.set_ylim(0, 110)
     ax.set_ylabel("A's win rate (%), 95% CI")
     ax.set_title(title, fontsize=10)
@@ -96,16 +98,21 @@ def plot_ablation(labels: Sequence[str], rates: Sequence[float | None], cis: Seq
                   path: str | os.PathLike, title: str = "", time_label: str = "mean decision time (s)") -> Path:
     """Two panels: A's win rate per row (with 95% interval) and a mean decision time per row."""
     plt = _pyplot()
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(max(7.0, 1.8 * len(labels) + 3), 3.6))
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(max(8.0, 2.4 * len(labels) + 3), 3.8))
     x = np.arange(len(labels))
     errs = np.array([_err(r, c) for r, c in zip(rates, cis)]).T * 100
-    a1.bar(x, [100 * (r or 0.0) for r in rates], yerr=errs, capsize=3, color="tab:blue")
+    bars = a1.bar(x, [100 * (r or 0.0) for r in rates], yerr=errs, capsize=3, color="tab:blue")
+    for b, r in zip(bars, rates):
+        a1.annotate("-" if r is None else f"{100 * r:.0f}%", (b.get_x() + b.get_width() / 2, 0), ha="center",
+                    va="bottom", fontsize=8, xytext=(0, 2), textcoords="offset points")
     a1.set_ylim(0, 105)
     a1.set_ylabel("win rate (%), 95% CI")
     a2.bar(x, [t or 0.0 for t in times], color="tab:orange")
     a2.set_ylabel(time_label)
+    import textwrap
+
     for ax in (a1, a2):
-        ax.set_xticks(x, labels, fontsize=7, rotation=15)
+        ax.set_xticks(x, [textwrap.fill(label, 16) for label in labels], fontsize=7)
     fig.suptitle(title, fontsize=10)
     return save_figure(fig, path)
 

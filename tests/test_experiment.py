@@ -1,0 +1,185 @@
+"""Experiments as commands (train/experiment.py): spec validation, plugin-only ablations, unknown
+agents, a tiny match experiment end to end with resume, and a decision-time experiment with a stub
+timer. Budgets are tiny: 2 games of cheap agents with a 20-ply battle cap."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from cli import app
+from train.experiment import (
+    ExperimentError,
+    ExperimentSpec,
+    agent_config,
+    agent_problems,
+    config_diff,
+    load_spec,
+    resolve,
+    run_experiment,
+)
+
+SMALL = {"slm_sims": 2, "hbm_sims": 2, "threads": 1}
+
+USER_SPEC = """
+name = "tiny"
+title = "a user's ablation"
+kind = "match"
+games = 2
+columns = ["wins", "draws", "losses", "win_rate", "se", "ci95", "white", "black", "time_a_battle"]
+plots = ["win-rates", "ablation"]
+rules = {max_battle_plies = 20, adjudicate = "stones"}
+
+[params]
+capture = 5.0
+
+[[rows]]
+id = "greedy"
+label = "greedy"
+a = "greedy:capture={capture}"
+b = "random"
+
+[[rows]]
+id = "greedy-no-capture-bonus"
+label = "greedy, no capture bonus"
+a = "greedy:capture=0"
+b = "random"
+"""
+
+
+def _spec(tmp_path, text=USER_SPEC, name="tiny.toml"):
+    path = tmp_path / name
+    path.write_text(text)
+    return load_spec(path)
+
+
+def test_table5_rows_differ_only_in_the_plugins_selected():
+    spec = load_spec("table5")
+    rows = {r["id"]: r for r in resolve(spec, SMALL)["rows"]}
+    assert len({r["b"] for r in rows.values()}) == 1
+    configs = {rid: agent_config(r["a"]) for rid, r in rows.items()}
+    base = configs["both"]
+    assert base["battle"]["battle"]["search"]["expansion_pruner"] == "prune.expansion"
+    assert base["battle"]["battle"]["search"]["capture_pruner"] == "prune.capture"
+    prefix = "battle.battle.search."
+    assert config_diff(base, configs["no-expansion"]) == {prefix + "expansion_pruner": ("prune.expansion", None)}
+    assert config_diff(base, configs["no-capture"]) == {prefix + "capture_pruner": ("prune.capture", None)}
+    assert set(config_diff(base, configs["neither"])) == {prefix + "expansion_pruner", prefix + "capture_pruner"}
+
+
+def test_a_user_spec_with_one_plugin_swapped_builds_agents_differing_in_that_plugin(tmp_path):
+    text = """
+name = "swap"
+title = "swap one plugin"
+[[rows]]
+id = "base"
+label = "base"
+a = "mcts:sims=4,eval=uniform"
+b = "random"
+[[rows]]
+id = "no-capture"
+label = "no capture pruner"
+a = "mcts:sims=4,eval=uniform,capture_pruner=none"
+b = "random"
+[[rows]]
+id = "more-sims"
+label = "more simulations"
+a = "mcts:sims=8,eval=uniform"
+b = "random"
+"""
+    rows = resolve(_spec(tmp_path, text))["rows"]
+    a, b, c = (agent_config(r["a"]) for r in rows)
+    assert config_diff(a, b) == {"search.capture_pruner": ("prune.capture", None)}
+    assert "search.simulations" in config_diff(a, c)  # the comparison sees other changes too
+
+
+def test_unknown_agents_are_reported_by_row_not_a_crash(tmp_path):
+    spec = load_spec("table4")
+    problems = agent_problems(resolve(spec, SMALL))
+    assert len(problems) == 1 and "row 'slm-vs-shape'" in problems[0] and "unknown agent 'shape'" in problems[0]
+    with pytest.raises(ExperimentError, match=r"unknown agent 'shape'.*--rows jfa-vs-expert,hbm-vs-expert"):
+        run_experiment(spec, tmp_path / "t4", games=2, workers=0, params=SMALL, progress=False)
+
+
+def test_bad_specs_and_parameters_name_the_field(tmp_path):
+    with pytest.raises(ExperimentError, match=r"field 'games': .*even"):
+        _spec(tmp_path, USER_SPEC.replace("games = 2", "games = 3"))
+    with pytest.raises(ExperimentError, match=r"field 'columns.0'"):
+        _spec(tmp_path, USER_SPEC.replace('columns = ["wins"', 'columns = ["winz"'))
+    with pytest.raises(ExperimentError, match="used twice"):
+        _spec(tmp_path, USER_SPEC.replace('id = "greedy-no-capture-bonus"', 'id = "greedy"'))
+    with pytest.raises(ExperimentError, match="not valid TOML"):
+        _spec(tmp_path, "name = ")
+    spec = _spec(tmp_path)
+    with pytest.raises(ExperimentError, match="--param sims: .*parameters: capture"):
+        resolve(spec, {"sims": 3})
+    with pytest.raises(ExperimentError, match="--rows 'x'"):
+        resolve(spec, rows=["x"])
+    with pytest.raises(ExperimentError, match="placeholder \\{depth\\}"):
+        resolve(ExperimentSpec(name="p", title="p", rows=[{"id": "r", "label": "r", "a": "minimax:depth={depth}",
+                                                           "b": "random"}]))
+    assert resolve(spec, {"capture": 2.5})["rows"][0]["a"] == "greedy:capture=2.5"
+
+
+def test_a_match_experiment_end_to_end_and_resume(tmp_path):
+    spec = _spec(tmp_path)
+    out = tmp_path / "run"
+    result = run_experiment(spec, out, workers=0, seed=3, progress=False, command="python cli.py experiment x")
+    assert result["complete"] and [r["id"] for r in result["rows"]] == ["greedy", "greedy-no-capture-bonus"]
+    for row in result["rows"]:
+        s = row["stats"]
+        assert s["games"] == 2 and s["wins"] + s["draws"] + s["losses"] == 2
+        assert s["white"]["games"] == 1 and s["black"]["games"] == 1  # one game with each colour
+        assert s["win_rate"] == pytest.approx((s["wins"] + s["draws"] / 2) / 2)
+    assert json.loads((out / "result.json").read_text())["rows"][0]["stats"]["games"] == 2
+    table = (out / "table.md").read_text()
+    assert "| greedy | `greedy:capture=5.0` | `random` |" in table and "python cli.py experiment x" in table
+    assert (out / "win-rates.png").stat().st_size > 0 and (out / "ablation.png").stat().st_size > 0
+    records = sorted((out / "rows" / "greedy" / "games").glob("*.json"))
+    stamps = [p.stat().st_mtime_ns for p in records]
+    with pytest.raises(ExperimentError, match="--resume"):
+        run_experiment(spec, out, workers=0, seed=3, progress=False)
+    with pytest.raises(ExperimentError, match="field 'seed'"):
+        run_experiment(spec, out, workers=0, seed=4, progress=False, resume=True)
+    again = run_experiment(spec, out, workers=0, seed=3, progress=False, resume=True)
+    assert [p.stat().st_mtime_ns for p in records] == stamps  # no game played again
+    assert again["rows"] == result["rows"]
+
+
+def test_a_decision_time_experiment_with_a_stub_timer_resumes_by_row(tmp_path):
+    calls = []
+
+    def timer(phase, sims, threads):
+        calls.append((phase, sims, threads))
+        return {"phase": phase, "simulations": sims, "threads": threads, "serial_seconds": sims / 100,
+                "parallel_seconds": sims / 400, "reduction": 4.0}
+
+    spec = load_spec("table3")
+    out = tmp_path / "t3"
+    result = run_experiment(spec, out, params={"threads": 4}, rows=["layout-400", "layout-800"], progress=False,
+                            timer=timer)
+    assert calls == [("layout", 400, 4), ("layout", 800, 4)]
+    assert [r["stats"]["reduction"] for r in result["rows"]] == [4.0, 4.0]
+    table = (out / "table.md").read_text()
+    assert "| layout | 400 | 1.000 | 4.000 | 4.00 | 0.43 / 6.17 / 14.35 |" in table
+    assert (out / "decision-time-layout.png").exists()
+    run_experiment(spec, out, params={"threads": 4}, progress=False, timer=timer, resume=True)
+    assert calls[2:] == [("layout", s, 4) for s in (1200, 1600, 2000)]  # measured rows are kept
+    with pytest.raises(ExperimentError, match="field 'threads'"):
+        run_experiment(spec, out, params={"threads": 2}, progress=False, timer=timer, resume=True)
+
+
+def test_cli_list_and_errors(tmp_path):
+    runner = CliRunner()
+    listed = runner.invoke(app, ["experiment", "--list"])
+    assert listed.exit_code == 0 and "table3" in listed.output and "table5" in listed.output
+    assert "unknown agent 'shape'" in listed.output
+    for args, message in ((["experiment", "table5", "-p", "nope=1"], "--param nope"),
+                          (["experiment", "nosuch"], "no such built-in experiment"),
+                          (["experiment"], "give an experiment NAME"),
+                          (["experiment", "table4", "-n", "2", "--out", str(tmp_path / "x")], "unknown agent 'shape'")):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 2, result.output
+        assert message in result.output and "Traceback" not in result.output
