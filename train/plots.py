@@ -65,10 +65,11 @@ def plot_win_rates(rows: Sequence[dict], path: str | os.PathLike, title: str = "
     import textwrap
 
     ax.set_xticks(x, [textwrap.fill(r["label"], 20) for r in rows], fontsize=8)
-    ax.set_ylim(0, 110)
-    ax.set_ylabel("A's win rate (%), 95% CI")
+    ax.set_ylim(0, 125)
+    ax.set_yticks(range(0, 101, 20))
+    ax.set_ylabel("A's win rate (%), Wilson 95% CI")
     ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=8, loc="upper right")
+    ax.legend(fontsize=8, loc="upper center", ncol=3, frameon=False)
     return save_figure(fig, path)
 
 
@@ -106,7 +107,7 @@ def plot_ablation(labels: Sequence[str], rates: Sequence[float | None], cis: Seq
         a1.annotate("-" if r is None else f"{100 * r:.0f}%", (b.get_x() + b.get_width() / 2, 0), ha="center",
                     va="bottom", fontsize=8, xytext=(0, 2), textcoords="offset points")
     a1.set_ylim(0, 105)
-    a1.set_ylabel("win rate (%), 95% CI")
+    a1.set_ylabel("win rate (%), Wilson 95% CI")
     a2.bar(x, [t or 0.0 for t in times], color="tab:orange")
     a2.set_ylabel(time_label)
     import textwrap
