@@ -296,6 +296,18 @@ def test_tournament_round_robin_and_resume(tmp_path):
     assert data["ratings"]["prior_draws"] == 1.0  # an agent lost every game: a prior keeps Elo finite
     md = (tmp_path / "tournament.md").read_text()
     assert "| rank | agent | Elo |" in md and "`t-illegal`" in md
+    # round robin by colour (papers/004), latency, Nash weights and plots
+    bc = data["by_colour"]
+    for x in range(3):
+        for y in range(3):
+            if x != y:
+                assert bc[x][y]["white"] == pytest.approx(1 - bc[y][x]["black"])
+                assert (bc[x][y]["white"] + bc[x][y]["black"]) / 2 == pytest.approx(m[x, y])
+    assert set(data["latency"]) == set(agents) and data["latency"]["t-random"]["battle"]["moves"] > 0
+    weights = data["nash"]["weights"]
+    assert sum(weights.values()) == pytest.approx(1.0) and weights["t-illegal"] == pytest.approx(0, abs=1e-6)
+    assert data["populations"] is None and len(data["gamescape"]["points"]) == 3
+    assert (tmp_path / "payoff.png").exists() and (tmp_path / "gamescape.png").exists()
     pair = sorted(["t-random", "t-first"])
     assert (tmp_path / "pairs" / pair_dir_name(*pair) / "summary.json").exists()
     # resume in another order: the same pair directories, no game played again

@@ -80,3 +80,16 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="no games"):
         zero_sum_payoff(np.array([[0.5, np.nan], [np.nan, 0.5]]))
     assert zero_sum_payoff(np.array([[0.5, 0.75], [0.25, 0.5]])) == pytest.approx(np.array([[0, 0.5], [-0.5, 0]]))
+
+
+def test_population_analysis_of_a_tournament_payoff():
+    from train.tournament import population_analysis
+
+    rates = (RPS + 1) / 2  # score rates of rock, paper, scissors
+    agents = ["rock", "paper", "scissors"]
+    out = population_analysis(rates, agents, ["rock", "paper"], ["scissors"])
+    assert out["nash"]["weights"] == pytest.approx({a: 1 / 3 for a in agents}, abs=1e-6)
+    pops = out["populations"]
+    # A = {rock, paper} against B = {scissors}: rock beats scissors, so A's Nash is pure rock and RPP = 1
+    assert pops["rpp"] == pytest.approx(1.0) and pops["nash_a"] == pytest.approx({"rock": 1, "paper": 0}, abs=1e-6)
+    assert out["gamescape"]["explained"] == pytest.approx(1.0)
