@@ -541,6 +541,40 @@ def run_arena(
     return ArenaSummary(data, out, played=len(todo), elapsed_seconds=time.perf_counter() - start, records=ordered)
 
 
+def run_matches(
+    matches: Sequence[tuple[str, str, int, str | os.PathLike]],
+    workers: int = 1,
+    seed: int = 0,
+    ruleset: Ruleset = DEFAULT_RULESET,
+    progress: bool = True,
+    imports: Sequence[str] = (),
+) -> list[ArenaSummary]:
+    """Play several arena matches ``(spec_a, spec_b, games, out_dir)`` one after the other with one
+    process pool (``workers``; ``0``: in this process) and one progress display shared by all, each
+    through :func:`run_arena` (so each is resumable in its ``out_dir``); returns their summaries in
+    order. On an error or Ctrl-C the pool is stopped at once and the exception propagates."""
+    pool = make_executor(workers, imports) if workers > 0 else None
+    bar = new_progress() if progress else None
+    out: list[ArenaSummary] = []
+    try:
+        if bar is not None:
+            bar.start()
+        for a, b, games, out_dir in matches:
+            out.append(run_arena(a, b, games, workers=workers, seed=seed, out_dir=out_dir, ruleset=ruleset,
+                                 progress=bar if bar is not None else False, imports=imports, executor=pool))
+    except BaseException:
+        if pool is not None:
+            stop_pool(pool)
+            pool = None
+        raise
+    finally:
+        if bar is not None:
+            bar.stop()
+        if pool is not None:
+            pool.shutdown(wait=True)
+    return out
+
+
 def _run_pool(pool: Executor, todo: list[int], task_base: dict[str, Any], finished, out: Path) -> None:
     futures = {pool.submit(_game_task, {**task_base, "index": i}): i for i in todo}
     pending = set(futures)

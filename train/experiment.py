@@ -38,7 +38,6 @@ import json
 import os
 import re
 import string
-import tomllib
 from pathlib import Path
 from typing import Any, Callable, Literal, Sequence
 
@@ -203,13 +202,14 @@ def load_spec(source: str | os.PathLike) -> ExperimentSpec:
     elif not path.exists():
         names = ", ".join(builtin_specs()) or "(none)"
         raise ExperimentError(f"experiment {str(source)!r}: no such built-in experiment or file; built-ins: {names}")
+    from train.config import ConfigError, read_config_file
+
     try:
-        text = path.read_text(encoding="utf-8")
-        data = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ExperimentError(f"{path}: cannot read ({exc})") from None
-    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
-        raise ExperimentError(f"{path}: not valid {'JSON' if path.suffix == '.json' else 'TOML'} ({exc})") from None
+        data = read_config_file(path)
+    except ConfigError as exc:
+        raise ExperimentError(str(exc).replace("config file", "experiment spec", 1)) from None
+    except UnicodeDecodeError as exc:
+        raise ExperimentError(f"experiment spec {path}: not UTF-8 text ({exc})") from None
     try:
         return ExperimentSpec.model_validate(data)
     except ValidationError as exc:
@@ -218,21 +218,18 @@ def load_spec(source: str | os.PathLike) -> ExperimentSpec:
 
 
 def parse_params(items: Sequence[str] | None) -> dict[str, Any]:
-    """``["sims=8", "label=x"]`` -> ``{"sims": 8, "label": "x"}`` (ints and floats converted)."""
+    """``["sims=8", "pruner=none"]`` -> ``{"sims": 8, "pruner": "none"}``: numbers are converted
+    (``train.config.parse_value``), anything else stays the string given."""
+    from train.config import parse_value
+
     out: dict[str, Any] = {}
     for item in items or ():
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise ExperimentError(f"--param {item!r}: expected NAME=VALUE")
-        value = value.strip()
-        for cast in (int, float):
-            try:
-                out[key.strip()] = cast(value)
-                break
-            except ValueError:
-                continue
-        else:
-            out[key.strip()] = value
+        parsed = parse_value(value)
+        number = isinstance(parsed, (int, float)) and not isinstance(parsed, bool)
+        out[key.strip()] = parsed if number else value.strip()
     return out
 
 
@@ -452,10 +449,9 @@ def run_experiment(
 
 
 def _write_json(path: Path, data: Any) -> None:
-    from core.atomic import atomic_write_text
-    from train.stats import json_safe
+    from train.arena import atomic_write_json
 
-    atomic_write_text(path, json.dumps(json_safe(data), indent=1, ensure_ascii=False, allow_nan=False) + "\n")
+    atomic_write_json(path, data)
 
 
 def _match_stats(d: dict[str, Any]) -> dict[str, Any]:
@@ -477,31 +473,12 @@ def _match_stats(d: dict[str, Any]) -> dict[str, Any]:
 
 
 def _run_matches(rows: list[dict], out: Path, workers: int, seed: int, ruleset: Ruleset, progress: bool) -> list[dict]:
-    from train.arena import make_executor, new_progress, run_arena, stop_pool
+    from train.arena import run_matches
 
-    done: list[dict] = []
-    pool = make_executor(workers) if workers > 0 else None
-    bar = new_progress() if progress else None
-    try:
-        if bar is not None:
-            bar.start()
-        for row in rows:
-            summary = run_arena(row["a"], row["b"], row["games"], workers=workers, seed=seed,
-                                out_dir=out / ROWS_DIR / row["id"], ruleset=ruleset,
-                                progress=bar if bar is not None else False, executor=pool)
-            done.append({**row, "dir": str(Path(ROWS_DIR) / row["id"]), "complete": summary.data["complete"],
-                         "stats": _match_stats(summary.data)})
-    except BaseException:
-        if pool is not None:
-            stop_pool(pool)
-            pool = None
-        raise
-    finally:
-        if bar is not None:
-            bar.stop()
-        if pool is not None:
-            pool.shutdown(wait=True)
-    return done
+    summaries = run_matches([(r["a"], r["b"], r["games"], out / ROWS_DIR / r["id"]) for r in rows], workers=workers,
+                            seed=seed, ruleset=ruleset, progress=progress)
+    return [{**row, "dir": str(Path(ROWS_DIR) / row["id"]), "complete": s.data["complete"],
+             "stats": _match_stats(s.data)} for row, s in zip(rows, summaries)]
 
 
 def _run_timings(rows: list[dict], out: Path, threads: int, timer: Timer, progress: bool) -> list[dict]:

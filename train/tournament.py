@@ -51,10 +51,7 @@ from train.arena import (
     atomic_write_json,
     atomic_write_text,
     check_agent_spec,
-    make_executor,
-    new_progress,
-    run_arena,
-    stop_pool,
+    run_matches,
 )
 from train.stats import PairResult, bradley_terry, json_safe, payoff_matrix
 
@@ -135,27 +132,9 @@ def run_tournament(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     pairs = [tuple(sorted(p)) for p in combinations(specs, 2)]
-    arenas: dict[tuple[str, str], ArenaSummary] = {}
-    pool = make_executor(workers, imports) if workers > 0 else None
-    bar = new_progress() if progress else None
-    try:
-        if bar is not None:
-            bar.start()
-        for a, b in pairs:
-            arenas[(a, b)] = run_arena(
-                a, b, games, workers=workers, seed=seed, out_dir=out / PAIRS_DIR / pair_dir_name(a, b),
-                ruleset=ruleset, progress=bar if bar is not None else False, imports=imports, executor=pool,
-            )
-    except BaseException:
-        if pool is not None:
-            stop_pool(pool)
-            pool = None
-        raise
-    finally:
-        if bar is not None:
-            bar.stop()
-        if pool is not None:
-            pool.shutdown(wait=True)
+    summaries = run_matches([(a, b, games, out / PAIRS_DIR / pair_dir_name(a, b)) for a, b in pairs],
+                            workers=workers, seed=seed, ruleset=ruleset, progress=progress, imports=imports)
+    arenas: dict[tuple[str, str], ArenaSummary] = dict(zip(pairs, summaries))
 
     results = [PairResult(a, b, s.wins, s.draws, s.losses) for (a, b), s in arenas.items()]
     ratings = bradley_terry(results, specs, anchor=anchor)
