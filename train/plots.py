@@ -75,7 +75,7 @@ def plot_win_rates(rows: Sequence[dict], path: str | os.PathLike, title: str = "
 
 def plot_decision_time(sims: Sequence[int], serial: Sequence[float], parallel: Sequence[float],
                        path: str | os.PathLike, title: str = "", parallel_label: str = "WU-UCT") -> Path:
-    """Seconds per move (log scale) of serial MCTS and WU-UCT against the simulation count, and the
+    """Seconds per move of serial MCTS and WU-UCT against the simulation count, and the
     reduction factor serial / WU-UCT on a second axis."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(5.5, 3.6))
@@ -83,7 +83,8 @@ def plot_decision_time(sims: Sequence[int], serial: Sequence[float], parallel: S
     ax.plot(sims, parallel, "s-", label=parallel_label)
     ax.set_xlabel("simulations per move")
     ax.set_ylabel("seconds per move")
-    ax.set_yscale("log")
+    ax.set_ylim(0, max(list(serial) + list(parallel) + [0.0]) * 1.15 or 1.0)
+    ax.set_xticks(list(sims))
     ax2 = ax.twinx()
     factor = [s / p if p else float("nan") for s, p in zip(serial, parallel)]
     ax2.plot(sims, factor, "^--", color="tab:green", label="reduction factor")
