@@ -284,10 +284,12 @@ def resolve(spec: ExperimentSpec, params: dict[str, Any] | None = None, games: i
 
 
 def agent_problems(resolved: dict[str, Any]) -> list[str]:
-    """One message per agent spec of the resolved rows whose agent name is not registered (``row
-    'x': agent B 'shape+expert': unknown agent 'shape'; available: ...``) or whose syntax is bad.
-    Only names are checked (nothing is built)."""
-    from knowledge.registry import REGISTRY, parse_spec
+    """One message per agent spec of the resolved rows that is not valid (``row 'x': agent B
+    'shape+expert': unknown agent 'shape'; available: ...``; an unknown option or a value out of
+    range, as ``knowledge.agents.validate_agent_spec`` says). Nothing is built."""
+    import catalog  # noqa: F401 - registers the built-in agents
+    from knowledge.agents import validate_agent_spec
+    from knowledge.registry import SpecError
 
     problems = []
     for row in resolved["rows"]:
@@ -296,11 +298,8 @@ def agent_problems(resolved: dict[str, Any]) -> list[str]:
             if spec is None:
                 continue
             try:
-                for part in spec.split("+"):
-                    REGISTRY.entry(parse_spec(part)[0], "agent")
-            except KeyError as exc:
-                problems.append(f"row {row['id']!r}: agent {side.upper()} {spec!r}: {exc.args[0]}")
-            except ValueError as exc:
+                validate_agent_spec(spec)
+            except SpecError as exc:
                 problems.append(f"row {row['id']!r}: agent {side.upper()} {spec!r}: {exc}")
     return problems
 
@@ -311,6 +310,7 @@ def agent_config(spec: str, seed: int = 0) -> dict[str, Any]:
     evaluator and victim scorer classes, ``"layout"``/``"battle"`` for a two-phase agent, and the
     public scalar attributes of other agents. Two specs of an ablation differ exactly where this
     dictionary differs."""
+    import catalog  # noqa: F401 - registers the built-in agents
     from knowledge.agents import make_agent
 
     agent = make_agent(spec, seed=seed)
