@@ -173,15 +173,13 @@ def plot_analysis(analysis: dict[str, Any], path: str | os.PathLike, title: str 
     """Write a PNG of White's win probability over the game (``search.analysis.analyze_game``'s
     ``white_win`` per ply, ply 0 = the start), with mistakes (orange) and blunders (red) marked and the
     start of the battle (ply 196) as a dotted line. Written atomically; returns the path."""
-    import io
-
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from core.atomic import atomic_write_bytes
     from core.board import NUM_POINTS
+    from train.plots import save_figure
 
     rows = analysis["moves"]
     xs = [0] + [r["ply"] for r in rows]
@@ -202,10 +200,7 @@ def plot_analysis(analysis: dict[str, Any], path: str | os.PathLike, title: str 
     ax.set_ylabel("P(White wins)")
     ax.set_title(title or "evaluation over the game")
     ax.legend(loc="best", fontsize=8)
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
-    plt.close(fig)
-    return atomic_write_bytes(path, buf.getvalue())
+    return save_figure(fig, path)
 
 
 def analyze_record(record_path: str | os.PathLike, out_dir: str | os.PathLike, agent_spec: str = "jfa",
