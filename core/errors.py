@@ -21,3 +21,8 @@ class IllegalMoveError(JiuError):
 
 class RecordError(JiuError):
     """A game record that cannot be read or replayed (names the entry index and the reason)."""
+
+
+class InputError(JiuError):
+    """A file or stream that cannot be taken as input: larger than its limit, or not text in the
+    expected encoding (names the file and the reason; see ``core.inputs``)."""

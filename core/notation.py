@@ -63,7 +63,7 @@ def parse_point(token: str, what: str = "point") -> int:
     return POINT_BY_NAME[token]
 
 
-def _is_hop(a: int, b: int) -> bool:
+def is_hop(a: int, b: int) -> bool:
     (ac, ar), (bc, br) = (a % SIZE, a // SIZE), (b % SIZE, b // SIZE)
     return (ac == bc and abs(ar - br) == 2) or (ar == br and abs(ac - bc) == 2)
 
@@ -90,7 +90,7 @@ def parse_move(text: str) -> Move:
         raise NotationError(f"move {text!r}: origin and destination are the same point")
     if jump:
         for a, b in zip(path, path[1:]):
-            if not _is_hop(a, b):
+            if not is_hop(a, b):
                 raise NotationError(
                     f"move {text!r}: hop {POINT_NAMES[a]}x{POINT_NAMES[b]} is not two points along a line"
                 )

@@ -1,4 +1,4 @@
-"""Tests of game records (core/records.py) against the rule book, section 7.
+"""Tests of game records (core/records/) against the rule book, section 7.
 
 Expected values are derived by hand in the comments (point codes, hand-built positions, a
 hand-designed CSV game) or by an independent re-implementation in this file (the JIU entry of a move
@@ -575,7 +575,7 @@ def test_failed_disk_write_keeps_old_file(tmp_path, monkeypatch, broken):
     def fail(*args):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(records.os, broken, fail)
+    monkeypatch.setattr(os, broken, fail)
     with pytest.raises(OSError):
         write_json(random_record(10, 20), path)
     monkeypatch.undo()
