@@ -14,11 +14,49 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+from typer.core import TyperGroup
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__.split("\n")[0])
+try:  # recent Typer vendors Click as typer._click; older Typer uses Click itself
+    from typer._click import exceptions as click_errors
+except ImportError:  # pragma: no cover - depends on the installed Typer
+    from click import exceptions as click_errors
+
+
+def usage_error_line(exc: click_errors.UsageError) -> str:
+    """One line for a Click usage error (bad or missing parameter, unknown option or command), naming
+    the command and the parameter: ``error: perft: Invalid value for 'DEPTH': ...``."""
+    message = " ".join(exc.format_message().split())
+    command = exc.ctx.command_path.split(" ", 1)[1] if exc.ctx is not None and " " in exc.ctx.command_path else ""
+    if isinstance(exc, click_errors.NoSuchOption) and not exc.option_name.startswith("--"):
+        message += " (an argument starting with '-', such as a JFEN, goes after '--')"
+    return f"error: {command}: {message}" if command else f"error: {message}"
+
+
+class OneLineErrors(TyperGroup):
+    """The command group: usage errors become one ``error: ...`` line on stderr with exit status 2
+    instead of Typer's usage box, and Ctrl-C ends with ``interrupted`` and status 130."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        try:
+            rv = super().main(args=args, prog_name=prog_name, complete_var=complete_var, standalone_mode=False,
+                              **extra)
+        except click_errors.UsageError as exc:
+            typer.echo(usage_error_line(exc), err=True)
+            rv = 2
+        except click_errors.Abort:
+            typer.echo("interrupted", err=True)
+            rv = 130
+        if not standalone_mode:
+            return rv
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+
+app = typer.Typer(cls=OneLineErrors, add_completion=False, no_args_is_help=True, help=__doc__.split("\n")[0])
 bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks (print ratios measured in one run).")
 app.add_typer(bench_app, name="bench")
 
+MAX_WORKERS = 256  # every --workers (processes on one machine)
+MAX_SEED = 2**32 - 1  # every --seed: NumPy's seed range (the random-game kernel seeds NumPy with it)
 RuleOption = Annotated[
     Optional[list[str]],
     typer.Option("--rule", "-r", help="Ruleset option KEY=VALUE (repeatable), e.g. -r loss_below=14."),
@@ -49,7 +87,7 @@ def cli_errors(fn):
 
 
 def ruleset_from(options: list[str] | None):
-    """A ``Ruleset`` from ``KEY=VALUE`` strings (values are ints when they look like ints)."""
+    """A ``Ruleset`` from ``KEY=VALUE`` strings (the ruleset's fields parse and bound the values)."""
     from core.errors import JiuError
     from core.rules import Ruleset
 
@@ -58,7 +96,7 @@ def ruleset_from(options: list[str] | None):
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise JiuError(f"--rule {item!r}: expected KEY=VALUE")
-        data[key.strip().replace("-", "_")] = int(value) if value.strip().lstrip("-").isdigit() else value.strip()
+        data[key.strip().replace("-", "_")] = value.strip()
     return Ruleset.parse(data)
 
 
@@ -197,7 +235,7 @@ def convert(
 @app.command("random-game")
 @cli_errors
 def random_game(
-    seed: Annotated[int, typer.Option(help="Random seed (same seed, same game).")] = 0,
+    seed: Annotated[int, typer.Option(min=0, max=MAX_SEED, help="Random seed (same seed, same game).")] = 0,
     record: Annotated[Optional[Path], typer.Option(help="Also write the JSON record to this file.")] = None,
     rule: RuleOption = None,
 ):
@@ -317,8 +355,8 @@ def arena(
     agent_a: Annotated[str, typer.Argument(metavar="A", help=AGENT_HELP)],
     agent_b: Annotated[str, typer.Argument(metavar="B", help="Agent spec of the opponent.")],
     games: Annotated[int, typer.Option("--games", "-n", help="Games (even: pairs with colours swapped).")] = 20,
-    workers: Annotated[int, typer.Option(min=0, help="Worker processes (0: play in this process).")] = 1,
-    seed: Annotated[int, typer.Option(help="Base seed; pair k uses seed + k.")] = 0,
+    workers: Annotated[int, typer.Option(min=0, max=MAX_WORKERS, help="Worker processes (0: play in this process).")] = 1,
+    seed: Annotated[int, typer.Option(min=0, max=MAX_SEED, help="Base seed; pair k uses seed + k.")] = 0,
     out: Annotated[
         Optional[Path], typer.Option(help="Run directory (resumed if it exists). Default: runs/arena/A__vs__B.")
     ] = None,
@@ -348,8 +386,8 @@ def arena(
 def tournament(
     agents: Annotated[list[str], typer.Argument(metavar="AGENT...", help="At least two agent specs. " + AGENT_HELP)],
     games: Annotated[int, typer.Option("--games", "-n", help="Games per pair (even).")] = 20,
-    workers: Annotated[int, typer.Option(min=0, help="Worker processes shared by all pairs (0: in this process).")] = 1,
-    seed: Annotated[int, typer.Option(help="Base seed of every pair.")] = 0,
+    workers: Annotated[int, typer.Option(min=0, max=MAX_WORKERS, help="Worker processes shared by all pairs (0: in this process).")] = 1,
+    seed: Annotated[int, typer.Option(min=0, max=MAX_SEED, help="Base seed of every pair.")] = 0,
     out: Annotated[Path, typer.Option(help="Run directory (resumed if it exists).")] = Path("runs/tournament"),
     anchor: Annotated[Optional[str], typer.Option(help="Agent held at Elo 0 (default: mean 0).")] = None,
     versus: Annotated[Optional[list[str]], typer.Option(
@@ -430,7 +468,7 @@ def experiment(
 def play(
     agent: Annotated[str, typer.Option(help="The opponent's agent spec (default: the shipped JFA model). " + AGENT_HELP)] = "jfa",
     human: Annotated[str, typer.Option(help="Your colour: w (White, places first) or b.")] = "w",
-    seed: Annotated[int, typer.Option(help="The agent's seed.")] = 0,
+    seed: Annotated[int, typer.Option(min=0, max=MAX_SEED, help="The agent's seed.")] = 0,
     record: Annotated[Optional[Path], typer.Option(help="Write the JSON record here at the end or on quit.")] = None,
     imports: ImportOption = None,
     rule: RuleOption = None,
@@ -490,7 +528,7 @@ def selfplay(
     iterations: Annotated[Optional[int], typer.Option(help="Total iterations of the run (default 2).")] = None,
     minutes: Annotated[Optional[float], typer.Option(help="Wall-clock budget of this invocation, in minutes.")] = None,
     workers: Annotated[Optional[int], typer.Option(help="Worker processes (0: everything in this process; default 2).")] = None,
-    seed: Annotated[Optional[int], typer.Option(help="Run seed (default 0).")] = None,
+    seed: Annotated[Optional[int], typer.Option(min=0, max=MAX_SEED, help="Run seed (default 0).")] = None,
     backend: Annotated[Optional[str], typer.Option(help="Self-play backend: process (default) or ray.")] = None,
     reward: Annotated[Optional[str], typer.Option(help="SLM reward plugin (default reward.first_square; or reward.outcome).")] = None,
     run_dir: Annotated[Optional[Path], typer.Option("--run-dir", help="Directory of a new run (default runs/selfplay-<time>).")] = None,
@@ -542,10 +580,10 @@ def pretrain(
     records: Annotated[list[Path], typer.Argument(metavar="RECORDS...", help="Record files or directories (.json, .jiu/.txt, .csv).")],
     model: Annotated[str, typer.Option(help="Net to train: slm, upper or lower.")] = "slm",
     out: Annotated[Optional[Path], typer.Option(help="Output net file (default models/pretrained/<model>.safetensors).")] = None,
-    steps: Annotated[int, typer.Option(min=0, help="Training steps.")] = 200,
-    batch_size: Annotated[int, typer.Option(min=1, help="Batch size.")] = 64,
+    steps: Annotated[int, typer.Option(min=0, max=10**8, help="Training steps.")] = 200,
+    batch_size: Annotated[int, typer.Option(min=1, max=65536, help="Batch size.")] = 64,
     lr: Annotated[float, typer.Option(min=0.0, help="Learning rate (constant).")] = 1e-3,
-    seed: Annotated[int, typer.Option(help="Seed of the initial weights and the batches.")] = 0,
+    seed: Annotated[int, typer.Option(min=0, max=MAX_SEED, help="Seed of the initial weights and the batches.")] = 0,
     init: Annotated[Optional[Path], typer.Option(help="Continue training this net file instead of a fresh net.")] = None,
     config: Annotated[Optional[Path], typer.Option("--config", "-c", help="Config file for nets/learner/replay settings.")] = None,
     overrides: SetOption = None,
@@ -585,8 +623,8 @@ def gen_records(
     black: Annotated[Optional[str], typer.Option(help="Agent spec of Black (default: the same as --agent).")] = None,
     games: Annotated[int, typer.Option("--games", "-n", min=1, help="Number of games.")] = 10,
     out: Annotated[Path, typer.Option(help="Output directory of the JSON records (resumed if it exists).")] = Path("runs/records"),
-    workers: Annotated[int, typer.Option(min=0, help="Worker processes (0: in this process).")] = 2,
-    seed: Annotated[int, typer.Option(help="Base seed; game i's seeds derive from (seed, i).")] = 0,
+    workers: Annotated[int, typer.Option(min=0, max=MAX_WORKERS, help="Worker processes (0: in this process).")] = 2,
+    seed: Annotated[int, typer.Option(min=0, max=MAX_SEED, help="Base seed; game i's seeds derive from (seed, i).")] = 0,
     json_out: Annotated[bool, typer.Option("--json", help="Print the summary as one JSON object.")] = False,
     rule: RuleOption = None,
 ):

@@ -1,7 +1,9 @@
 """JFEN, the one-line position format (rule book section 6): parse with validation, and format.
 
 ``board side phase quiet ply``, e.g. the start ``14/14/14/14/14/14/14/14/14/14/14/14/14/14 w layout 0 0``.
-Every error is an ``InvalidPositionError`` naming the field and the reason.
+Every error is an ``InvalidPositionError`` naming the field and the reason. ``quiet`` and ``ply`` are
+integers in ``0..MAX_PLY`` (a million plies: far beyond any ply cap a ``Ruleset`` allows, small enough
+for the kernels' 64-bit arithmetic).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from core.errors import InvalidPositionError
 START_JFEN = "14/14/14/14/14/14/14/14/14/14/14/14/14/14 w layout 0 0"
 _ROW_TOKEN = re.compile(r"[WB]|[0-9]+|.")
 _PHASES = {"layout": PHASE_LAYOUT, "battle": PHASE_BATTLE}
+MAX_PLY = 1_000_000
 
 
 class JfenFields(NamedTuple):
@@ -71,8 +74,15 @@ def _parse_board(text: str) -> np.ndarray:
 
 def _parse_count(text: str, field: str) -> int:
     if not (text.isascii() and text.isdigit()):
-        raise InvalidPositionError(f"JFEN {field}: {text!r} is not an integer >= 0")
+        raise InvalidPositionError(f"JFEN {field}: {_clip(text)!r} is not an integer >= 0")
+    if len(text) > len(str(MAX_PLY)) or int(text) > MAX_PLY:
+        raise InvalidPositionError(f"JFEN {field}: {_clip(text)} is out of range 0..{MAX_PLY}")
     return int(text)
+
+
+def _clip(text: str, n: int = 40) -> str:
+    """``text`` shortened for an error message."""
+    return text if len(text) <= n else text[:n] + "..."
 
 
 def parse_jfen(text: str) -> JfenFields:

@@ -2,30 +2,43 @@
 
 Every victim set is a separate move. A terminal node before the last ply contributes no leaves;
 ``perft(s, 0) == 1``. The last ply is counted without playing it (``GameState.count_moves``).
+Depth is bounded to ``0..MAX_DEPTH`` (64; the tree from the start has 74,884 leaves at depth 4 and
+grows about a hundredfold per ply, so deeper counts are out of reach anyway and the recursion stays
+far below Python's limit). Bad depths raise ``JiuError``.
 """
 
 from __future__ import annotations
 
+from core.errors import JiuError
 from core.state import GameState
+
+MAX_DEPTH = 64
+
+
+def _check_depth(depth: int, low: int, what: str) -> None:
+    if not low <= depth <= MAX_DEPTH:
+        raise JiuError(f"{what} {depth}: out of range {low}..{MAX_DEPTH}")
 
 
 def perft(state: GameState, depth: int) -> int:
     """Leaf count of the move tree of ``state`` to ``depth`` plies (``depth >= 0``)."""
-    if depth < 0:
-        raise ValueError(f"perft depth {depth}: must be >= 0")
+    _check_depth(depth, 0, "perft depth")
+    return _perft(state, depth)
+
+
+def _perft(state: GameState, depth: int) -> int:
     if depth == 0:
         return 1
     if state.is_terminal():
         return 0
     if depth == 1:
         return state.count_moves()
-    return sum(perft(state._play(m), depth - 1) for m in state.legal_moves())
+    return sum(_perft(state._play(m), depth - 1) for m in state.legal_moves())
 
 
 def perft_divide(state: GameState, depth: int) -> dict[str, int]:
     """Per-move split of ``perft(state, depth)`` (``depth >= 1``): move notation -> leaf count."""
-    if depth < 1:
-        raise ValueError(f"perft divide depth {depth}: must be >= 1")
+    _check_depth(depth, 1, "perft divide depth")
     if state.is_terminal():
         return {}
-    return {str(m): perft(state._play(m), depth - 1) for m in state.legal_moves()}
+    return {str(m): _perft(state._play(m), depth - 1) for m in state.legal_moves()}

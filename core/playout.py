@@ -17,6 +17,9 @@ from core.status import ONGOING, battle_status
 from core.zobrist import zobrist_hash
 
 
+MAX_SEED = 2**32 - 1
+
+
 @kernel
 def _grow16(a, need):
     if need <= a.shape[0]:
@@ -106,9 +109,13 @@ def random_game(seed, rules):
 
 
 def random_game_moves(seed: int, rules: np.ndarray) -> tuple[list, int, int]:
-    """Play :func:`random_game` and return ``(moves, winner, reason)`` with ``moves`` as ``Move``s."""
+    """Play :func:`random_game` and return ``(moves, winner, reason)`` with ``moves`` as ``Move``s.
+    ``seed`` must be in ``0..MAX_SEED`` (the kernel's NumPy seed range); ``JiuError`` otherwise."""
+    from core.errors import JiuError
     from core.notation import Move
 
+    if not 0 <= seed <= MAX_SEED:
+        raise JiuError(f"seed {seed}: out of range 0..{MAX_SEED}")
     n, winner, reason, kind, start, n_path, n_victims, data = random_game(seed, rules)
     moves = []
     for i in range(n):

@@ -24,6 +24,8 @@ R_ADJUDICATE = 5
 R_END_ORDER = 6
 
 FLY_JUMP_RULES = ("strong-side-multi", "all-multi", "none")
+MAX_REPETITION_DRAW = 1_000
+MAX_BATTLE_PLIES = 100_000
 FLY_STRONG_SIDE_MULTI, FLY_ALL_MULTI, FLY_NONE = range(3)
 
 
@@ -39,8 +41,10 @@ class Ruleset(BaseModel):
         loss_below: a side with fewer stones than this at the start of a battle turn loses
             (``4`` competition rule; ``14`` the JFA lineage). Range 1..98.
         repetition_draw: the n-th occurrence of the same (board, side to move) in the battle is a draw;
-            ``0`` turns the rule off. ``1`` is rejected (every position would be drawn).
-        max_battle_plies: after this many battle plies the game ends (``>= 1``).
+            ``0`` turns the rule off. ``1`` is rejected (every position would be drawn). Range 0 or
+            2..``MAX_REPETITION_DRAW`` (1,000).
+        max_battle_plies: after this many battle plies the game ends. Range 1..``MAX_BATTLE_PLIES``
+            (100,000: 100 times the default; kernels size per-game buffers by it).
         adjudicate: at the ply cap, ``"none"`` draws, ``"stones"`` gives the game to the side with more
             stones (equal counts draw).
         end_order: a referee's call the rule book leaves open (a capture on the last capped ply can
@@ -48,7 +52,8 @@ class Ruleset(BaseModel):
             in chess, a loss by stones or by no move counts before the cap) or ``"cap-first"`` (the
             game ends at the cap whatever else holds).
 
-    Raises ``JiuError`` (via :meth:`parse`) naming the field and the reason on bad values.
+    Every integer is bounded where it enters (here), so no value outside these ranges reaches a
+    kernel. Raises ``JiuError`` (via :meth:`parse`) naming the field and the reason on bad values.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -56,8 +61,8 @@ class Ruleset(BaseModel):
     chain_revisit: Literal["forbid", "allow"] = "forbid"
     fly_jump_rule: Literal["strong-side-multi", "all-multi", "none"] = "strong-side-multi"
     loss_below: int = Field(4, ge=1, le=98)
-    repetition_draw: int = Field(3, ge=0)
-    max_battle_plies: int = Field(1000, ge=1)
+    repetition_draw: int = Field(3, ge=0, le=MAX_REPETITION_DRAW)
+    max_battle_plies: int = Field(1000, ge=1, le=MAX_BATTLE_PLIES)
     adjudicate: Literal["none", "stones"] = "none"
     end_order: Literal["decisive-first", "cap-first"] = "decisive-first"
 

@@ -66,11 +66,21 @@ SUMMARY_FILE = "summary.json"
 GAMES_DIR = "games"
 PHASES = ("layout", "battle")
 LAYOUT_PLIES = 196
+MAX_GAMES = 1_000_000
+"""Upper bound of every game count (arena, tournament per pair, gen-records): a million games of the
+fastest agents take days; larger counts are refused at once instead of running without end."""
 
 
 class ArenaError(JiuError):
     """Bad arena input (agent spec, game count, run directory) or a failed run; the message names
     the field or the game and what to do."""
+
+
+def check_game_count(games: object) -> None:
+    """``ArenaError`` unless ``games`` is an even integer in ``2..MAX_GAMES`` (colour-balanced pairs)."""
+    if not isinstance(games, int) or isinstance(games, bool) or not 2 <= games <= MAX_GAMES or games % 2:
+        shown = games if not isinstance(games, int) or abs(games) < 10**12 else f"{str(games)[:12]}..."
+        raise ArenaError(f"games: must be an even number in 2..{MAX_GAMES} (colour-balanced pairs), got {shown}")
 
 
 # ============================================================================ small I/O helpers
@@ -469,7 +479,7 @@ def run_arena(
     """Play (or finish) a colour-balanced match of ``games`` games between ``spec_a`` and ``spec_b``
     and return its :class:`ArenaSummary` (also written to ``out_dir/summary.json``).
 
-    ``games``: even, >= 2. ``workers``: processes (``0`` = play in this process). ``seed``: base
+    ``games``: even, 2..``MAX_GAMES``. ``workers``: processes (``0`` = play in this process). ``seed``: base
     seed (module docstring). ``progress``: ``True`` for a rich progress bar on stderr, ``False`` for
     none, or a ``rich.progress.Progress`` to add a task line to. ``imports``: modules each worker
     imports first (they may register extra agents). ``executor``: an existing pool from
@@ -480,8 +490,7 @@ def run_arena(
     so far stay; rerun the same call to resume)."""
     import catalog
 
-    if not isinstance(games, int) or games < 2 or games % 2:
-        raise ArenaError(f"games: must be an even number >= 2 (colour-balanced pairs), got {games!r}")
+    check_game_count(games)
     if workers < 0:
         raise ArenaError(f"workers: must be >= 0, got {workers}")
     if not isinstance(seed, int) or seed < 0:

@@ -213,8 +213,10 @@ def generate_records(agent: str, games: int, out_dir: str | os.PathLike, workers
     "played", "results": {...}, "seconds", "out_dir"}``."""
     from train.arena import check_agent_spec
 
-    if games < 0:
-        raise SupervisedError(f"games: must be >= 0, got {games}")
+    from train.arena import MAX_GAMES
+
+    if not 0 <= games <= MAX_GAMES:
+        raise SupervisedError(f"games: must be in 0..{MAX_GAMES}, got {games if abs(games) < 10**12 else 'a larger number'}")
     black = black or agent
     check_agent_spec(agent, "--agent")
     if black != agent:

@@ -51,6 +51,7 @@ from train.arena import (
     atomic_write_json,
     atomic_write_text,
     check_agent_spec,
+    check_game_count,
     run_matches,
 )
 from train.stats import PairResult, bradley_terry, json_safe, payoff_matrix
@@ -122,8 +123,7 @@ def run_tournament(
         raise ArenaError(f"agents: {dup!r} is listed twice")
     if anchor is not None and anchor not in specs:
         raise ArenaError(f"anchor: {anchor!r} is not one of the agents {specs}")
-    if not isinstance(games, int) or games < 2 or games % 2:
-        raise ArenaError(f"games: must be an even number >= 2 (colour-balanced pairs), got {games!r}")
+    check_game_count(games)
     if workers < 0:
         raise ArenaError(f"workers: must be >= 0, got {workers}")
     catalog.import_plugins(imports)
