@@ -108,9 +108,11 @@ def _jfen_lines(fen: str | None, fen_file: Path | None, source: str | None):
         return
     if source is not None and source != "-":
         fail(f"positional argument {source!r}: only '-' (standard input) is accepted; use --fen or --fen-file")
-    stream = sys.stdin if source == "-" else open(fen_file, encoding="utf-8")
+    from core.inputs import iter_lines
+
+    stream = sys.stdin.buffer if source == "-" else open(fen_file, "rb")
     with stream:
-        for n, line in enumerate(stream, 1):
+        for n, line in iter_lines(stream, "standard input" if source == "-" else str(fen_file)):
             if line.strip():
                 yield n, line
 

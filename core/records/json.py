@@ -121,12 +121,14 @@ def record_from_dict(data: Any, source: str = "record") -> GameRecord:
 
 
 def record_from_json(text: str, source: str = "<json>") -> GameRecord:
-    """Parse JSON record text. Raises ``RecordError`` for malformed JSON (with line and column) or
-    a bad field (named)."""
+    """Parse JSON record text. Raises ``RecordError`` for malformed JSON (with line and column),
+    JSON nested deeper than Python's recursion limit, or a bad field (named)."""
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise RecordError(f"{source}: not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    except RecursionError:
+        raise RecordError(f"{source}: not a record: JSON nested too deeply") from None
     return record_from_dict(data, source)
 
 
