@@ -196,11 +196,14 @@ def perft(
 def replay(
     file: Annotated[Path, typer.Argument(exists=False, help="A game record (.json, .jiu/.txt, .csv).")],
     format: Annotated[Optional[str], typer.Option("--format", help="json, jiu or csv (default: from the file).")] = None,
+    rule: RuleOption = None,
 ):
-    """Replay a record, validating every move; print one JSON summary line per game."""
+    """Replay a record, validating every move; print one JSON summary line per game. A record's own
+    ruleset (JSON; JIU with a ruleset field) is used; -r gives the rules of records without one (CSV,
+    plain JIU) and must agree with a record's own."""
     from core.records import read_record
 
-    for record in read_record(file, format):
+    for record in read_record(file, format, ruleset_from(rule), check_ruleset=bool(rule)):
         states = record.replay()
         final = states[-1]
         outcome = final.outcome()
@@ -221,12 +224,15 @@ def convert(
     target: Annotated[Path, typer.Argument(help="Output record (.json or .jiu); written atomically.")],
     from_format: Annotated[Optional[str], typer.Option("--from", help="Input format (default: from the name).")] = None,
     to_format: Annotated[Optional[str], typer.Option("--to", help="Output format (default: from the name).")] = None,
+    rule: RuleOption = None,
 ):
     """Convert a game record between formats (validating every move). A CSV with several games
-    writes TARGET with the game number inserted before the extension."""
+    writes TARGET with the game number inserted before the extension. The ruleset goes along (JSON
+    and JIU both carry it; CSV, which cannot, is import only); -r gives the rules of a source that
+    carries none and must agree with a source's own."""
     from core.records import read_record, write_record
 
-    records = read_record(source, from_format)
+    records = read_record(source, from_format, ruleset_from(rule), check_ruleset=bool(rule))
     for i, record in enumerate(records, 1):
         record.replay()
         out = target if len(records) == 1 else target.with_name(f"{target.stem}-{i}{target.suffix}")

@@ -84,6 +84,18 @@ class Ruleset(BaseModel):
             field = ".".join(str(x) for x in err["loc"]) or "ruleset"
             raise JiuError(f"ruleset field {field!r}: {err['msg']}") from None
 
+    def _key(self) -> tuple:
+        return tuple(getattr(self, name) for name in type(self).model_fields)
+
+    def __eq__(self, other: object) -> bool:
+        # Fields only: pydantic's own comparison would also compare the cached ``vector`` arrays.
+        if not isinstance(other, Ruleset):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
     @cached_property
     def vector(self) -> np.ndarray:
         """The options packed for kernels: ``int64[7]`` indexed by the ``R_*`` constants."""

@@ -342,7 +342,11 @@ def test_jiu_round_trip_other_ruleset(tmp_path):
 def test_jiu_text_layout_and_entries():
     record = random_record(6, 300, "g7")
     header, layout, battle = record_to_jiu(record).splitlines()
-    assert header == "[JIU14][Team A z][Team B Z][unfinished][2024-05-01T10:00:00][]"
+    assert header == (
+        "[JIU14][Team A z][Team B Z][unfinished][2024-05-01T10:00:00][][ruleset chain_revisit=forbid"
+        " fly_jump_rule=strong-side-multi loss_below=4 repetition_draw=3 max_battle_plies=1000 adjudicate=none"
+        " end_order=decisive-first]"
+    )
     placements = layout.split(",")
     assert placements[0] == "0" and len(placements) == 197
     assert placements[1:3] == ["g6", "H7"]
@@ -609,3 +613,108 @@ def test_detect_format_and_dispatch(tmp_path):
 )
 def test_result_text(text, result):
     assert parse_result_text(text) == result
+
+
+# ----------------------------------------------------------------------------------- rules survive conversion
+RULESETS = st.builds(
+    Ruleset,
+    chain_revisit=st.sampled_from(["forbid", "allow"]),
+    fly_jump_rule=st.sampled_from(["strong-side-multi", "all-multi", "none"]),
+    loss_below=st.integers(1, 14),
+    repetition_draw=st.sampled_from([0, 2, 3, 5]),
+    max_battle_plies=st.integers(1, 400),
+    adjudicate=st.sampled_from(["none", "stones"]),
+    end_order=st.sampled_from(["decisive-first", "cap-first"]),
+)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ruleset=RULESETS, seed=st.integers(0, 2**32 - 1))
+def test_json_jiu_json_keeps_the_ruleset(tmp_path, ruleset, seed):
+    from core.playout import random_game_moves
+
+    moves, _, _ = random_game_moves(seed, ruleset.vector)
+    record = GameRecord.from_moves(moves, ruleset, white="A", black="B", start_time="2024-05-01T10:00:00",
+                                   metadata={"event": "cup"})
+    write_json(record, tmp_path / "a.json")
+    write_record(read_record(tmp_path / "a.json")[0], tmp_path / "a.jiu")
+    back = read_record(tmp_path / "a.jiu")[0]  # no ruleset given: the header's must be used
+    assert back == record
+    write_json(back, tmp_path / "b.json")
+    assert json.loads((tmp_path / "b.json").read_text("utf-8"))["ruleset"] == ruleset.model_dump()
+
+
+def test_game_under_other_rules_replays_from_jiu_only_with_them(tmp_path):
+    """The issue's case: a game played with fly_jump_rule=none, as JIU. Without the ruleset field the
+    default rules reject it (the reader reports an entry); with the field it replays as played."""
+    from core.playout import random_game_moves
+
+    none = Ruleset(fly_jump_rule="none")
+    for seed in range(50):
+        moves, _, _ = random_game_moves(seed, none.vector)
+        try:
+            GameRecord.from_moves(moves, DEFAULT_RULESET)
+        except RecordError:
+            break
+    else:
+        pytest.skip("no seed below 50 gives a game that only fly_jump_rule=none allows")
+    text = record_to_jiu(GameRecord.from_moves(moves, none))
+    assert read_jiu(text).ruleset == none
+    stripped = re.sub(r"\[ruleset [^\]]*\]", "", text)
+    with pytest.raises(RecordError, match="battle entry"):
+        read_jiu(stripped)
+    assert read_jiu(stripped, none).moves == tuple(str(m) for m in moves)
+
+
+def test_given_rules_must_agree_with_the_records_own(tmp_path):
+    record = random_record(9, 20)
+    write_json(record, tmp_path / "g.json")
+    write_jiu(record, tmp_path / "g.jiu")
+    other = Ruleset(max_battle_plies=300)
+    for path in (tmp_path / "g.json", tmp_path / "g.jiu"):
+        assert read_record(path, ruleset=other)[0].ruleset == DEFAULT_RULESET  # the record's own wins
+        with pytest.raises(RecordError, match=r"max_battle_plies=1000, but the given rules say max_battle_plies=300"):
+            read_record(path, ruleset=other, check_ruleset=True)
+        assert read_record(path, ruleset=DEFAULT_RULESET, check_ruleset=True)[0] == record
+
+
+@pytest.mark.parametrize("field, message", [
+    ("[ruleset loss_below=0]", r"field 7 \(ruleset\): ruleset field 'loss_below'"),
+    ("[ruleset bogus=1]", r"field 7 \(ruleset\): ruleset field 'bogus'"),
+    ("[ruleset loss_below]", r"'loss_below' is not KEY=VALUE"),
+    ("[ruleset loss_below=4 loss_below=5]", "repeated"),
+    ("[ruleset loss_below=4][ruleset loss_below=4]", "field 8: a second ruleset field"),
+])
+def test_bad_ruleset_field_is_named(field, message):
+    text = record_to_jiu(random_record(9, 20))
+    text = re.sub(r"\[ruleset [^\]]*\]", field, text)
+    with pytest.raises(RecordError, match=message):
+        read_jiu(text)
+
+
+def test_ruleset_field_keeps_defaults_for_options_left_out():
+    text = re.sub(r"\[ruleset [^\]]*\]", "[ruleset fly_jump_rule=none]", record_to_jiu(random_record(9, 20)))
+    assert read_jiu(text).ruleset == Ruleset(fly_jump_rule="none")
+
+
+# ----------------------------------------------------------------------------------- bounded reads
+def test_record_readers_refuse_oversized_and_binary_input(tmp_path, monkeypatch):
+    from core.errors import InputError
+    from core.records import record as record_module
+
+    path = tmp_path / "g.json"
+    write_json(random_record(9, 20), path)
+    monkeypatch.setattr(record_module, "MAX_RECORD_BYTES", path.stat().st_size - 1)
+    for fmt in ("json", "jiu", "csv"):
+        with pytest.raises(InputError, match=r"g.json: record file larger than \d+ bytes"):
+            read_record(path, fmt)
+    monkeypatch.undo()
+    binary = tmp_path / "b.jiu"
+    binary.write_bytes(b"[JIU14]\xff\xfe\x81\x30\xff")
+    with pytest.raises(InputError, match=r"b.jiu: not utf-8 or gb18030 text \(byte 0x"):
+        read_record(binary)
+
+
+def test_deeply_nested_json_is_a_record_error():
+    with pytest.raises(RecordError, match="nested too deeply"):
+        record_from_json("[" * 100_000 + "]" * 100_000)

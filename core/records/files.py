@@ -10,7 +10,7 @@ from core.errors import RecordError
 from core.records.csv import read_csv
 from core.records.jiu import read_jiu, write_jiu
 from core.records.json import read_json, write_json
-from core.records.record import Format, GameRecord
+from core.records.record import Format, GameRecord, check_same_ruleset
 from core.rules import DEFAULT_RULESET, Ruleset
 
 _EXTENSIONS: dict[str, Format] = {".json": "json", ".jiu": "jiu", ".csv": "csv"}
@@ -48,16 +48,22 @@ def detect_format(path: str | os.PathLike) -> Format:
 
 
 def read_record(
-    path: str | os.PathLike, fmt: str | None = None, ruleset: Ruleset = DEFAULT_RULESET
+    path: str | os.PathLike, fmt: str | None = None, ruleset: Ruleset = DEFAULT_RULESET, check_ruleset: bool = False
 ) -> list[GameRecord]:
-    """The games in a record file (one for JSON and JIU, one per line for CSV). JIU and CSV files
-    carry no ruleset: ``ruleset`` applies to them (the JSON record's own is used). Raises
-    ``RecordError`` (bad format name, bad content), ``OSError`` if unreadable."""
+    """The games in a record file (one for JSON and JIU, one per line for CSV). A record's own
+    ruleset decides its rules (JSON always carries one, JIU in its ``[ruleset ...]`` header field);
+    ``ruleset`` applies to records that carry none (CSV, JIU without the field). With
+    ``check_ruleset`` (the caller's rules were given explicitly, e.g. ``-r``) a carried ruleset that
+    differs from ``ruleset`` is an error naming the option. Raises ``RecordError`` (bad format name,
+    bad content), ``InputError`` (too large, not text), ``OSError`` if unreadable."""
     fmt = _check_format(fmt) if fmt is not None else detect_format(path)
     if fmt == "json":
-        return [read_json(path)]
+        record = read_json(path)
+        if check_ruleset:
+            check_same_ruleset(record.ruleset, ruleset, f"{path}: field 'ruleset'")
+        return [record]
     if fmt == "jiu":
-        return [read_jiu(Path(path), ruleset)]
+        return [read_jiu(Path(path), ruleset, check_ruleset)]
     return read_csv(path, ruleset)
 
 

@@ -11,15 +11,20 @@ A point code is a row letter ``a``..``n`` (rows 1..14) and a column character ``
 ``H7`` = Black on h8). A battle path lists the origin and every landing joined by ``-`` in the
 mover's case; the captured stones follow in the victim's case, jump victims in hop order then square
 victims ascending. Result text: ``first wins`` / ``second wins`` / ``draw`` / ``unfinished``. The date
-field holds ``start_time`` (or ``metadata["date"]``), the event field ``metadata["event"]``, then any
-``metadata["jiu_extra"]`` fields. The battle line is written only once the layout is complete.
+field holds ``start_time`` (or ``metadata["date"]``), the event field ``metadata["event"]``; field 7
+carries the ruleset (``[ruleset chain_revisit=forbid fly_jump_rule=none loss_below=4 ...]``, every
+``Ruleset`` option as ``key=value``; the rule book lets the header hold further bracketed fields), then
+any ``metadata["jiu_extra"]`` fields. JSON -> JIU -> JSON is lossless for the ruleset, players, result,
+start time, event and moves (not for ``search`` and other metadata). The battle line is written only once the layout is complete.
 
 Accepted when reading JIU: any number of bracketed header fields (field 1 must start with ``JIU``;
 fields 2 and 3 are the team names with an optional trailing `` z``/`` Z`` marker; field 4 the result,
 mapped from ``first wins``/``先手胜`` -> ``w``, ``second wins``/``后手胜`` -> ``b``, ``draw``/``平局``/
 ``和棋`` -> ``draw``, anything else -> ``None``; field 5 the date, kept as ``start_time`` when it parses
 as an ISO date (``.`` and ``/`` separators allowed), else in ``metadata["date"]``; field 6 the event;
-further fields in ``metadata["jiu_extra"]``). The body is split into tokens at commas, semicolons and
+a later field ``ruleset key=value ...`` is the record's ruleset (at most one; options left out keep the
+rule book's defaults); further fields in ``metadata["jiu_extra"]``). The body is split into tokens at
+commas, semicolons and
 whitespace; a token of digits starts an entry (so entries may end with ``;``, a line break or
 nothing). Entry ``0`` is the layout: placements in order, each in the placing side's case. Entries
 ``1`` and ``2`` (in either order) must name the two centre stones, one of each colour, as placed in
@@ -41,9 +46,9 @@ from typing import Any
 
 from core.atomic import atomic_write_text
 from core.board import BLACK, NUM_POINTS, SIZE, WHITE
-from core.errors import RecordError
+from core.errors import JiuError, RecordError
 from core.notation import Move, parse_move
-from core.records.record import GBK_TOO, GameRecord, read_record_text
+from core.records.record import GBK_TOO, GameRecord, check_same_ruleset, read_record_text
 from core.records.resolve import (
     _RESULT_TEXT,
     _apply_placement,
@@ -149,6 +154,7 @@ def record_to_jiu(record: GameRecord) -> str:
         _RESULT_TEXT[record.result],
         _header_text(date, "date"),
         _header_text(str(record.metadata.get("event", "")), "event"),
+        format_ruleset_field(record.ruleset),
         *(_header_text(str(f), "extra field") for f in record.metadata.get("jiu_extra", ())),
     ]
     moves = [parse_move(m) for m in record.moves]
@@ -163,6 +169,32 @@ def record_to_jiu(record: GameRecord) -> str:
             battle.append(format_jiu_entry(k + 3, states[NUM_POINTS + k], move))
         lines.append("".join(battle))
     return "\n".join(lines) + "\n"
+
+
+RULESET_FIELD = "ruleset"
+
+
+def format_ruleset_field(ruleset: Ruleset) -> str:
+    """The header field carrying ``ruleset``: ``ruleset`` then every option as ``key=value``, e.g.
+    ``ruleset chain_revisit=forbid fly_jump_rule=none loss_below=4 ...``."""
+    return " ".join([RULESET_FIELD, *(f"{k}={v}" for k, v in ruleset.model_dump().items())])
+
+
+def parse_ruleset_field(field: str, where: str) -> Ruleset:
+    """The ``Ruleset`` of a ``ruleset key=value ...`` header field (options left out keep the rule
+    book's defaults). Raises ``RecordError`` naming ``where`` and the option."""
+    data: dict[str, str] = {}
+    for item in field.split()[1:]:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise RecordError(f"{where}: {item!r} is not KEY=VALUE")
+        if key in data:
+            raise RecordError(f"{where}: option {key!r} repeated")
+        data[key] = value
+    try:
+        return Ruleset.parse(data)
+    except JiuError as exc:
+        raise RecordError(f"{where}: {exc}") from None
 
 
 def write_jiu(record: GameRecord, path: str | os.PathLike) -> None:
@@ -216,23 +248,34 @@ def _jiu_entries(body: str) -> list[tuple[int, list[str]]]:
     return entries
 
 
-def read_jiu(source: str | os.PathLike, ruleset: Ruleset = DEFAULT_RULESET) -> GameRecord:
+def read_jiu(source: str | os.PathLike, ruleset: Ruleset = DEFAULT_RULESET, check_ruleset: bool = False) -> GameRecord:
     """Read a JIU record from a path or from its text (a ``str`` starting with ``[`` or holding a
-    line break), validating every placement and move. Raises ``RecordError`` naming the file (when
-    read from one), the header field or the entry index (``layout entry <n>`` for the n-th placement,
-    ``battle entry <n>``) and the reason; ``OSError`` if the file cannot be read."""
+    line break), validating every placement and move. The record's own ``[ruleset ...]`` header
+    field decides the rules; ``ruleset`` applies to a record without one, and with ``check_ruleset``
+    a carried ruleset that differs from ``ruleset`` is an error. Raises ``RecordError`` naming the
+    file (when read from one), the header field or the entry index (``layout entry <n>`` for the n-th
+    placement, ``battle entry <n>``) and the reason; ``OSError`` if the file cannot be read."""
     if isinstance(source, str) and (source.lstrip().startswith("[") or "\n" in source):
-        return jiu_to_record(source, ruleset)
+        return jiu_to_record(source, ruleset, check_ruleset)
     try:
-        return jiu_to_record(read_record_text(source, GBK_TOO), ruleset)
+        return jiu_to_record(read_record_text(source, GBK_TOO), ruleset, check_ruleset)
     except RecordError as exc:
         raise RecordError(f"{source}: {exc}") from None
 
 
-def jiu_to_record(text: str, ruleset: Ruleset = DEFAULT_RULESET) -> GameRecord:
+def jiu_to_record(text: str, ruleset: Ruleset = DEFAULT_RULESET, check_ruleset: bool = False) -> GameRecord:
     """Parse JIU record text (see :func:`read_jiu`)."""
     fields, body = _split_jiu_header(text)
     fields += [""] * (6 - len(fields))
+    carried = [i for i, f in enumerate(fields) if i >= 6 and f.split(maxsplit=1)[:1] == [RULESET_FIELD]]
+    if len(carried) > 1:
+        raise RecordError(f"JIU header field {carried[1] + 1}: a second ruleset field")
+    if carried:
+        own = parse_ruleset_field(fields[carried[0]], f"JIU header field {carried[0] + 1} (ruleset)")
+        if check_ruleset:
+            check_same_ruleset(own, ruleset, "JIU header ruleset")
+        ruleset = own
+        del fields[carried[0]]
     entries = _jiu_entries(body)
     if entries and entries[0][0] != 0:
         raise RecordError(f"JIU body: the first entry is {entries[0][0]}; expected the layout line '0,...'")

@@ -149,6 +149,18 @@ class GameRecord(BaseModel):
         return state
 
 
+def check_same_ruleset(carried: Ruleset, given: Ruleset, source: str) -> None:
+    """``RecordError`` naming the first option in which a record's own ruleset (``carried``) differs
+    from the one the caller gave (e.g. ``-r`` on the command line); nothing if they are equal."""
+    mine, theirs = carried.model_dump(), given.model_dump()
+    for key, value in mine.items():
+        if theirs[key] != value:
+            raise RecordError(
+                f"{source}: {key}={value}, but the given rules say {key}={theirs[key]}"
+                " (the record carries its own ruleset; drop the conflicting -r option)"
+            )
+
+
 GBK_TOO = ("utf-8-sig", "gb18030")
 """Encodings tried for JIU and CSV files, in order (referee software may write GBK)."""
 
