@@ -491,7 +491,11 @@ def play(
     if human not in ("w", "b"):
         fail(f"--human {human!r}: expected w or b")
     check_agent_spec(agent, "--agent")
-    play_game(agent, human, seed, ruleset, record)
+    try:
+        play_game(agent, human, seed, ruleset, record)
+    except KeyboardInterrupt:
+        typer.echo("interrupted" + (f"; record written to {record}" if record is not None else ""), err=True)
+        raise typer.Exit(130) from None
 
 
 # ----------------------------------------------------------------------------- training (train/)

@@ -425,6 +425,29 @@ def test_cli_play_saves_the_record(tmp_path):
     assert bad.exit_code == 2 and "--human 'x'" in bad.output
 
 
+class _StuckAgent:
+    """An agent whose search never returns on its own (a stand-in for a long native search call)."""
+
+    def select(self, state):
+        time.sleep(600)
+
+
+def test_ctrl_c_while_the_agent_thinks_stops_at_once_and_writes_the_record(tmp_path):
+    import os
+    import signal
+    import threading
+
+    console, final = _console(), tmp_path / "g.json"
+    threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+    t0 = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        play("stuck", "b", ruleset=RULES, record=final, input_fn=_script([]), console=console, agent=_StuckAgent())
+    assert time.monotonic() - t0 < 60  # not the agent's 600 s
+    assert "interrupted while stuck was thinking" in console.file.getvalue()
+    saved = read_json(final)
+    assert saved.moves == () and saved.reason == "unfinished" and saved.white == "stuck"
+
+
 def test_pool_workers_end_when_the_parent_is_killed(tmp_path):
     """kill -9 of an arena or self-play parent must not leave its workers playing on (they could write
     records beside a resumed run's)."""

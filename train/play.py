@@ -14,6 +14,10 @@ victims sorted by point index) or a command:
 - ``save [FILE]``: write the JSON record of the game so far (default: the ``record`` path);
 - ``help``; ``quit`` (end of input and Ctrl-C at the prompt also quit).
 
+Ctrl-C while the agent thinks stops at once (the search runs in a daemon thread, see
+:func:`select_interruptibly`): the game is left unfinished, the record is written to ``record`` if one was given, and
+``KeyboardInterrupt`` propagates (``cli.py play`` then exits with status 130).
+
 Bad notation and illegal moves are answered with the engine's reason and the prompt repeats. At the
 end of the game, or on ``quit``, the JSON record is written to ``record`` if one was given (an
 unfinished game has ``result`` null and ``reason`` ``"unfinished"``). Each record ``search`` entry is
@@ -149,6 +153,29 @@ class Game:
         return removed
 
 
+def select_interruptibly(agent, state: GameState, poll: float = 0.05):
+    """``agent.select(state)`` run in a daemon thread while this thread waits in short steps, so that
+    Ctrl-C (``KeyboardInterrupt``, delivered to the main thread only) stops the wait at once even when
+    the search sits in native code. The abandoned search thread ends with the process."""
+    import threading
+
+    box: dict[str, object] = {}
+
+    def run() -> None:
+        try:
+            box["move"] = agent.select(state)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            box["error"] = exc
+
+    worker = threading.Thread(target=run, name="agent-think", daemon=True)
+    worker.start()
+    while worker.is_alive():
+        worker.join(poll)
+    if "error" in box:
+        raise box["error"]  # type: ignore[misc]
+    return box["move"]
+
+
 def game_record(game: Game, agent_spec: str, human: int, seed: int, start_time: str):
     """The JSON ``GameRecord`` of ``game`` (players ``"human"`` and the agent spec)."""
     from core.records import GameRecord
@@ -207,11 +234,17 @@ def play(
         state = game.state
         if state.current_player() != side:
             t0 = time.perf_counter()
-            if console.is_terminal:
-                with console.status(f"{agent_spec} is thinking..."):
-                    move = bot.select(state)
-            else:
-                move = bot.select(state)
+            try:
+                if console.is_terminal:
+                    with console.status(f"{agent_spec} is thinking... (Ctrl-C to stop)"):
+                        move = select_interruptibly(bot, state)
+                else:
+                    move = select_interruptibly(bot, state)
+            except KeyboardInterrupt:
+                console.print(f"interrupted while {agent_spec} was thinking; game left unfinished")
+                if record is not None:
+                    save(record)
+                raise
             think = getattr(bot, "last_think_time", None)
             seconds = float(think) if isinstance(think, (int, float)) else time.perf_counter() - t0
             try:
