@@ -112,7 +112,10 @@ def load(path: str | os.PathLike, expected_kind: str | None = None) -> tuple[nn.
     try:
         config = NetConfig.model_validate_json(meta.get("config", ""))
     except ValidationError as e:
-        raise fail(f"invalid net config: {e}") from e
+        err = e.errors()[0]
+        where = ".".join(str(x) for x in err["loc"]) or "config"
+        more = f" (and {e.error_count() - 1} more)" if e.error_count() > 1 else ""
+        raise fail(f"invalid net config: field {where!r}: {err['msg']}{more}") from e
     storage = meta.get("storage_dtype", "float32")
     if storage not in ("float32", "float16"):
         raise fail(f"storage dtype {storage!r}, expected 'float32' or 'float16'")

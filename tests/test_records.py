@@ -580,8 +580,9 @@ def test_failed_disk_write_keeps_old_file(tmp_path, monkeypatch, broken):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, broken, fail)
-    with pytest.raises(OSError):
+    with pytest.raises(OSError, match="No space left on device") as info:
         write_json(random_record(10, 20), path)
+    assert info.value.filename == str(path)  # a full disk names the file, not a temporary one
     monkeypatch.undo()
     assert path.read_bytes() == before
     assert os.listdir(tmp_path) == ["g.json"]

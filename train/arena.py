@@ -42,7 +42,6 @@ import math
 import multiprocessing
 import os
 import random
-import tempfile
 import time
 from collections import Counter
 from concurrent.futures import FIRST_COMPLETED, Executor, ProcessPoolExecutor, wait
@@ -54,6 +53,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from core.atomic import atomic_write_text
 from core.errors import IllegalMoveError, JiuError, NotationError
 from core.rules import DEFAULT_RULESET, Ruleset
 from train.stats import json_safe, percentile, win_rate
@@ -84,25 +84,6 @@ def check_game_count(games: object) -> None:
 
 
 # ============================================================================ small I/O helpers
-def atomic_write_text(path: str | os.PathLike, text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path`` atomically: a temporary file in the same directory,
-    flushed and fsync-ed, then ``os.replace``. An existing file is never left half-written."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
 def atomic_write_json(path: str | os.PathLike, data: Any) -> None:
     """``data`` as indented JSON (non-finite floats become ``null``), written atomically."""
     atomic_write_text(path, json.dumps(json_safe(data), indent=1, ensure_ascii=False, allow_nan=False) + "\n")

@@ -331,16 +331,23 @@ def apply_overrides(data: dict[str, Any], overrides: list[str] | dict[str, Any] 
 
 
 def read_config_file(path: str | Path) -> dict[str, Any]:
-    """The mapping in a TOML (``.toml``) or JSON file; :class:`ConfigError` if unreadable."""
+    """The mapping in a TOML (``.toml``) or JSON file (at most ``core.inputs.MAX_CONFIG_BYTES``);
+    :class:`ConfigError` naming the file if it is unreadable, too large, not UTF-8 text or not valid."""
+    from core.inputs import MAX_CONFIG_BYTES, read_text
+
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path, MAX_CONFIG_BYTES, "file")
     except OSError as exc:
         raise ConfigError(f"config file {path}: {exc.strerror or exc}") from None
+    except JiuError as exc:  # too large, or not UTF-8 text (a binary file)
+        raise ConfigError(f"config file {exc}") from None
     try:
         if path.suffix.lower() == ".toml":
             return tomllib.loads(text)
         return json.loads(text)
+    except RecursionError:
+        raise ConfigError(f"config file {path}: nested too deeply") from None
     except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
         raise ConfigError(f"config file {path}: not valid {'TOML' if path.suffix.lower() == '.toml' else 'JSON'} ({exc})") from None
 

@@ -95,11 +95,13 @@ class Learner:
     # ------------------------------------------------------------------ checkpoints
     @classmethod
     def from_checkpoint(cls, path: str | os.PathLike, cfg: LearnerConfig, horizon: int = 10_000,
-                        lr: float | None = None) -> "Learner":
-        """A learner continuing the net (and optimiser, when its file exists) saved at ``path``."""
+                        lr: float | None = None, kind: str | None = None) -> "Learner":
+        """A learner continuing the net (and optimiser, when its file exists) saved at ``path``;
+        ``kind`` (``"slm"``, ``"upper"``, ``"lower"``): the net must be of that kind (``ValueError``
+        naming the file and both kinds otherwise)."""
         from nets.io import load
 
-        model, config, extra = load(path)
+        model, config, extra = load(path, expected_kind=kind)
         learner = cls(config, cfg, model=model, step=int(extra.get("step", 0)), horizon=horizon, lr=lr)
         opt = optimizer_path(path)
         if opt.exists() and extra.get("optimizer") == cfg.optimizer:

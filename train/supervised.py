@@ -148,7 +148,7 @@ def pretrain(
         raise SupervisedError(f"pretrain: {samples.kind} samples for a {kind} net")
     cfg = learner_cfg.model_copy(update={"schedule": "constant", "lr": lr})
     if init is not None:
-        learner = Learner.from_checkpoint(init, cfg, lr=lr)
+        learner = Learner.from_checkpoint(init, cfg, lr=lr, kind=kind)
         learner.step = 0
     else:
         learner = Learner(net_config, cfg, seed=seed, lr=lr)
