@@ -87,17 +87,10 @@ def cli_errors(fn):
 
 
 def ruleset_from(options: list[str] | None):
-    """A ``Ruleset`` from ``KEY=VALUE`` strings (the ruleset's fields parse and bound the values)."""
-    from core.errors import JiuError
+    """A ``Ruleset`` from ``-r KEY=VALUE`` strings (``Ruleset.from_options``)."""
     from core.rules import Ruleset
 
-    data: dict[str, object] = {}
-    for item in options or []:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise JiuError(f"--rule {item!r}: expected KEY=VALUE")
-        data[key.strip().replace("-", "_")] = value.strip()
-    return Ruleset.parse(data)
+    return Ruleset.from_options(options or [])
 
 
 def _jfen_lines(fen: str | None, fen_file: Path | None, source: str | None):

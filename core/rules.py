@@ -96,6 +96,22 @@ class Ruleset(BaseModel):
     def __hash__(self) -> int:
         return hash(self._key())
 
+    @classmethod
+    def from_options(cls, items: "list[str] | tuple[str, ...]") -> "Ruleset":
+        """A ruleset from ``KEY=VALUE`` strings such as ``["loss_below=14", "fly-jump-rule=none"]``
+        (``-`` in a key reads as ``_``; values are parsed and bounded by the fields). Raises
+        ``JiuError`` naming the option for a malformed item, a repeated or unknown key, a bad value."""
+        data: dict[str, str] = {}
+        for item in items:
+            key, sep, value = item.partition("=")
+            key = key.strip().replace("-", "_")
+            if not sep or not key:
+                raise JiuError(f"rule option {item[:60]!r}: expected KEY=VALUE")
+            if key in data:
+                raise JiuError(f"rule option {key!r}: given twice")
+            data[key] = value.strip()
+        return cls.parse(data)
+
     @cached_property
     def vector(self) -> np.ndarray:
         """The options packed for kernels: ``int64[7]`` indexed by the ``R_*`` constants."""

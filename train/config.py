@@ -303,7 +303,9 @@ def parse_value(text: str) -> Any:
 
 def apply_overrides(data: dict[str, Any], overrides: list[str] | dict[str, Any] | None) -> dict[str, Any]:
     """A copy of ``data`` with dotted overrides applied (``["selfplay.games=8"]`` or ``{"selfplay.games": 8}``).
-    Raises :class:`ConfigError` for a malformed item."""
+    Raises :class:`ConfigError` for a malformed item or a ``data`` that is not a mapping."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"config: expected a mapping of config sections, got {type(data).__name__}")
     out = json.loads(json.dumps(data))
     items: list[tuple[str, Any]] = []
     if isinstance(overrides, dict):
@@ -343,13 +345,14 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
     except JiuError as exc:  # too large, or not UTF-8 text (a binary file)
         raise ConfigError(f"config file {exc}") from None
     try:
-        if path.suffix.lower() == ".toml":
-            return tomllib.loads(text)
-        return json.loads(text)
+        data = tomllib.loads(text) if path.suffix.lower() == ".toml" else json.loads(text)
     except RecursionError:
         raise ConfigError(f"config file {path}: nested too deeply") from None
     except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
         raise ConfigError(f"config file {path}: not valid {'TOML' if path.suffix.lower() == '.toml' else 'JSON'} ({exc})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {path}: expected an object of config sections, got {type(data).__name__}")
+    return data
 
 
 def load_config(path: str | Path | None = None, overrides: list[str] | dict[str, Any] | None = None) -> TrainConfig:

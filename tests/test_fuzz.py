@@ -1,0 +1,221 @@
+"""Fuzz tests of every parser of user input: any input gives a value or the project's typed error
+(``core.errors.JiuError`` and its subclasses; ``train.config.ConfigError`` is one), never another
+exception, in bounded time (hypothesis' deadline per example).
+
+Each parser gets at least 500 examples, drawn half from free text and half from structured
+mutations of valid input (valid tokens shuffled, cut, repeated, with junk spliced in), so that the
+fuzzing reaches the deep checks and not only the first one. Agent specs are left to the agent
+option parser's own tests.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from core.errors import JiuError
+from core.jfen import START_JFEN, parse_jfen
+from core.notation import parse_move
+from core.records import (
+    GameRecord,
+    jiu_to_record,
+    parse_csv_line,
+    record_from_json,
+    record_to_dict,
+    record_to_jiu,
+)
+from core.rules import Ruleset
+from core.state import GameState
+
+FUZZ = settings(max_examples=500, deadline=timedelta(seconds=10), derandomize=True,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+
+# A short legal game (layout complete, a few battle moves) to mutate: found once by random play.
+_SEED_GAME = None
+
+
+def seed_game() -> GameRecord:
+    global _SEED_GAME
+    if _SEED_GAME is None:
+        from core.playout import random_game_moves
+
+        moves, _, _ = random_game_moves(5, Ruleset(max_battle_plies=6).vector)
+        _SEED_GAME = GameRecord.from_moves(moves, Ruleset(max_battle_plies=6), white="A", black="B")
+    return _SEED_GAME
+
+
+def parsed_or_typed_error(fn, *args):
+    """``fn(*args)``, or ``None`` when it raises the project's typed error; any other exception fails."""
+    try:
+        return fn(*args)
+    except JiuError:
+        return None
+
+
+def mutated(text: str, alphabet: str):
+    """Strategy: ``text`` cut into pieces at separators, then pieces dropped, repeated, swapped or
+    replaced by junk from ``alphabet``."""
+    import re
+
+    pieces = re.split(r"(\s+|[/,;\[\]-])", text)
+    junk = st.text(alphabet=alphabet, max_size=12)
+
+    @st.composite
+    def build(draw):
+        out = list(pieces)
+        for _ in range(draw(st.integers(1, 6))):
+            if not out:
+                break
+            i = draw(st.integers(0, len(out) - 1))
+            op = draw(st.sampled_from(["drop", "dup", "junk", "swap", "digits"]))
+            if op == "drop":
+                del out[i]
+            elif op == "dup":
+                out.insert(i, out[i])
+            elif op == "junk":
+                out[i] = draw(junk)
+            elif op == "digits":
+                out[i] = draw(st.sampled_from(["0", "-1", "99999999999999999999", "18446744073709551615", "1e3",
+                                               "٣", "00", "196", "1000001"]))
+            else:
+                j = draw(st.integers(0, len(out) - 1))
+                out[i], out[j] = out[j], out[i]
+        return "".join(out)
+
+    return build()
+
+
+def free_or_mutated(valid: str, alphabet: str):
+    return st.one_of(st.text(max_size=300), st.text(alphabet=alphabet, max_size=300), mutated(valid, alphabet))
+
+
+# ----------------------------------------------------------------------------------- JFEN and moves
+_MID_JFEN = "B1W1B1W1B1W1B1/W1B1W1B1W1B1W1/14/14/14/14/7W6/7B6/14/14/14/14/14/14 b battle 5 230"
+
+
+@FUZZ
+@given(st.one_of(free_or_mutated(START_JFEN, "WB0123456789/ wblayoutbattle-x"),
+                 free_or_mutated(_MID_JFEN, "WB0123456789/ wblayoutbattle-x")))
+def test_fuzz_jfen(text):
+    fields = parsed_or_typed_error(parse_jfen, text)
+    state = parsed_or_typed_error(GameState.from_jfen, text)
+    assert (fields is None) == (state is None)
+    if state is not None:
+        assert 0 <= state.ply <= 1_000_000 and 0 <= state.quiet <= 1_000_000
+        assert parse_jfen(state.to_jfen()).ply == state.ply  # what parses formats and parses again
+        state.legal_moves()  # and reaches the kernels without error
+
+
+@FUZZ
+@given(free_or_mutated("i7xg7xg9/a1/b2", "abcdefghijklmn0123456789x-/ "))
+def test_fuzz_notation(text):
+    move = parsed_or_typed_error(parse_move, text)
+    if move is not None:
+        assert parse_move(str(move)) == move
+        parsed_or_typed_error(GameState.from_jfen(_MID_JFEN).check_move, move)
+
+
+# ----------------------------------------------------------------------------------- records
+def json_values():
+    return st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=20),
+        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+        max_leaves=12,
+    )
+
+
+@st.composite
+def record_dicts(draw):
+    data = record_to_dict(seed_game())
+    for _ in range(draw(st.integers(1, 3))):
+        key = draw(st.sampled_from([*data.keys(), "extra", "ruleset.loss_below", "ruleset.max_battle_plies",
+                                    "moves[]", "players.white"]))
+        value = draw(json_values() | st.sampled_from([10**30, -1, "g7", ["g7", "h8"], {"white": 1}]))
+        if key == "moves[]" and data["moves"]:
+            data["moves"][draw(st.integers(0, len(data["moves"]) - 1))] = value
+        elif "." in key:
+            section, field = key.split(".")
+            if isinstance(data.get(section), dict):
+                data[section][field] = value
+        else:
+            data[key] = value
+    return json.dumps(data)
+
+
+@FUZZ
+@given(st.one_of(st.text(max_size=300), record_dicts(),
+                 mutated(json.dumps(record_to_dict(seed_game())), '{}[],:"0123456789 gh7x/-')))
+def test_fuzz_json_record(text):
+    record = parsed_or_typed_error(record_from_json, text)
+    if record is not None:
+        parsed_or_typed_error(record.replay)
+
+
+@FUZZ
+@given(free_or_mutated(record_to_jiu(seed_game()), "[]JIU14zZ0123456789,;-abcdefghijklmnABCDEFGHIJKLMN ruleset=\n"))
+def test_fuzz_jiu_record(text):
+    record = parsed_or_typed_error(jiu_to_record, text)
+    if record is not None:
+        assert record.final_state() is not None
+
+
+def _csv_line() -> str:
+    record = seed_game()
+    placements = [f"{'WB'[i % 2]}({m[0].upper()},{m[1:]})" for i, m in enumerate(record.moves[:196])]
+    return "Game 1, first wins, Stage[1]: " + ", ".join(placements) + " Stage[2]: B(H,8) W(G,7)"
+
+
+@FUZZ
+@given(free_or_mutated(_csv_line(), "WBO(),;: TCFC0123456789ABCDEFGHIJKLMNStage[]12-"))
+def test_fuzz_csv_record(text):
+    parsed_or_typed_error(parse_csv_line, text)
+
+
+# ----------------------------------------------------------------------------------- rules and configs
+_RULE_KEYS = ["chain_revisit", "fly_jump_rule", "loss_below", "repetition_draw", "max_battle_plies", "adjudicate",
+              "end_order", "loss-below", "bogus", ""]
+_RULE_VALUES = st.one_of(st.text(max_size=12), st.integers(-10**25, 10**25).map(str),
+                         st.sampled_from(["forbid", "allow", "none", "stones", "cap-first", "all-multi", "1", "0",
+                                          "99999999999999999999", "1e9", " 7 ", "nan", "-0"]))
+
+
+@FUZZ
+@given(st.lists(st.one_of(st.text(max_size=30),
+                          st.tuples(st.sampled_from(_RULE_KEYS), _RULE_VALUES).map(lambda kv: f"{kv[0]}={kv[1]}")),
+                max_size=4))
+def test_fuzz_rule_options(items):
+    ruleset = parsed_or_typed_error(Ruleset.from_options, items)
+    if ruleset is not None:
+        assert 1 <= ruleset.max_battle_plies <= 100_000 and 0 <= ruleset.repetition_draw <= 1_000
+        GameState.from_jfen(_MID_JFEN, ruleset).outcome()  # the packed vector reaches a kernel
+
+
+_CONFIG_KEYS = ["model", "iterations", "workers", "seed", "backend", "minutes", "selfplay.games", "selfplay.simulations",
+                "selfplay.temperature_plies", "nets.blocks", "nets.channels", "nets.preset", "learner.lr",
+                "learner.steps", "replay.window", "ruleset.loss_below", "ruleset.max_battle_plies", "gate.games",
+                "pretrain.steps", "bogus.key", "selfplay", "a..b"]
+
+
+@FUZZ
+@given(st.lists(st.tuples(st.sampled_from(_CONFIG_KEYS), st.one_of(_RULE_VALUES, json_values().map(json.dumps))),
+                max_size=4),
+       st.one_of(st.none(), st.binary(max_size=200), json_values().map(lambda v: json.dumps(v).encode()),
+                 st.text(max_size=200).map(str.encode)),
+       st.booleans())
+def test_fuzz_config(tmp_path_factory, overrides, file_bytes, toml):
+    from train.config import load_config
+
+    path = None
+    if file_bytes is not None:
+        path = tmp_path_factory.getbasetemp() / ("fuzz-config.toml" if toml else "fuzz-config.json")
+        path.write_bytes(file_bytes)
+    cfg = parsed_or_typed_error(load_config, path, [f"{k}={v}" for k, v in overrides])
+    if cfg is not None:
+        assert cfg.ruleset.max_battle_plies <= 100_000
+
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
