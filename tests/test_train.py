@@ -491,8 +491,68 @@ def test_supervised_targets_are_the_played_moves(tmp_path):
     assert len(lower) == len(captures)
 
 
-def test_ray_backend(tmp_path):
-    pytest.importorskip("ray")
+@pytest.fixture(scope="module")
+def ray_cluster():
+    """A local Ray instance with 2 CPUs for the Ray tests (the pipeline uses it instead of starting one).
+    The README's test command installs the ``ray`` extra, so CI runs these tests."""
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+             runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}})
+    yield ray
+    ray.shutdown()
+
+
+def _processes_titled(title: str) -> list[int]:
+    """PIDs whose command line (Ray sets it to ``ray::<task>`` while a worker runs a task) starts with ``title``."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if cmdline.startswith(title.encode()):
+                pids.append(int(entry.name))
+    return pids
+
+
+def test_ray_worker_killed_mid_game_loses_nothing(tmp_path, ray_cluster):
+    """kill -9 of a Ray worker while it plays a game: the game is played again (Ray retries the task),
+    and every game is on disk and counted exactly once."""
+    import signal
+    import threading
+
+    cfg = micro_config("backend=ray", "workers=2", "pretrain.enabled=false", "gate.games=0", "gate.expert_games=0",
+                       "iterations=1", "selfplay.games=4")
+    killed: list[int] = []
+    done = threading.Event()
+
+    def kill_first_game() -> None:
+        while not done.is_set() and not killed:
+            for pid in _processes_titled("ray::selfplay_task"):
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+                break
+            time.sleep(0.02)
+
+    killer = threading.Thread(target=kill_first_game, daemon=True)
+    killer.start()
+    try:
+        result = run_pipeline(cfg, tmp_path / "run", progress=False)
+    finally:
+        done.set()
+        killer.join()
+    assert killed, "no Ray worker was seen running a game"
+    records = sorted((tmp_path / "run" / "records" / "i0001").glob("g*.json"))
+    shards = sorted((tmp_path / "run" / "shards" / "slm").glob("i0001*.npz"))
+    assert len(records) == 4 and len(shards) == 4
+    meta = [read_json(r).metadata["selfplay"] for r in records]
+    assert sorted(m["game"] for m in meta) == [0, 1, 2, 3]
+    assert killed[0] not in {m["worker_pid"] for m in meta}  # the killed attempt wrote nothing that stayed
+    assert result["state"]["games"] == 4 and result["state"]["completed_iterations"] == 1
+
+
+def test_ray_backend(tmp_path, ray_cluster):
     cfg = micro_config("backend=ray", "workers=1", "pretrain.enabled=false", "gate.games=0", "gate.expert_games=0",
                        "iterations=1")
     result = run_pipeline(cfg, tmp_path / "run", progress=False)
@@ -502,6 +562,9 @@ def test_ray_backend(tmp_path):
 
 def test_ray_backend_missing_is_a_clear_error(tmp_path, monkeypatch):
     import builtins
+    import sys
+
+    monkeypatch.delitem(sys.modules, "ray", raising=False)  # imported by the Ray tests above
 
     real_import = builtins.__import__
 

@@ -400,7 +400,10 @@ class _PoolRunner:
 
 
 class _RayRunner:
-    """Self-play games as Ray tasks (``ray`` imported lazily; ``TrainError`` if it is not installed)."""
+    """Self-play games as Ray tasks (``ray`` imported lazily; ``TrainError`` if it is not installed).
+    Uses a Ray instance already initialised by the caller (e.g. a cluster), else starts a local one."""
+
+    RETRIES = 3
 
     def __init__(self, workers: int):
         try:
@@ -416,7 +419,10 @@ class _RayRunner:
 
     def run(self, fn, tasks, on_done, should_stop) -> bool:
         ray = self.ray
-        remote = ray.remote(num_cpus=1)(fn)
+        # A worker that dies mid-game (killed, out of memory) has its task run again, up to RETRIES
+        # times; each game writes its shard and record atomically under its own index, so the game
+        # is replayed, not duplicated, and on_done sees it once.
+        remote = ray.remote(num_cpus=1, max_retries=self.RETRIES)(fn)
         queue = list(tasks)
         pending = []
         while queue or pending:
@@ -426,7 +432,13 @@ class _RayRunner:
                 break
             ready, pending = ray.wait(pending, num_returns=1)
             for ref in ready:
-                on_done(ray.get(ref))
+                try:
+                    result = ray.get(ref)
+                except ray.exceptions.RayError as exc:
+                    raise TrainError(f"self-play: a Ray task failed after {self.RETRIES} retries "
+                                     f"({type(exc).__name__}); the finished games are saved; continue with "
+                                     "python cli.py selfplay --resume RUN_DIR") from None
+                on_done(result)
         return not queue
 
     def close(self) -> None:
