@@ -1,0 +1,134 @@
+"""Bad input to every command gives exactly one ``error: ...`` line on stderr and exit status 2: a table
+by class of fault (issue 12): integers out of range (A), unbounded or undecodable input (B), rules lost
+in conversion (E), counts that would never finish (G), usage errors and multi-line library errors (I),
+errors that must name their file or cause (J).
+
+Most rows run in-process through the command group (``OneLineErrors`` replaces Typer's usage box for
+``CliRunner`` too); a few run ``python cli.py`` in a subprocess to check the real entry point.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from cli import app
+from core.jfen import START_JFEN
+
+ROOT = Path(__file__).resolve().parent.parent
+runner = CliRunner()
+BIG = "99999999999999999999"
+MID = "B1W1B1W1B1W1B1/W1B1W1B1W1B1W1/14/14/14/14/7W6/7B6/14/14/14/14/14/14 b battle 5 230"
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """Bad input files: random bytes, /dev/zero under record names, a deeply nested JSON record, a binary
+    config, a net file whose config is invalid, a record played under other rules (JSON and JIU)."""
+    import random
+
+    from core.playout import random_game_moves
+    from core.records import GameRecord, write_json
+    from core.rules import Ruleset
+
+    d = tmp_path_factory.mktemp("bad")
+    (d / "random.bin").write_bytes(random.Random(1).randbytes(4000))
+    for name in ("zero.json", "zero.jiu", "zero.csv", "zero.toml"):
+        (d / name).symlink_to("/dev/zero")
+    (d / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    (d / "config.json").write_bytes(b"\x00\xff\xfe binary \x81")
+    rules = Ruleset(fly_jump_rule="none", max_battle_plies=50)
+    moves, _, _ = random_game_moves(3, rules.vector)
+    (d / "recs").mkdir()
+    write_json(GameRecord.from_moves(moves, rules), d / "recs" / "game.json")
+    _bad_config_net(d / "badconfig.safetensors")
+    return d
+
+
+def _bad_config_net(path: Path) -> None:
+    """A net file in the project's format whose stored config fails validation (channels = -3)."""
+    import torch
+    from safetensors.torch import save_file
+
+    from nets.config import ENCODING_VERSION
+    from nets.io import FORMAT, FORMAT_VERSION
+
+    config = {"kind": "slm", "blocks": 1, "channels": -3}
+    save_file({"w": torch.zeros(1)}, str(path), metadata={
+        "format": FORMAT, "format_version": str(FORMAT_VERSION), "encoding_version": str(ENCODING_VERSION),
+        "config": json.dumps(config), "extra": "{}"})
+
+
+def fen_with(ply: str = "230", quiet: str = "5") -> str:
+    return MID.rsplit(" ", 2)[0] + f" {quiet} {ply}"
+
+
+CASES = [
+    # A. integers beyond their range
+    ("A", ["legal", "--fen", fen_with(ply=BIG)], "JFEN ply"),
+    ("A", ["apply", fen_with(ply="18446744073709551615"), "b14-b13"], "JFEN ply"),
+    ("A", ["perft", fen_with(quiet=BIG), "1"], "JFEN quiet plies"),
+    ("A", ["legal", "--fen", START_JFEN, "-r", f"max_battle_plies={BIG}"], "max_battle_plies"),
+    ("A", ["legal", "--fen", START_JFEN, "-r", f"repetition_draw={BIG}"], "repetition_draw"),
+    ("A", ["arena", "random", "random", "-r", f"max_battle_plies={BIG}"], "max_battle_plies"),
+    ("A", ["random-game", "--seed", BIG], "--seed"),
+    ("A", ["random-game", "--seed", "-1"], "--seed"),
+    # B. tracebacks and unbounded reads
+    ("B", ["perft", START_JFEN, "600"], "perft depth 600"),
+    ("B", ["replay", "{d}/deep.json"], "nested too deeply"),
+    ("B", ["legal", "--fen-file", "{d}/random.bin"], "random.bin: line 1: not utf-8"),
+    ("B", ["legal", "--fen-file", "/dev/zero"], "/dev/zero: line 1 longer than"),
+    ("B", ["replay", "{d}/zero.json"], "zero.json: record file larger than"),
+    ("B", ["replay", "{d}/zero.csv"], "zero.csv: record file larger than"),
+    ("B", ["convert", "{d}/zero.jiu", "{d}/out.json"], "zero.jiu: record file larger than"),
+    ("B", ["replay", "{d}/random.bin", "--format", "jiu"], "random.bin: not utf-8 or gb18030"),
+    # E. rules lost in conversion
+    ("E", ["convert", "{d}/recs/game.json", "{d}/out.csv"], "import only"),
+    ("E", ["replay", "{d}/recs/game.json", "-r", "fly_jump_rule=all-multi"], "fly_jump_rule=none, but the given"),
+    # G. counts that would never finish
+    ("G", ["arena", "random", "random", "--games", "1" + "0" * 30], "games: must be an even number in 2..1000000"),
+    ("G", ["tournament", "random", "greedy", "--games", "1" + "0" * 30], "games: must be an even number"),
+    ("G", ["gen-records", "--games", "1" + "0" * 30, "--out", "{d}/gen"], "games: must be in 0..1000000"),
+    ("G", ["arena", "random", "random", "--workers", "100000"], "--workers"),
+    # I. usage errors and multi-line library errors
+    ("I", ["perft", START_JFEN, "-1"], "No such option: -1"),
+    ("I", ["arena", "random", "random", "--workers", "-1"], "--workers"),
+    ("I", ["frobnicate"], "No such command 'frobnicate'"),
+    ("I", ["apply", "-" + START_JFEN, "g7"], "goes after '--'"),
+    ("I", ["perft"], "Missing argument"),
+    ("I", ["export-net", "{d}/badconfig.safetensors", "--out", "{d}/exported"], "invalid net config: field 'channels'"),
+    ("I", ["legal", "--fen", START_JFEN, "-r", "loss_below=4", "-r", "loss-below=5"], "given twice"),
+    # J. errors that say what
+    ("J", ["selfplay", "--config", "{d}/config.json"], "config file {d}/config.json: not utf-8"),
+    ("J", ["pretrain", "{d}/recs", "--config", "{d}/zero.toml"], "zero.toml: file larger than"),
+    ("J", ["pretrain", "{d}/recs", "--model", "upper", "--init", str(ROOT / "models/default/slm.safetensors"),
+           "--steps", "1", "--out", "{d}/u.safetensors"], "wrong kind: a 'slm' net, expected a 'upper' net"),
+    ("J", ["random-game", "--record", "/proc/no/such/dir/g.json"], "/proc/no"),
+]
+
+
+@pytest.mark.parametrize("cls, args, message", CASES, ids=[f"{c}-{a[0]}-{i}" for i, (c, a, _) in enumerate(CASES)])
+def test_bad_input_gives_one_error_line_and_status_2(files, cls, args, message):
+    args = [a.replace("{d}", str(files)) for a in args]
+    result = runner.invoke(app, args)
+    errors = [line for line in result.stderr.splitlines() if line.strip()]
+    assert result.exit_code == 2, (result.exit_code, result.stdout, result.stderr)
+    assert len(errors) == 1 and errors[0].startswith("error: "), result.stderr
+    assert message.replace("{d}", str(files)) in errors[0]
+    assert "Traceback" not in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("args", [
+    ["perft", START_JFEN, "-1"],
+    ["nope"],
+    ["legal", "--fen", START_JFEN, "-r", f"max_battle_plies={BIG}"],
+])
+def test_the_real_entry_point_prints_one_line(args):
+    proc = subprocess.run([sys.executable, "cli.py", *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stdout == "" and len(proc.stderr.splitlines()) == 1 and proc.stderr.startswith("error: ")
