@@ -91,7 +91,6 @@ def test_rule_options_are_validated_and_used():
 def test_bad_input_exits_2_with_one_line(args, message):
     result = run(*args)
     assert result.exit_code == 2, result.output
-    lines = [line for line in result.output.splitlines() if line.strip()]
     assert message in result.output, result.output
     assert "Traceback" not in result.output
     errors = [line for line in result.stderr.splitlines() if line.strip()]
