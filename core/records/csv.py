@@ -30,12 +30,12 @@ from core.errors import RecordError
 from core.notation import Move
 from core.records.record import GBK_TOO, GameRecord, read_record_text
 from core.records.resolve import (
-    _apply_placement,
-    _check_centre_removals,
-    _finished_record,
-    _Listed,
-    _resolve_move,
+    Listed,
+    apply_placement,
+    check_centre_removals,
+    finished_record,
     parse_result_text,
+    resolve_move,
 )
 from core.rules import DEFAULT_RULESET, Ruleset
 from core.state import GameState
@@ -56,8 +56,8 @@ class _CsvToken(NamedTuple):
     text: str
 
     @property
-    def listed(self) -> _Listed:
-        return _Listed(self.point, WHITE if self.kind == "W" else BLACK, self.text)
+    def listed(self) -> Listed:
+        return Listed(self.point, WHITE if self.kind == "W" else BLACK, self.text)
 
 
 def _csv_tokens(text: str, where: str) -> list[_CsvToken]:
@@ -96,7 +96,7 @@ def _csv_stages(line: str, where: str) -> tuple[str, str, str]:
 def _csv_group_moves(tokens: list[_CsvToken], where: str):
     """Split Stage[2] tokens into centre removals and moves ``(mover, landings, captured)``."""
     removals: list[_CsvToken] = []
-    moves: list[tuple[_CsvToken, list[int], list[_Listed]]] = []
+    moves: list[tuple[_CsvToken, list[int], list[Listed]]] = []
     mode = None
     for i, tok in enumerate(tokens):
         nxt = tokens[i + 1] if i + 1 < len(tokens) else None
@@ -132,7 +132,7 @@ def parse_csv_line(line: str, line_no: int = 1, ruleset: Ruleset = DEFAULT_RULES
         here = f"{where}, placement {n}"
         if tok.kind not in ("W", "B"):
             raise RecordError(f"{here} {tok.text!r}: the layout takes W(...) or B(...) placements only")
-        state = _apply_placement(state, tok.point, tok.listed.colour, tok.text, here)
+        state = apply_placement(state, tok.point, tok.listed.colour, tok.text, here)
         moves.append(Move((tok.point,)))
     removals, battle = _csv_group_moves(_csv_tokens(stage2, f"{where}, Stage[2]"), where)
     if len(removals) > 2:
@@ -142,15 +142,15 @@ def parse_csv_line(line: str, line_no: int = 1, ruleset: Ruleset = DEFAULT_RULES
         )
     if removals:
         labels = [f"{where}, Stage[2] {t.text!r}" for t in removals]
-        _check_centre_removals([m.origin for m in moves], [t.listed for t in removals], labels)
+        check_centre_removals([m.origin for m in moves], [t.listed for t in removals], labels)
     for j, (mover, landings, captured) in enumerate(battle, 1):
-        move = _resolve_move(state, mover.listed, landings, captured, f"{where}, move {j} {mover.text!r}")
+        move = resolve_move(state, mover.listed, landings, captured, f"{where}, move {j} {mover.text!r}")
         state = state.apply(move)
         moves.append(move)
     metadata: dict[str, Any] = {"csv_line": line_no}
     if prefix.strip():
         metadata["csv_prefix"] = prefix.strip()
-    return _finished_record(state, moves, ruleset, parse_result_text(prefix), "White", "Black", None, metadata)
+    return finished_record(state, moves, ruleset, parse_result_text(prefix), "White", "Black", None, metadata)
 
 
 def read_csv(path: str | os.PathLike, ruleset: Ruleset = DEFAULT_RULESET) -> list[GameRecord]:

@@ -50,13 +50,13 @@ from core.errors import JiuError, RecordError
 from core.notation import Move, parse_move
 from core.records.record import GBK_TOO, GameRecord, check_same_ruleset, read_record_text
 from core.records.resolve import (
-    _RESULT_TEXT,
-    _apply_placement,
-    _check_centre_removals,
-    _finished_record,
-    _Listed,
-    _resolve_move,
+    RESULT_TEXT,
+    Listed,
+    apply_placement,
+    check_centre_removals,
+    finished_record,
     parse_result_text,
+    resolve_move,
 )
 from core.rules import DEFAULT_RULESET, Ruleset
 from core.state import GameState
@@ -91,12 +91,12 @@ _JIU_HEADER_FIELD = re.compile(r"\s*\[([^\[\]]*)\]")
 _JIU_TOKEN = re.compile(r"[^,;\s]+")
 
 
-def _jiu_listed(code: str, where: str) -> _Listed:
+def _jiu_listed(code: str, where: str) -> Listed:
     point, colour = parse_jiu_point(code, where)
-    return _Listed(point, colour, code)
+    return Listed(point, colour, code)
 
 
-def _jiu_entry_parts(tokens: Sequence[str], where: str) -> tuple[_Listed, list[int], list[_Listed]]:
+def _jiu_entry_parts(tokens: Sequence[str], where: str) -> tuple[Listed, list[int], list[Listed]]:
     if not tokens:
         raise RecordError(f"{where}: empty entry")
     path_codes = tokens[0].split("-")
@@ -124,7 +124,7 @@ def parse_jiu_entry(state: GameState, text: str) -> Move:
         label = f"battle entry {tokens[0]} {text.strip()!r}"
         tokens = tokens[1:]
     mover, landings, captured = _jiu_entry_parts(tokens, label)
-    return _resolve_move(state, mover, landings, captured, label)
+    return resolve_move(state, mover, landings, captured, label)
 
 
 def format_jiu_entry(index: int, state: GameState, move: Move) -> str:
@@ -151,7 +151,7 @@ def record_to_jiu(record: GameRecord) -> str:
         "JIU14",
         f"{_header_text(record.white, 'white name')} z",
         f"{_header_text(record.black, 'black name')} Z",
-        _RESULT_TEXT[record.result],
+        RESULT_TEXT[record.result],
         _header_text(date, "date"),
         _header_text(str(record.metadata.get("event", "")), "event"),
         format_ruleset_field(record.ruleset),
@@ -284,7 +284,7 @@ def jiu_to_record(text: str, ruleset: Ruleset = DEFAULT_RULESET, check_ruleset: 
     for n, code in enumerate(entries[0][1] if entries else [], 1):
         where = f"layout entry {n}"
         point, colour = parse_jiu_point(code, where)
-        state = _apply_placement(state, point, colour, code, where)
+        state = apply_placement(state, point, colour, code, where)
         moves.append(Move((point,)))
     battle = entries[1:]
     if battle:
@@ -299,7 +299,7 @@ def jiu_to_record(text: str, ruleset: Ruleset = DEFAULT_RULESET, check_ruleset: 
         metadata["jiu_extra"] = fields[6:]
     result = parse_result_text(fields[3])
     white, black = _team_name(fields[1]), _team_name(fields[2])
-    return _finished_record(state, moves, ruleset, result, white, black, start_time, metadata)
+    return finished_record(state, moves, ruleset, result, white, black, start_time, metadata)
 
 
 def _read_jiu_battle(
@@ -317,13 +317,13 @@ def _read_jiu_battle(
         wheres.append(where)
     if len(first) == 2 and first[0][0] == first[1][0]:
         raise RecordError(f"{wheres[1]}: entry {first[0][0]} repeated")
-    _check_centre_removals(layout, removals, wheres)
+    check_centre_removals(layout, removals, wheres)
     for expected, (index, tokens) in enumerate(entries[2:], 3):
         where = f"battle entry {index} {','.join(tokens)!r}"
         if index != expected:
             raise RecordError(f"{where}: expected entry {expected} (entries are numbered consecutively)")
         mover, landings, captured = _jiu_entry_parts(tokens, where)
-        move = _resolve_move(state, mover, landings, captured, where)
+        move = resolve_move(state, mover, landings, captured, where)
         state = state.apply(move)
         moves.append(move)
     return state

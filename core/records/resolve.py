@@ -23,7 +23,7 @@ _RESULT_WORDS: tuple[tuple[Result, tuple[str, ...]], ...] = (
     ("b", ("second wins", "后手胜", "後手勝")),
     ("draw", ("draw", "平局", "和棋")),
 )
-_RESULT_TEXT: dict[str | None, str] = {"w": "first wins", "b": "second wins", "draw": "draw", None: "unfinished"}
+RESULT_TEXT: dict[str | None, str] = {"w": "first wins", "b": "second wins", "draw": "draw", None: "unfinished"}
 
 
 def parse_result_text(text: str) -> Result | None:
@@ -36,7 +36,7 @@ def parse_result_text(text: str) -> Result | None:
 
 
 # ===================================================================================== move resolution
-class _Listed(NamedTuple):
+class Listed(NamedTuple):
     """A stone named in a record: its point, colour (``WHITE``/``BLACK``) and the text as written."""
 
     point: int
@@ -72,7 +72,7 @@ def _stone_word(state: GameState, point: int) -> str:
     return "no stone" if v == 0 else f"{COLOUR_NAMES[v - 1]}'s stone"
 
 
-def _check_listed(state: GameState, mover: _Listed, captured: Sequence[_Listed], where: str) -> None:
+def _check_listed(state: GameState, mover: Listed, captured: Sequence[Listed], where: str) -> None:
     """Case checks: the mover's colour is the side to move and holds the origin; every captured stone
     is the opponent's and its case matches the stone on its point; no stone is listed twice."""
     if state.phase != PHASE_BATTLE:
@@ -106,8 +106,8 @@ def _check_listed(state: GameState, mover: _Listed, captured: Sequence[_Listed],
         seen.add(c.point)
 
 
-def _resolve_move(
-    state: GameState, mover: _Listed, landings: Sequence[int], captured: Sequence[_Listed], where: str
+def resolve_move(
+    state: GameState, mover: Listed, landings: Sequence[int], captured: Sequence[Listed], where: str
 ) -> Move:
     """The legal move of ``state`` with point sequence ``(mover, *landings)`` whose captured stones
     (jump victims + square victims) are exactly ``captured`` as a set. Ties (a flight and a jump with
@@ -147,7 +147,7 @@ def _resolve_move(
     return next(iter(matches.values()))
 
 
-def _apply_placement(state: GameState, point: int, colour: int, text: str, where: str) -> GameState:
+def apply_placement(state: GameState, point: int, colour: int, text: str, where: str) -> GameState:
     """Play a recorded placement, checking its colour against the side to place."""
     if state.phase != PHASE_LAYOUT:
         raise RecordError(f"{where} {text!r}: the layout is already complete ({NUM_POINTS} placements)")
@@ -162,7 +162,7 @@ def _apply_placement(state: GameState, point: int, colour: int, text: str, where
         raise RecordError(f"{where} {text!r}: {exc}") from None
 
 
-def _check_centre_removals(layout: Sequence[int], removals: Sequence[_Listed], wheres: Sequence[str]) -> None:
+def check_centre_removals(layout: Sequence[int], removals: Sequence[Listed], wheres: Sequence[str]) -> None:
     """``removals`` (0..2 stones) must be distinct centre stones in the colour placed there in the
     ``layout`` (the placement points in order)."""
     if len(layout) < NUM_POINTS:
@@ -184,7 +184,7 @@ def _check_centre_removals(layout: Sequence[int], removals: Sequence[_Listed], w
         seen.add(stone.point)
 
 
-def _finished_record(
+def finished_record(
     state: GameState,
     moves: Sequence[Move],
     ruleset: Ruleset,
