@@ -678,7 +678,7 @@ def diagnose(
     max_records: Annotated[int, typer.Option(min=1, max=100_000, help="Use at most this many games (the last).")] = 200,
     positions: Annotated[int, typer.Option(min=1, max=1_000_000, help="Positions per net, drawn uniformly.")] = 4000,
     victims: Annotated[int, typer.Option(min=0, max=1000, help="Capture-pruner sets the lower net ranks (0: all).")] = 8,
-    seed: Annotated[int, typer.Option(min=0, max=2**63 - 1, help="Seed of the position sample.")] = 0,
+    seed: Annotated[int, typer.Option(min=0, max=MAX_SEED, help="Seed of the position sample.")] = 0,
     json_out: Annotated[bool, typer.Option("--json", help="Print the report as one JSON object.")] = False,
     rule: RuleOption = None,
 ):
