@@ -2,9 +2,9 @@
 
 Every victim set is a separate move. A terminal node before the last ply contributes no leaves;
 ``perft(s, 0) == 1``. The last ply is counted without playing it (``GameState.count_moves``).
-Depth is bounded to ``0..MAX_DEPTH`` (64; the tree from the start has 74,884 leaves at depth 4 and
-grows about a hundredfold per ply, so deeper counts are out of reach anyway and the recursion stays
-far below Python's limit). Bad depths raise ``JiuError``.
+Depth is bounded to ``0..MAX_DEPTH`` (64: the layout alone offers up to 194 placements per ply, so
+counts that deep are out of reach anyway, and the recursion stays far below Python's limit). Bad
+depths raise ``JiuError``.
 """
 
 from __future__ import annotations
