@@ -30,7 +30,8 @@ KERNEL_PACKAGES = ("core", "knowledge", "nets", "search")
 PURE_PYTHON_MODULES = frozenset(
     {
         "core/__init__.py", "core/atomic.py", "core/errors.py", "core/jfen.py", "core/notation.py",
-        "core/perft.py", "core/state.py", "core/inputs.py", "core/records/__init__.py",
+        "core/perft.py", "core/state.py", "core/inputs.py", "core/options.py",
+        "core/records/__init__.py",
         "core/records/record.py", "core/records/resolve.py", "core/records/json.py", "core/records/jiu.py",
         "core/records/csv.py", "core/records/files.py",
         "knowledge/__init__.py", "knowledge/agents.py", "knowledge/registry.py", "knowledge/protocols.py",

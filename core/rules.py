@@ -13,6 +13,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from core.errors import JiuError
+from core.options import parse_key_values
 
 # Indices into Ruleset.vector.
 R_ALLOW_REVISIT = 0
@@ -101,15 +102,7 @@ class Ruleset(BaseModel):
         """A ruleset from ``KEY=VALUE`` strings such as ``["loss_below=14", "fly-jump-rule=none"]``
         (``-`` in a key reads as ``_``; values are parsed and bounded by the fields). Raises
         ``JiuError`` naming the option for a malformed item, a repeated or unknown key, a bad value."""
-        data: dict[str, str] = {}
-        for item in items:
-            key, sep, value = item.partition("=")
-            key = key.strip().replace("-", "_")
-            if not sep or not key:
-                raise JiuError(f"rule option {item[:60]!r}: expected KEY=VALUE")
-            if key in data:
-                raise JiuError(f"rule option {key!r}: given twice")
-            data[key] = value.strip()
+        data = parse_key_values(items, lambda reason: JiuError(f"rule {reason}"))
         return cls.parse(data)
 
     @cached_property

@@ -36,6 +36,7 @@ from typing import Any, Callable
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from core.errors import JiuError
+from core.options import parse_key_values
 
 KINDS = ("expansion_pruner", "capture_pruner", "layout_prior", "evaluator", "reward", "agent")
 
@@ -176,16 +177,8 @@ def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
     name = name.strip()
     if not name:
         raise SpecError(f"spec {spec!r}: missing name")
-    kwargs: dict[str, str] = {}
-    for item in filter(None, (a.strip() for a in args.split(","))):
-        key, sep, value = item.partition("=")
-        key = key.strip().replace("-", "_")
-        if not sep or not key:
-            raise SpecError(f"spec {spec!r}: option {item!r} is not key=value")
-        if key in kwargs:
-            raise SpecError(f"spec {spec!r}: option {key!r} is given twice")
-        kwargs[key] = value.strip()
-    return name, kwargs
+    items = filter(None, (a.strip() for a in args.split(",")))
+    return name, parse_key_values(items, lambda reason: SpecError(f"spec {spec!r}: {reason}"))
 
 
 # ============================================================================ option models: errors and listings

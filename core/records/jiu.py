@@ -15,7 +15,8 @@ field holds ``start_time`` (or ``metadata["date"]``), the event field ``metadata
 carries the ruleset (``[ruleset chain_revisit=forbid fly_jump_rule=none loss_below=4 ...]``, every
 ``Ruleset`` option as ``key=value``; the rule book lets the header hold further bracketed fields), then
 any ``metadata["jiu_extra"]`` fields. JSON -> JIU -> JSON is lossless for the ruleset, players, result,
-start time, event and moves (not for ``search`` and other metadata). The battle line is written only once the layout is complete.
+start time, event and moves (not for ``search`` and other metadata). The battle line is written only
+once the layout is complete.
 
 Accepted when reading JIU: any number of bracketed header fields (field 1 must start with ``JIU``;
 fields 2 and 3 are the team names with an optional trailing `` z``/`` Z`` marker; field 4 the result,
@@ -248,7 +249,9 @@ def _jiu_entries(body: str) -> list[tuple[int, list[str]]]:
     return entries
 
 
-def read_jiu(source: str | os.PathLike, ruleset: Ruleset = DEFAULT_RULESET, check_ruleset: bool = False) -> GameRecord:
+def read_jiu(
+    source: str | os.PathLike, ruleset: Ruleset = DEFAULT_RULESET, check_ruleset: bool = False
+) -> GameRecord:
     """Read a JIU record from a path or from its text (a ``str`` starting with ``[`` or holding a
     line break), validating every placement and move. The record's own ``[ruleset ...]`` header
     field decides the rules; ``ruleset`` applies to a record without one, and with ``check_ruleset``

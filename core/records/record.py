@@ -167,5 +167,6 @@ GBK_TOO = ("utf-8-sig", "gb18030")
 
 def read_record_text(path: str | os.PathLike, encodings: Sequence[str] = ("utf-8-sig",)) -> str:
     """Text of a record file (at most ``MAX_RECORD_BYTES``), trying ``encodings`` in order. Raises
-    ``InputError`` (a ``JiuError`` naming the file) if it is too large or no encoding fits, ``OSError`` if the file cannot be read."""
+    ``InputError`` (a ``JiuError`` naming the file) if it is too large or no encoding fits,
+    ``OSError`` if the file cannot be read."""
     return read_text(path, MAX_RECORD_BYTES, "record file", encodings)
