@@ -76,7 +76,7 @@ def test_rule_options_are_validated_and_used():
         (["legal"], "exactly one"),
         (["legal", "--fen-file", "/nonexistent/positions.txt"], "No such file"),
         (["legal", "--fen", AFTER_LAYOUT + " w layout 0 196"], "battle position"),
-        (["legal", "--fen", START_JFEN, "-r", "nonsense"], "KEY=VALUE"),
+        (["legal", "--fen", START_JFEN, "-r", "nonsense"], "is not key=value"),
         (["legal", "--fen", START_JFEN, "-r", "colour=red"], "colour"),
         (["apply", START_JFEN, "a1"], "move 1"),
         (["apply", START_JFEN, "g7", "g7"], "move 2"),
