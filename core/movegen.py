@@ -1,4 +1,4 @@
-"""Rules kernels: path generation, square counting and move application (rule book sections 2-3).
+"""Rules kernels: path generation and square counting (rule book sections 2-3).
 
 Legal battle paths are returned in a CSR layout so that no Python object is made per move:
 
@@ -10,6 +10,7 @@ Legal battle paths are returned in a CSR layout so that no Python object is made
 
 A *full move* is a path plus a victim set of ``min(k, opponent stones left)`` points.
 ``generate_square_paths`` gives only the paths with ``k > 0`` (what the pruning scores need).
+Moves are applied by ``core.play``.
 All kernels take the ruleset as ``Ruleset.vector`` (``int64[7]``).
 """
 
@@ -19,7 +20,6 @@ import numpy as np
 
 from core.board import (
     BEYOND,
-    BLACK_STONE,
     CELL_CORNERS,
     CENTRE_OTHER,
     CENTRE_WHITE_FIRST,
@@ -30,7 +30,6 @@ from core.board import (
     NUM_POINTS,
     POINT_CELLS,
     SIZE,
-    WHITE_STONE,
 )
 from core.jit import inline_kernel, kernel
 from core.rules import FLY_ALL_MULTI, FLY_STRONG_SIDE_MULTI, R_ALLOW_REVISIT, R_FLY_JUMP_RULE
@@ -350,26 +349,6 @@ def layout_points(board, n_stones, out):
 
 
 @kernel
-def apply_path(board, side, path, is_jump, victims):
-    """Play a battle move on ``board`` in place: move along ``path`` (``int16[n]``), remove the jump
-    victims (the points between consecutive landings when ``is_jump``) and the square ``victims``
-    (``int16[v]``). Returns the number of stones captured. No legality check."""
-    o = path[0]
-    d = path[path.shape[0] - 1]
-    board[o] = EMPTY
-    captured = 0
-    if is_jump:
-        for i in range(1, path.shape[0]):
-            board[(path[i - 1] + path[i]) // 2] = EMPTY
-            captured += 1
-    board[d] = side + 1
-    for i in range(victims.shape[0]):
-        board[victims[i]] = EMPTY
-        captured += 1
-    return captured
-
-
-@kernel
 def find_path(pts, off, jump, m, path, is_jump):
     """Index of ``path`` (``int16[n]``, kind ``is_jump``) among the first ``m`` generated paths, or -1."""
     n = path.shape[0]
@@ -384,15 +363,3 @@ def find_path(pts, off, jump, m, path, is_jump):
         if same:
             return i
     return -1
-
-
-@kernel
-def count_stones(board):
-    """``int64[2]``: White and Black stones on ``board``."""
-    counts = np.zeros(2, np.int64)
-    for p in range(NUM_POINTS):
-        if board[p] == WHITE_STONE:
-            counts[0] += 1
-        elif board[p] == BLACK_STONE:
-            counts[1] += 1
-    return counts

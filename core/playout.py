@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.board import BLACK, CENTRE_OTHER, CENTRE_WHITE_FIRST, EMPTY, NUM_POINTS
+from core.board import NUM_POINTS
 from core.jit import kernel
-from core.movegen import apply_path, generate_paths, layout_points, new_path_buffers
+from core.movegen import generate_paths, layout_points, new_path_buffers
+from core.play import play
 from core.rules import R_MAX_BATTLE_PLIES
 from core.status import ONGOING, battle_status
 from core.zobrist import zobrist_hash
@@ -47,27 +48,24 @@ def random_game(seed, rules):
     data = np.empty(4 * max_plies, np.int16)
     used = 0
     board = np.zeros(NUM_POINTS, np.int8)
+    counts = np.zeros(2, np.int64)
     spots = np.empty(NUM_POINTS, np.int16)
-    side = 0
-    for ply in range(NUM_POINTS):
+    side, phase, quiet, ply, h = 0, 0, 0, 0, zobrist_hash(board, 0, 0)
+    no_victims = np.empty(0, np.int16)
+    while phase == 0:
         n = layout_points(board, ply, spots)
-        p = spots[np.random.randint(n)]
-        board[p] = side + 1
+        place = spots[np.random.randint(n) : ][:1]
         start[ply] = used
         n_path[ply] = 1
-        data[used] = p
+        data[used] = place[0]
         used += 1
-        side = 1 - side
-    board[CENTRE_WHITE_FIRST] = EMPTY
-    board[CENTRE_OTHER] = EMPTY
-    counts = np.array([NUM_POINTS // 2 - 1, NUM_POINTS // 2 - 1], np.int64)
-    side = BLACK
-    ply = NUM_POINTS
+        side, phase, quiet, ply, h, _ = play(board, counts, side, phase, quiet, ply, h, place, False, no_victims, 0)
     history = np.empty(rules[R_MAX_BATTLE_PLIES] + 2, np.uint64)
-    history[0] = zobrist_hash(board, side, 1)
+    history[0] = h
     n_hist = 1
     pts, off, nsq, jump = new_path_buffers(512)
     left = np.empty(NUM_POINTS, np.int16)
+    jumped = np.zeros(NUM_POINTS, np.bool_)
     while True:
         m, pts, off, nsq, jump = generate_paths(board, side, counts[side], counts[1 - side], rules, pts, off, nsq, jump)
         reason, winner = battle_status(side, counts, ply, history, n_hist, m > 0, rules)
@@ -75,23 +73,25 @@ def random_game(seed, rules):
             return ply, winner, reason, kind, start, n_path, n_victims, data
         i = np.random.randint(m)
         path = pts[off[i] : off[i + 1]].copy()
-        captured = apply_path(board, side, path, jump[i] != 0, path[:0])
-        # Square victims: a uniform random subset of the opponent stones left, of the size required.
+        is_jump = jump[i] != 0
+        if is_jump:
+            for t in range(1, path.shape[0]):
+                jumped[(path[t - 1] + path[t]) // 2] = True
+        # Square victims: a uniform random subset of the opponent stones left after the path, of the
+        # size required.
         n_left = 0
         for q in range(NUM_POINTS):
-            if board[q] == 2 - side:
+            if board[q] == 2 - side and not jumped[q]:
                 left[n_left] = q
                 n_left += 1
+            jumped[q] = False
         nv = min(nsq[i], n_left)
         for j in range(nv):  # partial Fisher-Yates
             r = j + np.random.randint(n_left - j)
             left[j], left[r] = left[r], left[j]
         victims = np.sort(left[:nv])
-        for j in range(nv):
-            board[victims[j]] = EMPTY
-        captured += nv
         data = _grow16(data, used + path.shape[0] + nv)
-        kind[ply] = 2 if jump[i] else 1
+        kind[ply] = 2 if is_jump else 1
         start[ply] = used
         n_path[ply] = path.shape[0]
         n_victims[ply] = nv
@@ -99,12 +99,10 @@ def random_game(seed, rules):
         used += path.shape[0]
         data[used : used + nv] = victims
         used += nv
-        counts[1 - side] -= captured
-        side = 1 - side
-        ply += 1
+        side, phase, quiet, ply, h, captured = play(board, counts, side, phase, quiet, ply, h, path, is_jump, victims, 0)
         if captured > 0:
             n_hist = 0  # positions before a capture can never recur
-        history[n_hist] = zobrist_hash(board, side, 1)
+        history[n_hist] = h
         n_hist += 1
 
 

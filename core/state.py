@@ -25,8 +25,6 @@ import numpy as np
 
 from core.board import (
     BLACK,
-    CENTRE_OTHER,
-    CENTRE_WHITE_FIRST,
     DRAW,
     EMPTY,
     FLY_THRESHOLD,
@@ -34,12 +32,12 @@ from core.board import (
     PHASE_BATTLE,
     PHASE_LAYOUT,
     POINT_NAMES,
-    STONES_PER_SIDE,
     WHITE,
 )
 from core.errors import IllegalMoveError
 from core.jfen import START_JFEN, format_jfen, parse_jfen
-from core.movegen import apply_path, find_path, generate_paths, has_battle_move, layout_points, new_path_buffers
+from core.movegen import find_path, generate_paths, has_battle_move, layout_points, new_path_buffers
+from core.play import play
 from core.notation import Move, parse_move
 from core.rules import DEFAULT_RULESET, Ruleset
 from core.status import END_REASONS, ONGOING, battle_status
@@ -84,6 +82,9 @@ def _readonly(a: np.ndarray) -> np.ndarray:
     return a
 
 
+_NO_HISTORY = _readonly(np.empty(0, np.uint64))
+
+
 class GameState:
     """An immutable Jiu position under a ``Ruleset``. See the module docstring."""
 
@@ -105,6 +106,29 @@ class GameState:
         self.history = _readonly(np.asarray(history, np.uint64))
         self.last_move = last_move
         self._memo = {}
+
+    @classmethod
+    def from_arrays(cls, board, side, phase, quiet, ply, counts, hash_, history, ruleset=DEFAULT_RULESET,
+                    last_move=None) -> "GameState":
+        """A state from data its caller already holds, without recounting or rehashing: ``board``
+        ``int8[196]`` (owned by the state from now on and made read-only: pass a copy), ``counts``
+        (White, Black), ``hash_`` its Zobrist hash (``core.zobrist``; the caller guarantees it matches)
+        and ``history`` (``uint64[n]``, battle hashes since the last capture, this position last; made
+        read-only). What the search and ``_play`` use; ``GameState(...)`` checks nothing either but
+        recomputes counts and hash."""
+        self = object.__new__(cls)
+        self.board = _readonly(board)
+        self.side = int(side)
+        self.phase = int(phase)
+        self.quiet = int(quiet)
+        self.ply = int(ply)
+        self.ruleset = ruleset
+        self.counts = (int(counts[0]), int(counts[1]))
+        self.hash = int(hash_)
+        self.history = _readonly(history)
+        self.last_move = last_move
+        self._memo = {}
+        return self
 
     # ----------------------------------------------------------------- construction and output
     @classmethod
@@ -305,23 +329,16 @@ class GameState:
         return self._play(move)
 
     def _play(self, move: Move) -> "GameState":
-        """Apply a move already known to be legal."""
+        """Apply a move already known to be legal (``core.play.play``: incremental hash)."""
         board = self.board.copy()
-        if self.phase == PHASE_LAYOUT:
-            board[move.origin] = self.side + 1
-            counts = list(self.counts)
-            counts[self.side] += 1
-            if sum(counts) < NUM_POINTS:
-                return GameState(board, 1 - self.side, PHASE_LAYOUT, 0, self.ply + 1, self.ruleset, None, move, counts)
-            board[CENTRE_WHITE_FIRST] = EMPTY
-            board[CENTRE_OTHER] = EMPTY
-            start = (STONES_PER_SIDE - 1, STONES_PER_SIDE - 1)
-            return GameState(board, BLACK, PHASE_BATTLE, 0, self.ply + 1, self.ruleset, None, move, start)
-        captured = apply_path(board, self.side, np.array(move.path, np.int16), move.jump, np.array(move.victims, np.int16))
-        counts = list(self.counts)
-        counts[1 - self.side] -= captured
-        child = GameState(board, 1 - self.side, PHASE_BATTLE, 0 if captured else self.quiet + 1, self.ply + 1,
-                          self.ruleset, [], move, counts)
-        history = [child.hash] if captured else [*self.history.tolist(), child.hash]
-        child.history = _readonly(np.asarray(history, np.uint64))
-        return child
+        counts = np.array(self.counts, np.int64)
+        side, phase, quiet, ply, h, captured = play(
+            board, counts, self.side, self.phase, self.quiet, self.ply, np.uint64(self.hash),
+            np.array(move.path, np.int16), move.jump, np.array(move.victims, np.int16), 0)
+        if phase == PHASE_LAYOUT:
+            history = _NO_HISTORY
+        elif captured or self.phase == PHASE_LAYOUT:
+            history = np.array([h], np.uint64)
+        else:
+            history = np.append(self.history, h)
+        return GameState.from_arrays(board, side, phase, quiet, ply, counts, h, history, self.ruleset, move)

@@ -64,11 +64,10 @@ from knowledge.expert_kernels import (
     search_scores,
     threat_victims,
 )
-from core.movegen import apply_path
+from core.play import play_path
 from core.notation import Move
 from knowledge.pruning_kernels import path_levels
 from core.state import GameState
-from core.zobrist import ZOBRIST_BLACK_TO_MOVE, ZOBRIST_STONE
 from knowledge.evaluation import ShapeEvaluator
 from knowledge.priors import GaussianPrior
 from knowledge.pruning import CapturePruner, best_victims
@@ -206,7 +205,7 @@ class GreedyAgent(_Agent):
         for i in range(ps.m):
             board[:] = state.board
             path = ps.pts[ps.off[i] : ps.off[i + 1]]
-            jumped = apply_path(board, me, path, bool(ps.jump[i]), path[:0])
+            jumped = play_path(board, me, path, bool(ps.jump[i]))[0]
             taken = _path_stones(ps, i, n_opp)
             counts = [0, 0]
             counts[me], counts[1 - me] = state.counts[me], n_opp - jumped
@@ -448,13 +447,10 @@ class ExpertAgent(_Agent):
         if len(state.history) < 2 or (lead == 0 and rep == 0):
             return
         hist = state.history
-        me = state.side
-        base = state.hash ^ int(ZOBRIST_BLACK_TO_MOVE)
         for i in np.argsort(-scores, kind="stable")[:top]:
             if ps.jump[i] or ps.nsq[i] > 0:
                 continue
-            o, d = int(ps.pts[ps.off[i]]), int(ps.pts[ps.off[i] + 1])
-            h = np.uint64(base ^ int(ZOBRIST_STONE[o, me]) ^ int(ZOBRIST_STONE[d, me]))
+            h = np.uint64(state._play(Move(ps.path(int(i)))).hash)
             seen = int(np.count_nonzero(hist == h))
             if seen == 0:
                 continue

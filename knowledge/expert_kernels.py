@@ -59,6 +59,7 @@ import numpy as np
 from core.board import CELL_CORNERS, CENTRE_OTHER, CENTRE_WHITE_FIRST, EMPTY, NUM_CELLS, NUM_POINTS, POINT_CELLS
 from core.jit import inline_kernel, kernel
 from core.movegen import generate_paths, new_path_buffers, squares_at
+from core.play import play_path
 from core.rules import R_LOSS_BELOW
 from core.shapes import shape_counts
 
@@ -523,18 +524,12 @@ EVAL_WEIGHTS.setflags(write=False)
 
 
 @kernel
-def _play_path(b, board, pts, a, e, is_jump, stone):
-    """``b[:] = board`` then play the path ``pts[a:e]`` (no square victims); returns the hops."""
+def _play_path(b, board, pts, a, e, is_jump, side):
+    """``b[:] = board`` then play ``side``'s path ``pts[a:e]`` there (``core.play.play_path``; no
+    square victims); returns the hops."""
     for p in range(NUM_POINTS):
         b[p] = board[p]
-    b[pts[a]] = EMPTY
-    hops = 0
-    if is_jump:
-        for t in range(a + 1, e):
-            b[(pts[t - 1] + pts[t]) // 2] = EMPTY
-            hops += 1
-    b[pts[e - 1]] = stone
-    return hops
+    return play_path(b, side, pts[a:e], is_jump)[0]
 
 
 @kernel
@@ -570,7 +565,6 @@ def search_scores(board, side, n_own, n_opp, rules, pts, off, nsq, jump, m, leve
         return out, one
     order = np.argsort(-one, kind="mergesort")
     opp_side = 1 - side
-    me = side + 1
     op = 2 - side
     loss_below = rules[R_LOSS_BELOW]
     level_bonus = np.zeros(5)
@@ -591,7 +585,7 @@ def search_scores(board, side, n_own, n_opp, rules, pts, off, nsq, jump, m, leve
         i = order[r]
         a = off[i]
         e = off[i + 1]
-        hops = _play_path(b1, board, pts, a, e, jump[i] != 0, me)
+        hops = _play_path(b1, board, pts, a, e, jump[i] != 0, side)
         k = min(nsq[i], n_opp - hops)
         n_opp1 = n_opp - hops - k
         if n_opp1 < loss_below:
@@ -644,7 +638,7 @@ def search_scores(board, side, n_own, n_opp, rules, pts, off, nsq, jump, m, leve
             j = rorder[jj]
             ra = roff[j]
             re = roff[j + 1]
-            rh = _play_path(b2, b1, rpts, ra, re, rjump[j] != 0, op)
+            rh = _play_path(b2, b1, rpts, ra, re, rjump[j] != 0, opp_side)
             rk = rgain[j] - rh
             n_own2 = n_own - rgain[j]
             if n_own2 < loss_below:

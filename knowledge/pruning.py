@@ -35,7 +35,8 @@ import numpy as np
 
 from core.board import PHASE_LAYOUT, POINT_NAMES
 from core.errors import IllegalMoveError
-from core.movegen import apply_path, find_path
+from core.movegen import find_path
+from core.play import play_path
 from knowledge.pruning_kernels import best_level_indices, path_levels, victim_set_scores
 from core.state import GameState, PathSet
 from knowledge.registry import register
@@ -84,31 +85,36 @@ class CapturePruner:
             raise ValueError(f"prune.capture: split must be one of {', '.join(SPLITS)}, got {split!r}")
         self.top, self.pool, self.split = int(top), int(pool), split
 
-    def _after_path(self, state: GameState, path: tuple[int, ...], jump: bool):
-        """(board after the path, squares formed, opponent stones left as int16 array)."""
+    def candidates(self, state: GameState, path, jump) -> tuple[list[tuple[int, ...]], np.ndarray]:
+        """Victim sets (ascending tuples of the required size) best first, and their scores
+        (``float64[n]``, descending, higher better for the mover). Never empty. Raises
+        ``IllegalMoveError`` when ``path`` is not a legal path of ``state``."""
         if state.phase == PHASE_LAYOUT:
             raise IllegalMoveError("prune.capture: the layout phase has no captures")
         ps = state.paths()
         arr = np.asarray(path, np.int16)
         i = find_path(ps.pts, ps.off, ps.jump, ps.m, arr, int(bool(jump)))
         if i < 0:
-            text = ("x" if jump else "-").join(POINT_NAMES[p] for p in path)
+            text = ("x" if jump else "-").join(POINT_NAMES[int(p)] for p in path)
             raise IllegalMoveError(f"prune.capture: {text} is not a legal path here")
         board = state.board.copy()
-        apply_path(board, state.side, arr, bool(jump), np.empty(0, np.int16))
-        left = np.asarray(state.victims_left(path, bool(jump)), np.int16)
-        return board, int(ps.nsq[i]), left
+        hops = play_path(board, state.side, arr, bool(jump))[0]
+        k = min(int(ps.nsq[i]), state.counts[1 - state.side] - hops)
+        return self._rank(board, state.side, state.counts[state.side], k, state.ruleset.vector)
 
-    def candidates(self, state: GameState, path, jump) -> tuple[list[tuple[int, ...]], np.ndarray]:
-        """Victim sets (ascending tuples of the required size) best first, and their scores
-        (``float64[n]``, descending, higher better for the mover). Never empty."""
-        path = tuple(int(p) for p in path)
-        board, nsq, left = self._after_path(state, path, jump)
-        me = state.side
-        n_me = state.counts[me]
+    def candidates_after(self, after: GameState, count: int) -> tuple[list[tuple[int, ...]], np.ndarray]:
+        """:meth:`candidates` from the position **after the path** (its victims still on the board,
+        the victims' side to move; ``search.victims.after_path`` or a search tree's child) taking
+        ``count`` victims, without generating the mover's paths again. Reads ``after.board``,
+        ``after.side``, ``after.counts`` and ``after.ruleset`` only."""
+        mover = 1 - after.side
+        return self._rank(np.asarray(after.board), mover, after.counts[mover], int(count), after.ruleset.vector)
+
+    def _rank(self, board, me, n_me, k, rules) -> tuple[list[tuple[int, ...]], np.ndarray]:
+        """Rank the ``k``-victim sets on ``board`` (after the path of ``me``, who has ``n_me`` stones)."""
+        left = np.flatnonzero(board == 2 - me).astype(np.int16)
         n_opp = len(left)
-        k = min(nsq, n_opp)
-        score = lambda sets: victim_set_scores(board, me, n_me, n_opp, state.ruleset.vector, sets)  # noqa: E731
+        score = lambda sets: victim_set_scores(board, me, n_me, n_opp, rules, sets)  # noqa: E731
         if k == 0:
             return [()], score(np.empty((1, 0), np.int16))
         singles = score(left.reshape(-1, 1))

@@ -50,6 +50,10 @@ from search.tree import (
     shared_prior,
     write_children,
 )
+from search.victims import choose_victims
+
+_NO_HISTORY = np.empty(0, np.uint64)
+_NO_HISTORY.setflags(write=False)
 
 
 class SearchConfig(BaseModel):
@@ -308,7 +312,7 @@ class Search:
         """Evaluate the leaf and write its children; returns the value for its side to move."""
         try:
             if tree.pending[node] > 0:
-                self._resolve(tree, node, self._state_at(tree, path[-2], path[:-1]))
+                self._resolve(tree, node)
             state = self._state_at(tree, node, path)
             if state.is_terminal():
                 value = terminal_value(state)
@@ -342,25 +346,37 @@ class Search:
             if event is not None:
                 event.set()
 
-    def _resolve(self, tree: Tree, node: int, parent_state: GameState) -> None:
-        """Choose the pending square victims of the edge into ``node`` (JFA Eq. 6) and take them."""
+    def _resolve(self, tree: Tree, node: int) -> None:
+        """Choose the pending square victims of the edge into ``node`` (JFA Eq. 6,
+        ``search.victims.choose_victims``) on the child's own row (the position after the path) and
+        take them."""
         o, n = int(tree.move_off[node]), int(tree.move_npath[node])
-        path = tuple(int(x) for x in tree.move_pool[o:o + n])
-        victims = self._choose_victims(parent_state, path, bool(tree.move_jump[node]), int(tree.pending[node]))
+        path = tree.move_pool[o:o + n]
+        after = self._view(tree, node, _NO_HISTORY, None)
+        choice = choose_victims(after, path, bool(tree.move_jump[node]), int(tree.pending[node]), self.capture_pruner,
+                                self.victim_scorer, self.config.victim_candidates)
         resolve_victims(tree.board, tree.side, tree.counts, tree.hash, tree.move_off, tree.move_npath,
-                        tree.move_nvic, tree.move_pool, tree.pending, node, np.array(victims, np.int16))
+                        tree.move_nvic, tree.move_pool, tree.pending, node, np.array(choice.victims, np.int16))
+
+    def _view(self, tree: Tree, node: int, history: np.ndarray, last_move: Move | None) -> GameState:
+        """``node``'s position as a ``GameState`` made from its row (board copied, hash and counts
+        as stored: no rehash)."""
+        return GameState.from_arrays(tree.board[node].copy(), tree.side[node], tree.phase[node], tree.quiet[node],
+                                     tree.ply[node], tree.counts[node], tree.hash[node], history,
+                                     self._root_state.ruleset, last_move)
 
     def _state_at(self, tree: Tree, node: int, path: list[int]) -> GameState:
-        """The ``GameState`` of ``node`` reached by ``path``, with its repetition history."""
+        """The ``GameState`` of ``node`` reached by ``path``, with its repetition history (the root's
+        history, then the battle positions along ``path``, the last ``quiet + 1`` of them)."""
         root = self._root_state
         if node == 0:
             return root
-        history = None
+        history = _NO_HISTORY
         if tree.phase[node] == 1:
-            hashes = [int(h) for h in root.history] + [int(tree.hash[n]) for n in path[1:] if tree.phase[n] == 1]
+            along = np.asarray(path[1:], np.int64)
+            hashes = np.concatenate((root.history, tree.hash[along][tree.phase[along] == 1]))
             history = hashes[-(int(tree.quiet[node]) + 1):]
-        return GameState(tree.board[node], tree.side[node], tree.phase[node], tree.quiet[node], tree.ply[node],
-                         root.ruleset, history, self._move_of(node), (int(tree.counts[node, 0]), int(tree.counts[node, 1])))
+        return self._view(tree, node, history, self._move_of(node))
 
     def _move_of(self, node: int) -> Move:
         t = self.tree
@@ -391,24 +407,6 @@ class Search:
                                                                     np.asarray(keep, np.int64))
         return _Children(len(off) - 1, pts, off, jump, squares, actions, None, pool_size)
 
-    def _choose_victims(self, state: GameState, path: tuple[int, ...], jump: bool, count: int) -> tuple[int, ...]:
-        """``count`` square victims of a square-forming path from ``state``: the lower net's best among
-        the capture pruner's first ``victim_candidates`` candidates (JFA Eq. 6); without a lower net the pruner's best; without
-        either, the lowest points (a deterministic, documented fallback)."""
-        if self.capture_pruner is not None:
-            sets, _ = self.capture_pruner.candidates(state, path, jump)
-            if self.config.victim_candidates > 0:
-                sets = sets[: self.config.victim_candidates]
-        else:
-            sets = [tuple(state.victims_left(path, jump)[:count])]
-        if len(sets) > 1 and self.victim_scorer is not None:
-            from nets.encoding import encode_upper
-
-            after = [state._play(Move(path, jump, s)) for s in sets]
-            q = self.victim_scorer.q_values(after, [encode_upper(path, jump)] * len(after))
-            return sets[int(np.argmax(q))]
-        return sets[0]
-
     # ------------------------------------------------------------------ results
     def _new_tree(self, state: GameState) -> None:
         tree = Tree(self.config.max_nodes)
@@ -428,7 +426,7 @@ class Search:
         first, n = int(tree.first_child[0]), int(tree.n_children[0])
         idx = np.arange(first, first + n)
         for c in idx[tree.pending[idx] > 0]:  # unvisited root children: complete their moves
-            self._resolve(tree, int(c), self._root_state)
+            self._resolve(tree, int(c))
         visits = tree.N[idx].copy()
         with np.errstate(invalid="ignore", divide="ignore"):
             q = np.where(visits > 0, tree.W[idx] / np.maximum(visits, 1), np.nan)

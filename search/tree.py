@@ -35,11 +35,10 @@ import threading
 
 import numpy as np
 
-from core.board import BLACK, CENTRE_OTHER, CENTRE_WHITE_FIRST, EMPTY, NUM_POINTS, STONES_PER_SIDE
+from core.board import NUM_POINTS
 from core.jit import kernel
+from core.play import play, take_stones
 from nets.encoding import encode_path
-from core.movegen import apply_path
-from core.zobrist import zobrist_hash
 
 UNEXPANDED, EXPANDING, EXPANDED, TERMINAL = 0, 1, 2, 3
 NUM_LOCKS = 64
@@ -152,37 +151,21 @@ def write_children(
     ``pts[off[i]:off[i+1]]`` (one point: a placement) and jump flag ``jump[i]``; when its path forms
     ``squares[i] > 0`` squares, ``min(squares, opponent stones left)`` victims are left *pending* (see
     :func:`resolve_victims`) and the child holds the position after the path. Returns the move-pool
-    entries used (victim space included). Handles the end of the layout (rule book 2.4)."""
+    entries used (victim space included). Positions and hashes come from ``core.play.play`` (the
+    parent's hash updated incrementally), which handles the end of the layout (rule book 2.4)."""
     s = side[node]
     used = 0
     for i in range(k):
         c = start + i
         board[c] = board[node]
-        path = pts[off[i] : off[i + 1]]
         counts[c] = counts[node]
+        path = pts[off[i] : off[i + 1]]
         n_vic = 0
-        next_side = 1 - s
-        next_phase = phase[node]
-        if phase[node] == 0:
-            board[c, path[0]] = s + 1
-            counts[c, s] += 1
-            quiet[c] = 0
-            if counts[c, 0] + counts[c, 1] == NUM_POINTS:
-                board[c, CENTRE_WHITE_FIRST] = EMPTY
-                board[c, CENTRE_OTHER] = EMPTY
-                counts[c, 0] = STONES_PER_SIDE - 1
-                counts[c, 1] = STONES_PER_SIDE - 1
-                next_side = BLACK
-                next_phase = 1
-        else:
-            captured = apply_path(board[c], s, path, jump[i] != 0, path[:0])
-            counts[c, 1 - s] -= captured
-            n_vic = min(squares[i], counts[c, 1 - s])
-            quiet[c] = 0 if captured + n_vic > 0 else quiet[node] + 1
-        side[c] = next_side
-        phase[c] = next_phase
-        ply[c] = ply[node] + 1
-        hash_[c] = zobrist_hash(board[c], next_side, next_phase)
+        if phase[node] == 1 and squares[i] > 0:
+            hops = path.shape[0] - 1 if jump[i] != 0 else 0
+            n_vic = min(squares[i], counts[node, 1 - s] - hops)
+        side[c], phase[c], quiet[c], ply[c], hash_[c], _ = play(
+            board[c], counts[c], s, phase[node], quiet[node], ply[node], hash_[node], path, jump[i] != 0, path[:0], n_vic)
         parent[c] = node
         mover[c] = s
         action[c] = actions[i]
@@ -205,14 +188,12 @@ def write_children(
 def resolve_victims(board, side, counts, hash_, move_off, move_npath, move_nvic, move_pool, pending, node, victims):
     """Take the square ``victims`` (``int16[v]``, ``v == pending[node]``) of the edge into ``node``:
     remove them, update counts and hash, record them in the move pool, clear ``pending``."""
-    opp = side[node]  # the side to move at the child is the one losing stones
     for j in range(victims.shape[0]):
-        board[node, victims[j]] = EMPTY
         move_pool[move_off[node] + move_npath[node] + j] = victims[j]
-    counts[node, opp] -= victims.shape[0]
+    # the side to move at the child is the one losing stones
+    hash_[node] = take_stones(board[node], counts[node], side[node], victims, hash_[node])
     move_nvic[node] = victims.shape[0]
     pending[node] = 0
-    hash_[node] = zobrist_hash(board[node], side[node], 1)
 
 
 @kernel
