@@ -42,13 +42,15 @@ def play_path(board, side, path, is_jump):
 @kernel
 def take_stones(board, counts, player, points, h):
     """Remove ``player``'s stones at ``points`` (``int16[v]``) from ``board``, decrement
-    ``counts[player]`` (both in place) and return the hash ``h`` with their keys XORed out."""
+    ``counts[player]`` (both in place) and return the hash ``h`` with their keys XORed out (as
+    ``uint64``, whatever integer type ``h`` came as)."""
+    out = np.uint64(h)
     for j in range(points.shape[0]):
         q = points[j]
         board[q] = EMPTY
-        h ^= ZOBRIST_STONE[q, player]
+        out ^= ZOBRIST_STONE[q, player]
     counts[player] -= points.shape[0]
-    return h
+    return out
 
 
 @kernel
@@ -62,7 +64,9 @@ def play(board, counts, side, phase, quiet, ply, h, path, is_jump, victims, pend
     ``victims`` (``int16[v]``, opponent stones) are removed. ``pending`` is the number of square
     victims still to be chosen and removed later by :func:`take_stones` (the search's lazy victims):
     they count as a capture for ``quiet`` only. ``captured`` is the number of stones removed now.
+    ``h`` is ``uint64`` (pass ``np.uint64(hash)`` from Python: a Python int would be typed ``int64``).
     """
+    h = np.uint64(h)
     if phase == 0:
         p = path[0]
         board[p] = side + 1

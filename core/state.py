@@ -340,5 +340,7 @@ class GameState:
         elif captured or self.phase == PHASE_LAYOUT:
             history = np.array([h], np.uint64)
         else:
-            history = np.append(self.history, h)
+            history = np.empty(len(self.history) + 1, np.uint64)
+            history[:-1] = self.history
+            history[-1] = h
         return GameState.from_arrays(board, side, phase, quiet, ply, counts, h, history, self.ruleset, move)
