@@ -6,11 +6,16 @@ Measured on the same positions (sampled from random games: layout, battle and fl
   ``GameState.legal_paths()`` API (kernel plus notation strings) and the reference ``legal_paths``;
 - full random games per second (uniform path, then uniform victim set): the in-kernel game against
   the reference's, also as plies per second since games differ in length;
-- the speed-up of 2 threads playing kernel games concurrently over 1 thread (kernels release the GIL).
+- the speed-up of 2 threads playing kernel games concurrently over 1 thread (kernels release the GIL);
+- random games driven from Python through ``GameState.legal_moves()`` (``random.choice`` of the lazy
+  ``MoveList``, then ``apply``), as plies per second, against the same games through the eager
+  complete list (every ``Move`` built and sorted by notation, what ``legal_moves()`` returned before
+  it became lazy), capped at ``API_BATTLE_PLIES`` battle plies per game.
 """
 
 from __future__ import annotations
 
+import random
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -79,6 +84,32 @@ def _games(seeds, seconds: float, threads: int = 1) -> tuple[float, float]:
     return done[0] / elapsed, done[1] / elapsed
 
 
+API_BATTLE_PLIES = 400
+
+
+def api_game_plies(seed: int, eager: bool = False) -> int:
+    """Play one random game through the Python API (module docstring); returns its plies."""
+    rng = random.Random(seed)
+    s = GameState.initial()
+    plies = 0
+    while not s.is_terminal() and s.ply < NUM_POINTS + API_BATTLE_PLIES:
+        moves = s.legal_moves()
+        if eager:
+            moves = sorted(list(moves), key=str)
+        s = s.apply(rng.choice(moves))
+        plies += 1
+    return plies
+
+
+def api_plies_per_s(seconds: float, eager: bool = False) -> float:
+    """Plies per second of :func:`api_game_plies` over seeded games for about ``seconds``."""
+    t0, plies, seed = time.perf_counter(), 0, 0
+    while time.perf_counter() - t0 < seconds or plies == 0:
+        plies += api_game_plies(seed, eager)
+        seed += 1
+    return plies / (time.perf_counter() - t0)
+
+
 def run_rules_benchmark(seconds: float = 3.0, progress: bool = True) -> dict:
     """Run every measurement (about ``8 * seconds`` in all) and return the figures as a dict."""
     from rich.console import Console
@@ -105,6 +136,10 @@ def run_rules_benchmark(seconds: float = 3.0, progress: bool = True) -> dict:
             plies_ref += len(moves)
             n_ref += 1
         ref_elapsed = time.perf_counter() - t0
+    with console.status("random games through legal_moves()"):
+        api_game_plies(0)  # compile or load the notation-order kernel outside the timing
+        api_lazy = api_plies_per_s(seconds)
+        api_eager = api_plies_per_s(seconds, eager=True)
     result = {
         "positions": len(states),
         "movegen_per_s": {"numba_kernel": kernel_rate, "numba_api": api_rate, "reference": ref_rate},
@@ -115,6 +150,8 @@ def run_rules_benchmark(seconds: float = 3.0, progress: bool = True) -> dict:
         "random_game_ratio": games_1 / (n_ref / ref_elapsed),
         "random_ply_ratio": plies_1 / (plies_ref / ref_elapsed),
         "two_thread_speedup": games_2 / games_1,
+        "api_random_plies_per_s": {"legal_moves": api_lazy, "eager_sorted_list": api_eager},
+        "api_lazy_vs_eager": api_lazy / api_eager,
     }
     result["numba_vs_reference"] = min(result["movegen_ratio"], result["random_game_ratio"])
     table = Table(title=f"rules benchmark ({len(states)} positions, {seconds:g} s per measurement)")
@@ -125,5 +162,7 @@ def run_rules_benchmark(seconds: float = 3.0, progress: bool = True) -> dict:
     table.add_row("random games/s", f"{games_1:,.2f}", f"{n_ref / ref_elapsed:,.3f}", f"{result['random_game_ratio']:.0f}x")
     table.add_row("random plies/s", f"{plies_1:,.0f}", f"{plies_ref / ref_elapsed:,.0f}", f"{result['random_ply_ratio']:.0f}x")
     table.add_row("2 threads vs 1 (games/s)", f"{games_2:,.2f}", "", f"{result['two_thread_speedup']:.2f}x")
+    table.add_row("API random plies/s: legal_moves() vs eager sorted list", f"{api_lazy:,.0f}", f"{api_eager:,.0f}",
+                  f"{result['api_lazy_vs_eager']:.1f}x")
     console.print(table)
     return result

@@ -17,7 +17,6 @@ Typical use::
 
 from __future__ import annotations
 
-from itertools import combinations
 from math import comb
 from typing import NamedTuple
 
@@ -36,6 +35,7 @@ from core.board import (
 )
 from core.errors import IllegalMoveError
 from core.jfen import START_JFEN, format_jfen, parse_jfen
+from core.movelist import MoveList, battle_list, placement_list
 from core.movegen import find_path, generate_paths, has_battle_move, layout_points, new_path_buffers
 from core.play import play
 from core.notation import Move, parse_move
@@ -209,23 +209,15 @@ class GameState:
         jumped = {(a + b) // 2 for a, b in zip(path, path[1:])}
         return [p for p in stones if p not in jumped]
 
-    def legal_moves(self) -> list[Move]:
-        """Every full legal move (each victim set separately), sorted by notation string."""
+    def legal_moves(self) -> MoveList:
+        """Every full legal move (each victim set separately), sorted by notation string, as a lazy
+        ``core.movelist.MoveList`` (a ``Sequence[Move]``: ``len``, indexing, iteration;
+        ``list(...)`` for the complete list). Empty when terminal."""
         if self.phase == PHASE_LAYOUT:
-            moves = [Move((p,)) for p in self.placements()]
-        else:
-            ps = self.paths()
-            pts, off = ps.pts.tolist(), ps.off.tolist()
-            moves = []
-            for i in range(ps.m):
-                path, jump = tuple(pts[off[i]:off[i + 1]]), bool(ps.jump[i])
-                if ps.nsq[i] == 0:
-                    moves.append(Move(path, jump))
-                    continue
-                left = self.victims_left(path, jump)
-                n = min(int(ps.nsq[i]), len(left))
-                moves.extend(Move(path, jump, v) for v in combinations(left, n))
-        return sorted(moves, key=str)
+            out = np.empty(NUM_POINTS, np.int16)
+            return placement_list(out[: layout_points(self.board, self.counts[0] + self.counts[1], out)])
+        ps = self.paths()
+        return battle_list(self.board, self.side, self.counts[1 - self.side], ps.m, ps.pts, ps.off, ps.nsq, ps.jump)
 
     def count_moves(self) -> int:
         """Number of full legal moves without listing them (``sum C(left, k)`` over paths)."""
