@@ -107,17 +107,6 @@ def _full_except(board, c, skip, stone):
 
 # --------------------------------------------------------------------------------------------- squares
 @kernel
-def count_squares(board, side):
-    """Number of squares of ``side`` (0 White, 1 Black) on ``board`` (``int8[196]``); rule book 1."""
-    me = side + 1
-    n = 0
-    for c in range(NUM_CELLS):
-        if _is_square(board, c, me):
-            n += 1
-    return n
-
-
-@kernel
 def find_squares(board, side):
     """Squares of ``side`` (rule book sections 1 and 5).
 
@@ -290,13 +279,6 @@ def _scan_dalians(board, side, stones, empties, kinds, store):
                     kinds[n] = KIND_FLAT if flags == 1 else (KIND_DIAGONAL if flags == 2 else KIND_MIXED)
                 n += 1
     return n
-
-
-@kernel
-def count_dalians(board, side):
-    """Number of distinct Dalian ``(stone, empty point)`` pairs of ``side`` (see :func:`find_dalians`)."""
-    dummy16 = np.empty(0, np.int16)
-    return _scan_dalians(board, side, dummy16, dummy16, np.empty(0, np.int8), False)
 
 
 @kernel

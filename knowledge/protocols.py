@@ -1,8 +1,16 @@
 """Typed protocols of the pluggable parts (one per registry kind) and the ``Agent`` protocol.
 
-Plugins are thin objects over Numba kernels in ``core/``; they take a ``GameState`` and the
-state's ``PathSet`` (CSR arrays of legal battle paths, ``core.state.PathSet``) so that nothing is
-converted to Python objects per move. Every registered plugin passes ``tests/test_plugins.py``.
+Plugins are thin objects over Numba kernels (``core/``, ``knowledge/*_kernels.py``); they take a
+``GameState`` and the state's ``PathSet`` (CSR arrays of legal battle paths, ``core.state.PathSet``)
+so that nothing is converted to Python objects per move. The search hands them its tree's positions
+as ``GameState.from_arrays`` views (board, counts and hash as stored, no rehash), and the capture
+pruner the position after a path as it stands in the tree (``candidates_after``), so nothing is
+regenerated. Every registered plugin passes ``tests/test_plugins.py``.
+
+Names: the protocols are named for their role (``PathPruner``, ``VictimRanker``, ``PositionScorer``)
+so they do not collide with the JFA implementations in ``knowledge.pruning``
+(``ExpansionPruner``, ``CapturePruner``) or with ``nets.evaluator.Evaluator`` (the search's
+policy-and-value source).
 """
 
 from __future__ import annotations
@@ -16,8 +24,8 @@ from core.state import GameState, PathSet
 
 
 @runtime_checkable
-class ExpansionPruner(Protocol):
-    """Chooses which legal battle paths a search node expands (JFA Table 1)."""
+class PathPruner(Protocol):
+    """Kind ``expansion_pruner``: chooses which legal battle paths a search node expands (JFA Table 1)."""
 
     name: str
 
@@ -27,14 +35,20 @@ class ExpansionPruner(Protocol):
 
 
 @runtime_checkable
-class CapturePruner(Protocol):
-    """Chooses the candidate square-victim sets of a square-forming path (JFA Table 2, Eq. 7-9)."""
+class VictimRanker(Protocol):
+    """Kind ``capture_pruner``: chooses the candidate square-victim sets of a square-forming path (JFA
+    Table 2, Eq. 7-9)."""
 
     name: str
 
     def candidates(self, state: GameState, path: tuple[int, ...], jump: bool) -> tuple[list[tuple[int, ...]], np.ndarray]:
         """Victim sets (each ascending, of the size the rules require) and their scores (``float64[n]``,
         higher is better for the mover), best first; never empty when the path captures at all."""
+        ...
+
+    def candidates_after(self, after: GameState, count: int) -> tuple[list[tuple[int, ...]], np.ndarray]:
+        """The same from the position after the path (its ``count`` victims still on the board, the
+        victims' side to move: ``search.victims.after_path`` or a search tree's child)."""
         ...
 
 
@@ -50,8 +64,8 @@ class LayoutPrior(Protocol):
 
 
 @runtime_checkable
-class Evaluator(Protocol):
-    """A static evaluation of a position (papers/001 Eq. 9)."""
+class PositionScorer(Protocol):
+    """Kind ``evaluator``: a static evaluation of a position (papers/001 Eq. 9)."""
 
     name: str
 

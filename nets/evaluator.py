@@ -106,11 +106,6 @@ def _uniform(n: int) -> np.ndarray:
 UNIFORM_POLICY = (_uniform(NUM_LAYOUT_ACTIONS), _uniform(NUM_UPPER_ACTIONS))  # by phase; read-only
 
 
-def uniform_policy(phase: int) -> np.ndarray:
-    """The shared read-only uniform policy of ``phase`` (0 layout, 1 battle)."""
-    return UNIFORM_POLICY[phase]
-
-
 class UniformEvaluator:
     """Uniform policy over the phase's whole action space (read-only shared array), value 0."""
 

@@ -166,11 +166,6 @@ def action_map(sym: int, kind: str) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------------------------- objects
-def transform_point(point: int, sym: int) -> int:
-    """Image of point index ``point`` under ``sym``."""
-    return int(POINT_MAPS[_check_sym(sym), point])
-
-
 def transform_board(board: np.ndarray, sym: int) -> np.ndarray:
     """A new array with the points of ``board`` moved by ``sym``: ``out[..., POINT_MAPS[sym, p]] =
     board[..., p]``. ``board`` has the 196 points on its last axis (``int8[196]`` boards, or any

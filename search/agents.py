@@ -129,27 +129,18 @@ class SearchAgent:
             self.search.evaluator.close()
 
 
-def choose_victims_q(state: GameState, path, jump: bool, pruner, scorer, rng=None, epsilon: float = 0.0,
-                     limit: int = 0):
-    """The lower net's choice of square victims for a square-forming ``path``: among the capture
-    pruner's candidates (the first ``limit``; 0 = all), a uniformly random one with probability
-    ``epsilon`` (``rng``), else the highest Q. Returns ``(victims, after_state, upper_action,
-    n_candidates)``."""
+def choose_victims_q(state: GameState, move: Move, pruner, scorer, rng=None, epsilon: float = 0.0, limit: int = 0):
+    """The lower net's choice of square victims for the square-forming ``move`` (its path; its
+    victims give only their number): ``search.victims.choose_victims`` among the capture pruner's
+    candidates (the first ``limit``; 0 = all), a uniformly random one with probability ``epsilon``
+    (``rng``), else the highest Q. Returns ``(victims, after_state, upper_action, n_candidates)``."""
     from nets.encoding import encode_upper
+    from search.victims import after_path, choose_victims
 
-    sets, _ = pruner.candidates(state, path, jump)
-    if limit > 0:
-        sets = sets[:limit]
-    action = encode_upper(tuple(path), jump)
-    afters = [state._play(Move(tuple(path), jump, tuple(s))) for s in sets]
-    if len(sets) == 1:
-        j = 0
-    elif rng is not None and epsilon > 0 and rng.random() < epsilon:
-        j = int(rng.integers(len(sets)))
-    else:
-        q = scorer.q_values(afters, [action] * len(afters))
-        j = int(np.argmax(q))
-    return tuple(sets[j]), afters[j], action, len(sets)
+    k = len(move.victims)
+    choice = choose_victims(after_path(state, move.path, move.jump, k), move.path, move.jump, k, pruner, scorer,
+                            limit, rng, epsilon)
+    return choice.victims, choice.after, encode_upper(move.path, move.jump), choice.n_candidates
 
 
 class LowerVictimsAgent:
@@ -168,8 +159,8 @@ class LowerVictimsAgent:
         t0 = time.perf_counter()
         move = self.base.select(state)
         if state.phase != PHASE_LAYOUT and move.victims:
-            victims, _, _, _ = choose_victims_q(state, move.path, move.jump, self.pruner, self.scorer, self.rng,
-                                                self.epsilon, self.limit)
+            victims, _, _, _ = choose_victims_q(state, move, self.pruner, self.scorer, self.rng, self.epsilon,
+                                                self.limit)
             move = Move(move.path, move.jump, victims)
         self.last_think_time = time.perf_counter() - t0
         return move

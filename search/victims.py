@@ -56,7 +56,7 @@ def take(after: GameState, path, jump: bool, victims) -> GameState:
 def choose_victims(after: GameState, path, jump: bool, count: int, pruner=None, scorer=None, limit: int = 0,
                    rng: np.random.Generator | None = None, epsilon: float = 0.0) -> VictimChoice:
     """Choose ``count`` square victims (module docstring). ``after``: the position after ``path``
-    (victims pending); ``pruner``: a capture pruner (``knowledge.protocols.CapturePruner``) or
+    (victims pending); ``pruner``: a capture pruner (``knowledge.protocols.VictimRanker``) or
     ``None``; ``scorer``: a lower net (``q_values(states, actions)``, ``nets.evaluator``) or ``None``;
     ``limit``: score at most this many of the pruner's sets (0: all); ``rng``/``epsilon``: explore."""
     if count <= 0:

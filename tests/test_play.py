@@ -126,3 +126,22 @@ def test_every_expanded_child_is_its_parent_after_its_move(jfen, seed):
                 order.append(c)
                 checked += 1
         assert checked >= 1
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(battle_boards(), played_positions()), rulesets(), st.integers(0, 2**32 - 1))
+def test_after_path_then_take_is_the_state_after_the_move(jfen, rules, seed):
+    """``search.victims``: the position after a path with its victims pending, then the victims taken,
+    is ``GameState._play`` of the whole move in every field (history and last move included)."""
+    from search.victims import after_path, take
+
+    state = GameState.from_jfen(jfen, rules)
+    if state.is_terminal() or state.count_moves() > 3000:
+        return
+    moves = [m for m in state.legal_moves() if m.victims]
+    for move in random.Random(seed).sample(moves, min(len(moves), 4)):
+        got = take(after_path(state, move.path, move.jump, len(move.victims)), move.path, move.jump, move.victims)
+        want = state._play(move)
+        assert got == want and got.hash == want.hash and got.counts == want.counts
+        assert (got.quiet, got.ply, got.last_move) == (want.quiet, want.ply, want.last_move)
+        assert got.history.tolist() == want.history.tolist()

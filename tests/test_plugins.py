@@ -35,6 +35,7 @@ from core.notation import Move
 from core.state import GameState
 import catalog  # noqa: F401 - registers every built-in plugin and agent
 from knowledge import protocols
+from search.victims import after_path
 from knowledge.registry import REGISTRY
 from tests.strategies import battle_boards, layout_positions, played_positions, random_battle_jfen
 
@@ -49,10 +50,10 @@ FAST_SPECS = {
     "reward.first_square": "reward.first_square:agent=random,max_plies=60",
 }
 PROTOCOLS = {
-    "expansion_pruner": protocols.ExpansionPruner,
-    "capture_pruner": protocols.CapturePruner,
+    "expansion_pruner": protocols.PathPruner,
+    "capture_pruner": protocols.VictimRanker,
     "layout_prior": protocols.LayoutPrior,
-    "evaluator": protocols.Evaluator,
+    "evaluator": protocols.PositionScorer,
     "reward": protocols.Reward,
     "agent": protocols.Agent,
 }
@@ -178,6 +179,11 @@ def test_capture_pruner(name, text, seed):
         path, jump = ps.path(i), bool(ps.jump[i])
         sets, scores = pruner.candidates(s, path, jump)
         check_victim_sets(s, path, jump, sets, scores)
+        # From the position after the path (the search's view): the same sets and scores.
+        k = len(sets[0])
+        after_sets, after_scores = pruner.candidates_after(after_path(s, path, jump, k), k)
+        assert [tuple(v) for v in after_sets] == [tuple(v) for v in sets]
+        assert np.array_equal(after_scores, scores)
 
 
 # ============================================================================ layout priors

@@ -254,7 +254,7 @@ def play_lower_game(cfg, lower_net, seed: int) -> tuple[_Game, Any, dict]:
         if state.phase == PHASE_LAYOUT or not move.victims:
             game.play(move)
             continue
-        victims, after, action, n = choose_victims_q(state, move.path, move.jump, pruner, scorer, rng,
+        victims, after, action, n = choose_victims_q(state, move, pruner, scorer, rng,
                                                      cfg.selfplay.lower_epsilon)
         choices += 1
         builder.add_lower(state_planes(after), action)
