@@ -226,7 +226,8 @@ def _fill_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump, squares_o
         if reach[o]:
             for dd in range(4):
                 land = BEYOND[o, dd]
-                if land >= 0 and b[NEIGHBOR[o, dd]] == opp and b[land] == EMPTY:
+                # a first hop the search below would take (its landing checks, cheapest first)
+                if land >= 0 and (reach[land] or target[land]) and b[NEIGHBOR[o, dd]] == opp and b[land] == EMPTY:
                     can_hop = True
                     break
         if not can_hop:
@@ -249,13 +250,13 @@ def _fill_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump, squares_o
             land = BEYOND[cur, dd]
             if land < 0:
                 continue
+            if not reach[land] and not target[land]:
+                continue  # no square at land nor beyond it
+            if visited[land] and not allow_revisit:
+                continue
             mid = NEIGHBOR[cur, dd]
             if b[mid] != opp or b[land] != EMPTY:
                 continue
-            if visited[land] and not allow_revisit:
-                continue
-            if not reach[land] and not target[land]:
-                continue  # no square at land nor beyond it
             b[mid] = EMPTY  # the jumped stone is removed at once
             depth += 1
             chain[depth] = land
