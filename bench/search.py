@@ -15,7 +15,8 @@ random initialisation — speed does not depend on the weights), both compiled f
 - net-only throughput (positions/s of the raw compiled forward pass) at the same batch sizes, with
   as many concurrent callers as inference threads, on ``torch_threads`` threads (batch 1: one caller
   on one thread, as serial);
-- the search's own cost: seconds per simulation of the serial search with the uniform evaluator.
+- the search's own cost: seconds per simulation of the serial search with the uniform evaluator,
+  wall (``search_seconds_per_simulation``) and CPU (``search_cpu_seconds_per_simulation``).
 
 Ratios printed: WU-UCT (best T) over serial at each simulation count, 2 threads over 1, the search's
 simulations/s over the net-only throughput at the same batch size (largest T; also per T), and an
@@ -83,6 +84,22 @@ def _time_search(evaluator, threads: int, sims: int, states: list[GameState]) ->
             search.run(st)
             total += time.perf_counter() - t0
     return total / len(states)
+
+
+def search_cost_per_simulation(states: list[GameState], sims: int) -> tuple[float, float]:
+    """The search's own cost: ``(wall, cpu)`` seconds per simulation of the serial search with the
+    uniform evaluator over ``states`` (fresh tree each). CPU time (``time.process_time``, one thread
+    works) is what to compare on a loaded machine: other processes inflate the wall time."""
+    from nets.evaluator import UniformEvaluator
+
+    wall = cpu = 0.0
+    for st in states:
+        with Search(UniformEvaluator(), SearchConfig(simulations=sims, threads=1, reuse_tree=False, seed=0)) as search:
+            t0, c0 = time.perf_counter(), time.process_time()
+            search.run(st)
+            wall += time.perf_counter() - t0
+            cpu += time.process_time() - c0
+    return wall / len(states) / sims, cpu / len(states) / sims
 
 
 def wuuct_batch(threads: int) -> int:
@@ -168,8 +185,9 @@ def run_search_benchmark(simulations=SIMULATIONS, threads=THREADS, progress: boo
                 rows.append({"phase": phase, "search": "wu-uct", "threads": T, "simulations": sims,
                              "seconds_per_move": t, "sims_per_s": sims / t, "batches": batches})
     with console.status("search cost (serial, uniform evaluator)"):
-        search_cost = {phase: _time_search(UniformEvaluator(), 1, max(simulations), states) / max(simulations)
-                       for phase, states in positions.items()}
+        costs = {phase: search_cost_per_simulation(states, max(simulations)) for phase, states in positions.items()}
+        search_cost = {phase: wall for phase, (wall, _) in costs.items()}
+        search_cpu = {phase: cpu for phase, (_, cpu) in costs.items()}
     with console.status("net-only throughput"):
         net = {"layout": slm, "battle": upper}
         fast = {phase: compile_for_inference(m) for phase, m in net.items()}  # what the evaluators run
@@ -193,7 +211,8 @@ def run_search_benchmark(simulations=SIMULATIONS, threads=THREADS, progress: boo
                     "net_only_per_s": {p: {str(k): v for k, v in d.items()} for p, d in net_only.items()},
                     "net_only_serial_per_s": serial_net,
                     "net_only_one_thread_per_s": {p: {str(k): v for k, v in d.items()} for p, d in one_thread.items()},
-                    "search_seconds_per_simulation": search_cost}
+                    "search_seconds_per_simulation": search_cost,
+                    "search_cpu_seconds_per_simulation": search_cpu}
     best_t = max(threads)
     for sims in simulations:
         result[f"wuuct_vs_serial_{sims}"] = min(
@@ -223,7 +242,7 @@ def run_search_benchmark(simulations=SIMULATIONS, threads=THREADS, progress: boo
                   f"of max_batch = ceil(T / {IN_FLIGHT}), max_wait_ms = {MAX_WAIT_MS}, {inference_threads} inference "
                   "thread(s); nets compiled")
     for p in positions:
-        console.print(f"{p}: search work {search_cost[p] * 1e3:.2f} ms/simulation; estimated ceiling of WU-UCT/serial on "
+        console.print(f"{p}: search work {search_cost[p] * 1e3:.2f} ms/simulation ({search_cpu[p] * 1e3:.2f} ms CPU); estimated ceiling of WU-UCT/serial on "
                       f"{settings['cores']} cores at {sims} simulations: {result['ceiling_vs_serial'][p]:.2f}")
     for key in [k for k in result if k.startswith("wuuct_vs_serial") or k in ("two_vs_one_thread", "search_vs_net_only")]:
         console.print(f"{key}: {result[key]:.2f}")

@@ -153,8 +153,12 @@ def _fill_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump, squares_o
         n_stack = 0
         for t in range(n_targets):
             e = targets[t]
-            stack[n_stack] = e
-            n_stack += 1
+            # A chain ends only on a point empty at the start or, with revisits, on its origin: a
+            # landing point keeps the origin's parity in both coordinates and a jumped point does not,
+            # so a chain never lands where it removed a stone. Only those targets seed the search.
+            if b[e] == EMPTY or (allow_revisit and b[e] == me):
+                stack[n_stack] = e
+                n_stack += 1
             if b[e] == EMPTY:
                 for dd in range(4):
                     q = NEIGHBOR[e, dd]

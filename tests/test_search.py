@@ -228,6 +228,7 @@ def test_bench_search_reports_every_figure_and_its_settings():
     assert result["settings"]["wuuct_in_flight"] == 2 and result["settings"]["compiled_nets"]
     for phase in ("layout", "battle"):
         assert 0 < result["search_seconds_per_simulation"][phase] < 1
+        assert 0 < result["search_cpu_seconds_per_simulation"][phase] < 1
         assert result["ceiling_vs_serial"][phase] > 0
     # one thread: batch 1 (and the 16 of the one-thread scan); 2 threads, 2 in flight: batch 1 too
     assert set(result["net_only_one_thread_per_s"]["battle"]) == {"1", "16"}
