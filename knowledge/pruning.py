@@ -29,7 +29,6 @@ Ties are broken by the victim points (ascending), so results are deterministic.
 
 from __future__ import annotations
 
-from itertools import combinations
 
 import numpy as np
 
@@ -131,11 +130,16 @@ class CapturePruner:
         best = left[np.lexsort((left, -singles))[: self.pool]]
         beam = [(int(v),) for v in best]
         for size in range(2, k + 1):
-            if size == 2:
-                sets = [(a[0], b[0]) if a[0] < b[0] else (b[0], a[0]) for a, b in combinations(beam, 2)]
-            else:
-                grown = {tuple(sorted(s + (int(v),))) for s in beam for v in best if int(v) not in s}
-                sets = sorted(grown)
+            if size == 2:  # every pair of the pool, in combinations order, ranked by (-score, points)
+                i, j = np.triu_indices(len(best), 1)
+                pairs = np.stack((np.minimum(best[i], best[j]), np.maximum(best[i], best[j])), axis=1)
+                sc = score(pairs)
+                order = np.lexsort((pairs[:, 1], pairs[:, 0], -sc))[: self.top]
+                beam = [(int(a), int(b)) for a, b in pairs[order].tolist()]
+                scores = sc[order]
+                continue
+            grown = {tuple(sorted(s + (int(v),))) for s in beam for v in best if int(v) not in s}
+            sets = sorted(grown)
             arr = np.asarray(sets, np.int16)
             sc = score(arr)
             keys = [tuple(s) for s in sets]
