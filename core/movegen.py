@@ -185,6 +185,8 @@ def _fill_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump, squares_o
     for o in range(NUM_POINTS):
         if b[o] != me:
             continue
+        if not (flying or step_from[o] or reach[o]):
+            continue  # no step, flight or first hop from here can end on a target
         b[o] = EMPTY  # the stone leaves its origin
         chain[0] = o
         oc = o % SIZE
