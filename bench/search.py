@@ -39,6 +39,7 @@ import random
 import time
 
 
+from bench.search_cost import search_cost_per_simulation
 from core.state import GameState
 from search.mcts import Search, SearchConfig
 
@@ -84,22 +85,6 @@ def _time_search(evaluator, threads: int, sims: int, states: list[GameState]) ->
             search.run(st)
             total += time.perf_counter() - t0
     return total / len(states)
-
-
-def search_cost_per_simulation(states: list[GameState], sims: int) -> tuple[float, float]:
-    """The search's own cost: ``(wall, cpu)`` seconds per simulation of the serial search with the
-    uniform evaluator over ``states`` (fresh tree each). CPU time (``time.process_time``, one thread
-    works) is what to compare on a loaded machine: other processes inflate the wall time."""
-    from nets.evaluator import UniformEvaluator
-
-    wall = cpu = 0.0
-    for st in states:
-        with Search(UniformEvaluator(), SearchConfig(simulations=sims, threads=1, reuse_tree=False, seed=0)) as search:
-            t0, c0 = time.perf_counter(), time.process_time()
-            search.run(st)
-            wall += time.perf_counter() - t0
-            cpu += time.process_time() - c0
-    return wall / len(states) / sims, cpu / len(states) / sims
 
 
 def wuuct_batch(threads: int) -> int:
