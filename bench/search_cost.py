@@ -44,4 +44,8 @@ def main(sims: int = 1600) -> dict:
 
 
 if __name__ == "__main__":  # pragma: no cover
+    import os
+
+    if sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(__file__)):
+        sys.path.pop(0)  # run as a file: bench/search.py must not shadow the search package
     print(json.dumps(main(int(sys.argv[1]) if len(sys.argv) > 1 else 1600)))
