@@ -89,18 +89,3 @@ def play(board, counts, side, phase, quiet, ply, h, path, is_jump, victims, pend
     captured = hops + victims.shape[0]
     new_quiet = 0 if captured + pending > 0 else quiet + 1
     return 1 - side, 1, new_quiet, ply + 1, h, captured
-
-
-@kernel
-def copy_play(board, counts, side, phase, quiet, ply, h, path, is_jump, victims, pending, out_board, out_counts):
-    """:func:`play` on copies: ``out_board[:] = board``, ``out_counts[:] = counts``, then play there."""
-    for p in range(NUM_POINTS):
-        out_board[p] = board[p]
-    out_counts[0] = counts[0]
-    out_counts[1] = counts[1]
-    return play(out_board, out_counts, side, phase, quiet, ply, h, path, is_jump, victims, pending)
-
-
-def empty_points() -> np.ndarray:
-    """An empty ``int16`` victim array (no square victims)."""
-    return np.empty(0, np.int16)
