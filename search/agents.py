@@ -195,13 +195,22 @@ class SearchOptions(AgentOptions):
             raise ValueError(f"a plugin name or none: {exc}") from None
         return value
 
+    backup: Literal["mean", "sarsa", "q", "hybrid"] = Field(_search_default("backup"), description="value backup: mean (JFA Eq. 3-5), sarsa, q or hybrid (papers/001 Eq. 2-5)")
+    sarsa_rate: float = Field(_search_default("sarsa_rate"), gt=0, le=1, description="SARSA(lambda) learning rate c1 (papers/001 Table 1)")
+    q_rate: float = Field(_search_default("q_rate"), gt=0, le=1, description="Q-learning learning rate c2 (papers/001 Table 1)")
+    trace_decay: float = Field(_search_default("trace_decay"), ge=0, le=1, description="SARSA(lambda) trace decay lambda (not given by the paper)")
+    discount: float = Field(_search_default("discount"), ge=0, le=1, description="discount gamma of papers/001 Eq. 2 (not given by the paper)")
+    reward_scale: float = Field(_search_default("reward_scale"), ge=0, le=10, description="weight of the Eq. 9-10 knowledge feedback in TD backups")
+
     def _plugin(self, name: str) -> str | None:
         return None if not self.prune or name == "none" else name
 
     def search_config(self, **extra: Any) -> SearchConfig:
         return SearchConfig(simulations=self.sims, threads=self.threads, c_puct=self.c_puct, formula=self.formula,
                             seed=self.seed, expansion_pruner=self._plugin(self.expansion_pruner),
-                            capture_pruner=self._plugin(self.capture_pruner), **extra)
+                            capture_pruner=self._plugin(self.capture_pruner), backup=self.backup,
+                            sarsa_rate=self.sarsa_rate, q_rate=self.q_rate, trace_decay=self.trace_decay,
+                            discount=self.discount, reward_scale=self.reward_scale, **extra)
 
 
 class MctsOptions(SearchOptions):

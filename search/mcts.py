@@ -14,6 +14,8 @@ A pool of ``threads`` workers runs simulations on one shared tree (``search.tree
    after the whole move. Priors come from the policy at the path's upper action index; paths sharing
    an index split its prior.
 3. **Complete update** (Eq. 3-5) along the path: ``O -= 1, N += 1, W += v`` under each node's lock.
+   With ``backup`` other than ``mean``, the values are instead temporal-difference backups
+   (papers/001 and 003, Eq. 2-5): see :meth:`Search._backup_td`.
 
 First-play urgency: an unvisited child's Q is the parent's mean value (for the side choosing) minus
 ``fpu_reduction``. Values are in ``[-1, 1]``; terminal positions use the game result.
@@ -70,6 +72,16 @@ class SearchConfig(BaseModel):
     JFA Eq. 9 score (0: all of them; each set costs one lower-net position, about 1 ms for the tiny net on
     one CPU core, and resolving victims dominated battle search time with all ~36 sets); ``max_nodes`` tree
     capacity; ``reuse_tree`` between moves; ``seed`` for noise and move sampling.
+
+    ``backup`` (papers/001 and 003, Eq. 2-8): ``"mean"`` (default: ``W += v``, Q = W / N, JFA Eq. 3-5),
+    ``"sarsa"`` (SARSA(lambda) with the knowledge feedback of Eq. 9-10 as reward), ``"q"`` (Q-learning:
+    each node's Q moves towards the best child's Q) or ``"hybrid"`` (SARSA(lambda), then Q-learning in
+    the same backup). ``sarsa_rate`` c1 and ``q_rate`` c2 are the papers' Table 1 learning rates
+    (0.372, 0.628); the papers leave undefined the trace decay ``trace_decay`` (lambda, 0.9), the
+    discount ``discount`` (gamma of Eq. 2, 1.0) and the reward scale ``reward_scale`` (0.1: the
+    feedback is in [0, 1] in the layout and [-1, 1] in the battle before scaling, so that it shapes but
+    does not swamp game values in [-1, 1]); ``feedback_evaluator`` and ``layout_prior`` name the
+    plugins giving the feedback (Eq. 9 and Eq. 10). Details: :meth:`Search._backup_td`.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -87,6 +99,14 @@ class SearchConfig(BaseModel):
     max_nodes: int = Field(300_000, ge=16)
     reuse_tree: bool = True
     seed: int = 0
+    backup: Literal["mean", "sarsa", "q", "hybrid"] = "mean"
+    sarsa_rate: float = Field(0.372, gt=0, le=1)
+    q_rate: float = Field(0.628, gt=0, le=1)
+    trace_decay: float = Field(0.9, ge=0, le=1)
+    discount: float = Field(1.0, ge=0, le=1)
+    reward_scale: float = Field(0.1, ge=0, le=10)
+    feedback_evaluator: str = "eval.shape"
+    layout_prior: str = "prior.gaussian"
 
 
 class SearchResult(NamedTuple):
@@ -160,6 +180,11 @@ class Search:
         self._stop: threading.Event | None = None
         self._pool = ThreadPoolExecutor(cfg.threads, thread_name_prefix="wuuct") if cfg.threads > 1 else None
         self.tree_full = False
+        self._backup_lock = threading.Lock()
+        self._rewards: dict[int, float] = {}  # knowledge feedback per node of the current tree (TD backups)
+        if cfg.backup != "mean":
+            self._feedback = REGISTRY.create(cfg.feedback_evaluator, "evaluator")
+            self._prior = REGISTRY.create(cfg.layout_prior, "layout_prior")
 
     # ------------------------------------------------------------------ lifecycle
     def close(self) -> None:
@@ -233,6 +258,7 @@ class Search:
                     if tree.hash[n] == np.uint64(state.hash) and _same_position(tree, n, state):
                         if n != 0:
                             self.tree = _subtree(tree, n)
+                            self._rewards = {}
                         return
                 frontier = [c for n in frontier if tree.flag[n] == EXPANDED
                             for c in range(int(tree.first_child[n]), int(tree.first_child[n] + tree.n_children[n]))]
@@ -299,13 +325,108 @@ class Search:
 
     def _backup(self, tree: Tree, path: list[int], value: float, leaf_side: int) -> None:
         """Complete update (JFA Eq. 3-5): ``value`` is for ``leaf_side``; each node's ``W`` is kept from
-        the point of view of the side that moved into it."""
+        the point of view of the side that moved into it. Other ``backup`` modes: :meth:`_backup_td`."""
+        if self.config.backup != "mean":
+            self._backup_td(tree, path, value, leaf_side)
+            return
         for n in reversed(path):
             v = value if tree.mover[n] == leaf_side else -value
             with tree.lock(n):
                 tree.O[n] -= 1
                 tree.N[n] += 1
                 tree.W[n] += v
+
+    def _backup_td(self, tree: Tree, path: list[int], value: float, leaf_side: int) -> None:
+        """Temporal-difference backups of papers/001 and 003 (Eq. 2-5), for ``backup`` sarsa/q/hybrid.
+
+        The path ``n_0 (root), n_1, ..., n_c (leaf)``; ``Q_i = W[n_i] / N[n_i]`` is the value of the edge
+        into ``n_i`` for the side that made it (the root's: its position's value for the side that moved
+        into it, used by first-play urgency); values of other nodes are negated when their mover
+        differs. ``v`` is the leaf's value (evaluator or game result) from each node's mover's view;
+        ``r_i`` the knowledge feedback (Eq. 9) of the move into ``n_i`` for its mover, times
+        ``reward_scale`` (``r_0 = 0``): in the layout the ``layout_prior`` (Eq. 10) of the placed point
+        relative to the best legal point (in [0, 1]); in the battle the ``feedback_evaluator`` value of
+        the position after the move (in [-1, 1]).
+
+        - SARSA(lambda) (``sarsa``, ``hybrid``), in the order of the descent, t = 0..c:
+          ``target_t = r_t + gamma * Q_{t+1}`` (``v`` for t = c, Eq. 2), ``delta_t = target_t - Q_t``, and
+          every ``i <= t`` gets ``Q_i += c1 * lambda^(t - i) * delta_t`` (Eq. 3: the trace decays with the
+          distance ``t - i`` along the path). A node not yet visited (``N = 0``, the new leaf) first takes
+          ``Q_t = target_t`` (from the leaf up) and has no TD error of its own.
+          Eq. 3 as printed, ``Q <- (1 - c1) Q + c1 lambda^(c-i) E``, would pull every Q towards the TD error
+          itself (towards 0 once learned); this is the standard SARSA(lambda) step it abbreviates.
+        - Q-learning (``q``; ``hybrid`` after the SARSA sweep), from the leaf up: the leaf takes Eq. 5
+          (``Q = W / N`` with ``v`` added; in ``hybrid`` its SARSA value), then for i = c-1..0:
+          ``Q_i <- (1 - c2) Q_i + c2 * max_a Q(n_{i+1}'s siblings)`` (Eq. 4; the max is taken by the side
+          choosing among them, over visited children, and returned to ``n_i``'s mover's view).
+
+        Every path node then has ``N += 1`` and ``W = N * Q`` (so selection's ``W / N`` is the learned Q,
+        Eq. 6-8) and ``O -= 1``. The whole backup holds one search-wide lock. The papers apply SARSA while
+        descending; applying it once the leaf value is known gives the same values at ``threads=1``
+        (selection reads only the children of a node, never the path's own updated Q)."""
+        cfg = self.config
+        c = len(path) - 1
+        mover = [int(tree.mover[n]) for n in path]
+        v = [value if m == leaf_side else -value for m in mover]
+
+        def sign(i: int, j: int) -> float:
+            return 1.0 if mover[i] == mover[j] else -1.0
+
+        with self._backup_lock:
+            q = [float(tree.W[n] / tree.N[n]) if tree.N[n] > 0 else None for n in path]
+            if cfg.backup in ("sarsa", "hybrid"):
+                r = [0.0] + [self._reward(tree, path, i) for i in range(1, c + 1)]
+                fresh = [x is None for x in q]
+                for t in range(c, -1, -1):  # unvisited nodes (the new leaf): Q_t = target_t
+                    if fresh[t]:
+                        q[t] = r[t] + cfg.discount * (v[c] if t == c else sign(t, t + 1) * q[t + 1])
+                for t in range(c + 1):
+                    if fresh[t]:
+                        continue
+                    nxt = v[c] if t == c else sign(t, t + 1) * q[t + 1]
+                    delta = r[t] + cfg.discount * nxt - q[t]
+                    for i in range(t + 1):
+                        q[i] += cfg.sarsa_rate * cfg.trace_decay ** (t - i) * sign(i, t) * delta
+            elif q[c] is None:
+                q[c] = v[c]
+            else:
+                q[c] = (q[c] * tree.N[path[c]] + v[c]) / (tree.N[path[c]] + 1)  # Eq. 5
+            for i in range(c, -1, -1):
+                n = path[i]
+                if cfg.backup in ("q", "hybrid") and i < c:
+                    target = self._best_child(tree, n)
+                    q[i] = target if q[i] is None else (1 - cfg.q_rate) * q[i] + cfg.q_rate * target
+                tree.O[n] -= 1
+                tree.N[n] += 1
+                tree.W[n] = tree.N[n] * q[i]
+
+    def _best_child(self, tree: Tree, node: int) -> float:
+        """The best visited child's Q for the side choosing at ``node``, from the view of ``node``'s mover
+        (Eq. 4's ``max_a Q(s_{i+1}, a)``)."""
+        first, k = int(tree.first_child[node]), int(tree.n_children[node])
+        idx = np.arange(first, first + k)
+        idx = idx[tree.N[idx] > 0]
+        best = float(np.max(tree.W[idx] / tree.N[idx]))
+        return best if tree.side[node] == tree.mover[node] else -best
+
+    def _reward(self, tree: Tree, path: list[int], i: int) -> float:
+        """The knowledge feedback ``r_i`` of the move into ``path[i]`` for its mover (Eq. 9-10, times
+        ``reward_scale``; see :meth:`_backup_td`), cached per node of the current tree."""
+        n = path[i]
+        r = self._rewards.get(n)
+        if r is None:
+            parent = path[i - 1]
+            if tree.phase[parent] == 0:  # a placement: Eq. 10 at its point, relative to the best legal one
+                prior = self._prior.prior(self._state_at(tree, parent, path[:i]))
+                point = int(tree.move_pool[int(tree.move_off[n])])
+                top = float(prior.max())
+                r = float(prior[point]) / top if top > 0 else 0.0
+            else:  # a battle move: Eq. 9 value of the position after it, for the mover
+                value = float(self._feedback.value(self._state_at(tree, n, path[: i + 1])))
+                r = value if tree.side[n] == tree.mover[n] else -value
+            r *= self.config.reward_scale
+            self._rewards[n] = r
+        return r
 
     # ------------------------------------------------------------------ expansion
     def _expand(self, tree: Tree, node: int, path: list[int]) -> float:
@@ -420,6 +541,7 @@ class Search:
         tree.mover[0] = 1 - state.side
         self.tree = tree
         self.tree_full = False
+        self._rewards = {}
 
     def _result(self, simulations: int, seconds: float) -> SearchResult:
         tree = self.tree
