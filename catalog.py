@@ -21,7 +21,7 @@ import knowledge.evaluation  # noqa: F401  eval.shape
 import knowledge.priors  # noqa: F401  prior.gaussian
 import knowledge.pruning  # noqa: F401  prune.expansion, prune.capture
 import knowledge.rewards  # noqa: F401  reward.first_square, reward.outcome
-import search.agents  # noqa: F401  mcts, jfa, slm, hbm
+import search.agents  # noqa: F401  mcts, jfa, slm, hbm, shape
 from knowledge.registry import REGISTRY, option_rows
 
 

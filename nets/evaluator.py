@@ -116,23 +116,31 @@ class UniformEvaluator:
 
 
 class KnowledgeEvaluator:
-    """Uniform policy; value from a knowledge evaluator of the registry (default ``eval.shape``:
-    ``value(state)`` in [-1, 1] for the side to move). ``evaluator`` may also be such an object."""
+    """Value from a knowledge evaluator of the registry (default ``eval.shape``: ``value(state)`` in
+    [-1, 1] for the side to move); uniform policy, or in the layout the policy of ``layout_prior`` (a
+    ``layout_prior`` plugin name such as ``prior.gaussian``, papers/001 Eq. 10: ``float32[196]`` over the
+    points, the layout's action indices). ``evaluator`` and ``layout_prior`` may also be such objects."""
 
     name = "knowledge"
 
-    def __init__(self, evaluator: str | Any = "eval.shape"):
-        if isinstance(evaluator, str):
-            from knowledge.registry import REGISTRY
+    def __init__(self, evaluator: str | Any = "eval.shape", layout_prior: str | Any | None = None):
+        from knowledge.registry import REGISTRY
 
+        if isinstance(evaluator, str):
             evaluator = REGISTRY.create(evaluator, kind="evaluator")
+        if isinstance(layout_prior, str):
+            layout_prior = REGISTRY.create(layout_prior, kind="layout_prior")
         self._evaluator = evaluator
+        self._layout_prior = layout_prior
 
     def evaluate(self, states: Sequence[GameState]) -> list[Evaluation]:
         out = []
         for s in states:
             v = float(self._evaluator.value(s))
-            out.append(Evaluation(UNIFORM_POLICY[s.phase], min(1.0, max(-1.0, v))))
+            policy = UNIFORM_POLICY[s.phase]
+            if self._layout_prior is not None and s.phase == 0:
+                policy = np.asarray(self._layout_prior.prior(s), np.float32)
+            out.append(Evaluation(policy, min(1.0, max(-1.0, v))))
         return out
 
 

@@ -1,4 +1,5 @@
-"""Search agents registered by name: ``mcts``, ``jfa``, ``slm``, ``hbm`` (JFA section 3, Fig. 1): the one
+"""Search agents registered by name: ``mcts``, ``jfa``, ``slm``, ``hbm`` (JFA section 3, Fig. 1) and
+``shape`` (ShapeAgent, the JFA baseline of section 4.2: :func:`make_shape`): the one
 stack of every search-backed agent, for play, arena matches and the training pipeline's evaluations.
 
 - ``mcts``: WU-UCT with the knowledge evaluator (``eval.shape`` value, uniform policy), or
@@ -6,7 +7,9 @@ stack of every search-backed agent, for play, arena matches and the training pip
 - ``jfa``: SLM-guided search in the layout and HBM search (upper net; square victims by the lower
   net) in the battle;
 - ``slm``: ``jfa`` with ``battle=expert`` (the paper's SLM setup: the expert plays the battle);
-- ``hbm``: ``jfa`` with ``layout=expert`` (the expert places, HBM searches the battle).
+- ``hbm``: ``jfa`` with ``layout=expert`` (the expert places, HBM searches the battle);
+- ``shape``: a layout search valued by ``eval.shape`` with the ``prior.gaussian`` policy, the expert
+  in the battle (no nets).
 
 Options are typed (:class:`MctsOptions`, :class:`NetOptions`; ``python cli.py agents`` lists them with
 types, ranges and defaults). The search options' defaults (``c_puct``, ``formula``) are those of
@@ -282,6 +285,49 @@ def make_mcts(o: MctsOptions) -> SearchAgent:
 
     evaluator = KnowledgeEvaluator() if o.eval == "knowledge" else UniformEvaluator()
     return SearchAgent(f"mcts:sims={o.sims}", Search(evaluator, o.search_config()), o.temperature, o.seed)
+
+
+class ShapeOptions(SearchOptions):
+    """Options of ``shape`` (ShapeAgent, JFA section 4.2)."""
+
+    sims: int = Field(400, ge=1, le=SIMS_MAX, description="simulations per layout move (JFA Fig. 5: 400)")
+    prior: str = Field("prior.gaussian", description="layout prior plugin (papers/001 Eq. 10) as the search's policy, or none (uniform)")
+    battle: str = Field("expert", description="the spec of the agent playing the battle")
+
+    @field_validator("prior")
+    @classmethod
+    def _prior(cls, value: str) -> str:
+        if value.strip().lower() == "none":
+            return "none"
+        try:
+            REGISTRY.entry(value, "layout_prior")
+        except SpecError as exc:
+            raise ValueError(f"a layout_prior plugin name or none: {exc}") from None
+        return value
+
+    @field_validator("battle")
+    @classmethod
+    def _battle(cls, value: str) -> str:
+        try:
+            validate_agent_spec(value)
+        except SpecError as exc:
+            raise ValueError(f"an agent spec: {exc}") from None
+        return value
+
+
+@register("shape", "agent", "ShapeAgent: layout search valued by the shape evaluation (Eq. 9), Gaussian prior (Eq. 10); expert battle",
+          options=ShapeOptions)
+def make_shape(o: ShapeOptions) -> PhasedAgent:
+    """ShapeAgent (JFA section 4.2, after papers/001 and 003): an AlphaZero-style search of the layout
+    whose leaves, in particular the positions at the end of the layout, are valued by the formation
+    evaluation ``eval.shape`` (Eq. 9: Dalians, gates, squares) and whose policy is the layout prior
+    ``prior`` (Eq. 10), so it plays without a trained net; the ``battle`` agent (default the expert)
+    plays the battle (``PhasedAgent``)."""
+    from nets.evaluator import KnowledgeEvaluator
+
+    evaluator = KnowledgeEvaluator("eval.shape", None if o.prior == "none" else o.prior)
+    layout = SearchAgent(f"shape:sims={o.sims}", Search(evaluator, o.search_config()), o.temperature, o.seed)
+    return PhasedAgent(layout, make_agent(o.battle, seed=o.seed))
 
 
 def _battle_agent(o: NetOptions, agent=None):
