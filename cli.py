@@ -421,7 +421,7 @@ def experiment(
     name: Annotated[Optional[str], typer.Argument(metavar="NAME", help="A built-in experiment (see --list).")] = None,
     spec: Annotated[Optional[Path], typer.Option("--spec", help="Your own experiment spec file (.toml or .json) instead of NAME.")] = None,
     list_: Annotated[bool, typer.Option("--list", help="List the built-in experiments and exit.")] = False,
-    games: Annotated[Optional[int], typer.Option("--games", "-n", help="Games per match row (even; default: the spec's).")] = None,
+    games: Annotated[Optional[int], typer.Option("--games", "-n", help="Games per match row, or self-play runs per squares row (even; default: the spec's).")] = None,
     workers: Annotated[int, typer.Option(min=0, help="Worker processes shared by all rows (0: in this process).")] = 1,
     seed: Annotated[int, typer.Option(help="Base seed of every row.")] = 0,
     out: Annotated[Optional[Path], typer.Option(help="Run directory (default runs/experiments/NAME).")] = None,

@@ -6,7 +6,10 @@ agents of each row by spec strings, the games per row, the statistics (table col
 kinds:
 
 - ``match``: each row is a colour-balanced arena match ``a`` vs ``b`` (``train.arena.run_arena``);
-  the columns are statistics of the match from A's side (:data:`MATCH_COLUMNS`). An ablation is a
+  the columns are statistics of the match from A's side (:data:`MATCH_COLUMNS`). A row with
+  ``measure = "squares"`` instead has agent ``a`` play ``games`` self-play runs of ``steps`` plies
+  and reports the squares formed per ``bin_steps`` steps (``train.squares``, papers/001 Table 2 and
+  Fig. 5), in a second table; runs are played in this process, one after another. An ablation is a
   set of rows whose agent specs differ only in the options swapped (e.g. ``capture_pruner=none``);
   :func:`agent_config` resolves what an agent spec builds, so a test can check exactly that.
 - ``decision-time``: JFA Table 3: seconds per move of serial MCTS and of WU-UCT with ``threads``
@@ -21,7 +24,8 @@ Run directory (``--out``, default ``runs/experiments/<name>``), every file writt
 
     experiment.json    the resolved spec (params applied), seed, selected rows: a resumed run must match
     rows/<id>/         one arena run directory per match row (resumable game by game)
-    rows/<id>.json     one measured row of a decision-time experiment (kept on resume)
+    rows/<id>.json     one measured row of a decision-time experiment (kept on resume), or the runs
+                       of a squares row (resumed run by run)
     result.json        {"format": "jiu-experiment", "version": 1, "name", "title", "kind", "seed",
                         "params", "games", "rows": [{"id", "label", "a", "b", "games", ..., "stats"}],
                         "complete"}
@@ -94,7 +98,8 @@ class Row(BaseModel):
     id: str
     label: str
     a: str
-    b: str
+    b: str | None = None
+    measure: Literal["match", "squares"] = "match"
     games: int | None = Field(None, ge=2)
     paper: str = ""
 
@@ -112,6 +117,14 @@ class Row(BaseModel):
             raise ValueError(f"must be even (colour-balanced pairs), got {v}")
         return v
 
+    @model_validator(mode="after")
+    def _opponent(self) -> "Row":
+        if self.measure == "match" and not self.b:
+            raise ValueError("a match row needs agent 'b'")
+        if self.measure == "squares" and self.b is not None:
+            raise ValueError("a squares row has one agent ('a', playing both sides); remove 'b'")
+        return self
+
 
 class ExperimentSpec(BaseModel):
     """A declarative experiment (module docstring). Fields: ``name``, ``title``, ``paper`` (what it
@@ -119,7 +132,8 @@ class ExperimentSpec(BaseModel):
     options, e.g. ``{max_battle_plies = 400}``); for ``match``: ``games`` per row (even), ``columns``
     (:data:`MATCH_COLUMNS` keys), ``rows``, ``plots`` (``win-rates``: A's win rate as White / Black /
     overall per row, JFA Figs. 5-6; ``ablation``: win rate and ``ablation_time`` per row, JFA
-    Table 5); for ``decision-time``: ``simulations``, ``threads`` (int or ``"{param}"``), ``phases``,
+    Table 5; ``squares``: the squares rows' squares per block of steps, papers/001 Fig. 5), ``steps``
+    and ``bin_steps`` (squares rows); for ``decision-time``: ``simulations``, ``threads`` (int or ``"{param}"``), ``phases``,
     ``paper_values`` (``{simulations: text}``)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -134,7 +148,9 @@ class ExperimentSpec(BaseModel):
     games: int = Field(100, ge=2)
     columns: list[MatchColumn] = ["wins", "draws", "losses", "win_rate", "se", "ci95", "white", "black"]
     rows: list[Row] = []
-    plots: list[Literal["win-rates", "ablation"]] = []
+    plots: list[Literal["win-rates", "ablation", "squares"]] = []
+    steps: int = Field(200, ge=1)
+    bin_steps: int = Field(20, ge=1)
     ablation_time: MatchColumn = "time_a_battle"
     simulations: list[int] = []
     threads: int | str = 16
@@ -177,7 +193,7 @@ class ExperimentSpec(BaseModel):
 
     def placeholders(self) -> set[str]:
         """Names of the ``{param}`` placeholders used by the rows and ``threads``."""
-        texts = [t for r in self.rows for t in (r.a, r.b)] + [str(self.threads)]
+        texts = [t for r in self.rows for t in (r.a, r.b) if t is not None] + [str(self.threads)]
         return {f for t in texts for _, f, _, _ in string.Formatter().parse(t) if f}
 
 
@@ -260,8 +276,9 @@ def resolve(spec: ExperimentSpec, params: dict[str, Any] | None = None, games: i
     out: dict[str, Any] = {"params": values}
     if spec.kind == "match":
         resolved = [{"id": r.id, "label": r.label, "a": _fill(r.a, values, f"row {r.id!r} field 'a'"),
-                     "b": _fill(r.b, values, f"row {r.id!r} field 'b'"),
-                     "games": games or r.games or spec.games, "paper": r.paper} for r in spec.rows]
+                     "b": None if r.b is None else _fill(r.b, values, f"row {r.id!r} field 'b'"),
+                     "measure": r.measure, "games": games or r.games or spec.games, "paper": r.paper}
+                    for r in spec.rows]
     else:
         threads = _fill(str(spec.threads), values, "field 'threads'")
         try:
@@ -378,7 +395,7 @@ def _check_run_dir(out: Path, identity: dict[str, Any], resume: bool) -> None:
         prev = old.get(row["id"])
         if prev is None:
             continue
-        for key in ("a", "b", "phase", "simulations"):
+        for key in ("a", "b", "measure", "phase", "simulations"):
             if prev.get(key) != row.get(key):
                 raise ExperimentError(f"{path}: row {row['id']!r} field {key!r} is {prev.get(key)!r} but this run"
                                       f" asks for {row.get(key)!r}; use another --out")
@@ -434,12 +451,18 @@ def run_experiment(
     out.mkdir(parents=True, exist_ok=True)
     _write_json(out / SPEC_FILE, identity)
     if spec.kind == "match":
-        done = _run_matches(resolved["rows"], out, workers, seed, ruleset, progress)
+        matches = _run_matches([r for r in resolved["rows"] if r["measure"] == "match"], out, workers, seed, ruleset,
+                               progress)
+        squares = _run_squares([r for r in resolved["rows"] if r["measure"] == "squares"], out, seed, ruleset,
+                               spec.steps, spec.bin_steps, progress)
+        by_id = {r["id"]: r for r in matches + squares}
+        done = [by_id[r["id"]] for r in resolved["rows"]]
     else:
         done = _run_timings(resolved["rows"], out, resolved["threads"], timer, progress)
     result = {"format": RESULT_FORMAT, "version": VERSION, "name": spec.name, "title": spec.title,
               "paper": spec.paper, "description": spec.description, "kind": spec.kind, "seed": seed,
               "params": resolved["params"], "rules": spec.rules, "threads": resolved.get("threads"),
+              "steps": spec.steps, "bin_steps": spec.bin_steps,
               "columns": list(spec.columns) if spec.kind == "match" else None, "rows": done,
               "complete": all(r.get("complete", True) for r in done), "command": command}
     _write_json(out / RESULT_FILE, result)
@@ -475,10 +498,40 @@ def _match_stats(d: dict[str, Any]) -> dict[str, Any]:
 def _run_matches(rows: list[dict], out: Path, workers: int, seed: int, ruleset: Ruleset, progress: bool) -> list[dict]:
     from train.arena import run_matches
 
+    if not rows:
+        return []
     summaries = run_matches([(r["a"], r["b"], r["games"], out / ROWS_DIR / r["id"]) for r in rows], workers=workers,
                             seed=seed, ruleset=ruleset, progress=progress)
     return [{**row, "dir": str(Path(ROWS_DIR) / row["id"]), "complete": s.data["complete"],
              "stats": _match_stats(s.data)} for row, s in zip(rows, summaries)]
+
+
+def _run_squares(rows: list[dict], out: Path, seed: int, ruleset: Ruleset, steps: int, bin_steps: int,
+                 progress: bool) -> list[dict]:
+    """Each squares row's ``games`` self-play runs (``train.squares.selfplay_squares``, run ``k`` seeded
+    ``seed + k``), saved to ``rows/<id>.json`` after every run so that ``--resume`` continues."""
+    from rich.console import Console
+
+    from train.squares import selfplay_squares, squares_stats
+
+    console = Console(stderr=True, quiet=not progress)
+    done: list[dict] = []
+    for row in rows:
+        path = out / ROWS_DIR / f"{row['id']}.json"
+        runs: list[dict] = []
+        if path.exists():
+            try:
+                stored = json.loads(path.read_text(encoding="utf-8"))
+                if stored.get("steps") == steps and stored.get("bin_steps") == bin_steps:
+                    runs = stored["runs"][: row["games"]]
+            except (OSError, json.JSONDecodeError, KeyError, TypeError):
+                runs = []  # a damaged row is measured again
+        for k in range(len(runs), row["games"]):
+            with console.status(f"{row['id']}: self-play run {k + 1}/{row['games']} ({steps} steps)"):
+                runs.append(selfplay_squares(row["a"], steps, bin_steps, seed + k, ruleset))
+            _write_json(path, {"steps": steps, "bin_steps": bin_steps, "runs": runs})
+        done.append({**row, "complete": len(runs) == row["games"], "stats": squares_stats(runs)})
+    return done
 
 
 def _run_timings(rows: list[dict], out: Path, threads: int, timer: Timer, progress: bool) -> list[dict]:
@@ -553,14 +606,28 @@ def markdown_table(result: dict[str, Any]) -> str:
     if result["rules"]:
         budget += "; rules: " + ", ".join(f"`{k}={v}`" for k, v in result["rules"].items())
     if result["kind"] == "match":
-        games = sorted({r["stats"]["games"] for r in result["rows"]})
-        budget = f"games per row: {', '.join(str(g) for g in games)}; " + budget
+        match_rows = [r for r in result["rows"] if r.get("measure", "match") == "match"]
+        square_rows = [r for r in result["rows"] if r.get("measure") == "squares"]
+        games = sorted({r["stats"]["games"] for r in match_rows})
+        if match_rows:
+            budget = f"games per row: {', '.join(str(g) for g in games)}; " + budget
+        if square_rows:
+            runs = sorted({r["games"] for r in square_rows})
+            budget = (f"self-play runs per squares row: {', '.join(str(g) for g in runs)} of {result['steps']}"
+                      f" steps; " + budget)
         lines += [f"Budget: {budget}.", ""]
+        if square_rows:
+            lines += _squares_table(square_rows, result["bin_steps"])
+        if not match_rows:
+            incomplete = [r["id"] for r in result["rows"] if not r.get("complete", True)]
+            if incomplete:
+                lines += [f"**Incomplete rows** (resume with --resume): {', '.join(incomplete)}."]
+            return "\n".join(lines) + "\n"
         cols = result["columns"]
-        paper = any(r.get("paper") for r in result["rows"])
+        paper = any(r.get("paper") for r in match_rows)
         lines.append("| row | A | B | " + " | ".join(MATCH_COLUMNS[c] for c in cols) + (" | paper |" if paper else " |"))
         lines.append("|---|---|---|" + "---:|" * len(cols) + ("---|" if paper else ""))
-        for r in result["rows"]:
+        for r in match_rows:
             s = r["stats"]
             cells = [_cell(s, c) for c in cols]
             lines.append(f"| {r['label']} | `{r['a']}` | `{r['b']}` | " + " | ".join(cells)
@@ -589,6 +656,29 @@ def markdown_table(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _squares_table(rows: list[dict], bin_steps: int) -> list[str]:
+    """Markdown lines of the squares rows: mean squares formed per block of ``bin_steps`` steps (with
+    standard errors), the mean total and its normal 95% interval, the paper's figures."""
+    n_bins = max(len(r["stats"]["bins"]) for r in rows)
+    heads = [f"{bin_steps * i + 1}-{bin_steps * (i + 1)}" for i in range(n_bins)]
+    paper = any(r.get("paper") for r in rows)
+    lines = [f"Squares formed per {bin_steps} self-play steps (mean over runs, standard error in parentheses):", "",
+             "| row | agent | runs | " + " | ".join(heads) + " | total | 95% CI |" + (" paper |" if paper else ""),
+             "|---|---|---:|" + "---:|" * (n_bins + 2) + ("---|" if paper else "")]
+    for r in rows:
+        s = r["stats"]
+        cells = [("-" if m is None else f"{m:.2f}") + ("" if e is None else f" ({e:.2f})")
+                 for m, e in zip(s["bins"], s["bins_se"])]
+        total = "-" if s["total"] is None else f"{s['total']:.2f}"
+        ci = "-" if not s["total_ci95"] else f"[{s['total_ci95'][0]:.2f}, {s['total_ci95'][1]:.2f}]"
+        lines.append(f"| {r['label']} | `{r['a']}` | {s['runs']} | " + " | ".join(cells) + f" | {total} | {ci} |"
+                     + (f" {r.get('paper') or '-'} |" if paper else ""))
+    lines += ["", "A step is one ply of self-play (one agent playing both sides, a new game when one ends); the"
+              " squares a step forms are the mover's squares present after it and not before (train/squares.py).",
+              ""]
+    return lines
+
+
 def write_plots(spec: ExperimentSpec, result: dict[str, Any], out: Path) -> list[Path]:
     """The spec's PNGs into ``out``: ``win-rates.png`` (JFA Figs. 5-6), ``ablation.png`` (Table 5) or
     ``decision-time-<phase>.png`` (Table 3). Error bars are Wilson 95% intervals (the normal interval
@@ -605,14 +695,21 @@ def write_plots(spec: ExperimentSpec, result: dict[str, Any], out: Path) -> list
                 [r["stats"]["parallel_seconds"] for r in rs], out / f"decision-time-{phase}.png",
                 f"{spec.title} ({phase})", f"WU-UCT, {result['threads']} threads"))
         return written
-    if "win-rates" in spec.plots:
+    match_rows = [r for r in rows if r.get("measure", "match") == "match"]
+    square_rows = [r for r in rows if r.get("measure") == "squares"]
+    if "squares" in spec.plots and square_rows:
+        written.append(plots.plot_squares([r["label"] for r in square_rows], [r["stats"]["bins"] for r in square_rows],
+                                          [r["stats"]["bins_se"] for r in square_rows], result["bin_steps"],
+                                          out / "squares.png", spec.title))
+    rows = match_rows
+    if "win-rates" in spec.plots and rows:
         def bar(d):
             return {"win_rate": d["win_rate"], "ci95": d["wilson_ci95"]}
 
         bars = [{"label": r["label"], "white": bar(r["stats"]["white"]), "black": bar(r["stats"]["black"]),
                  "all": bar(r["stats"])} for r in rows]
         written.append(plots.plot_win_rates(bars, out / "win-rates.png", spec.title))
-    if "ablation" in spec.plots:
+    if "ablation" in spec.plots and rows:
         written.append(plots.plot_ablation(
             [r["label"] for r in rows], [r["stats"]["win_rate"] for r in rows], [r["stats"]["wilson_ci95"] for r in rows],
             [r["stats"][spec.ablation_time] for r in rows], out / "ablation.png", spec.title,

@@ -6,6 +6,8 @@ through ``core.atomic``). Each function takes plain numbers (no run directories)
 - :func:`plot_decision_time` — JFA Table 3 style: seconds per move of serial MCTS and WU-UCT against
   the simulation count, and the reduction factor;
 - :func:`plot_ablation` — JFA Table 5 style: win rate (with 95% interval) and mean decision time per row;
+- :func:`plot_squares` — papers/001 Fig. 5 style: mean squares formed per block of self-play steps, one
+  line per row, with standard errors;
 - :func:`plot_payoff` — a payoff matrix as a heat map (blue = row loses, red = row wins);
 - :func:`plot_gamescape` — the 2-D Schur embedding of a population (``train.nash.gamescape``) with
   the maximum-entropy Nash weights as marker sizes.
@@ -70,6 +72,22 @@ def plot_win_rates(rows: Sequence[dict], path: str | os.PathLike, title: str = "
     ax.set_ylabel("A's win rate (%), Wilson 95% CI")
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=8, loc="upper center", ncol=3, frameon=False)
+    return save_figure(fig, path)
+
+
+def plot_squares(labels: Sequence[str], bins: Sequence[Sequence[float]], errors: Sequence[Sequence[float | None]],
+                 bin_steps: int, path: str | os.PathLike, title: str = "") -> Path:
+    """Lines of the mean squares formed per block of ``bin_steps`` self-play steps (x: the block's last
+    step), one per label, with ``errors`` (standard errors, ``None`` = none) as error bars."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.0, 3.8))
+    for label, ys, es in zip(labels, bins, errors):
+        x = [bin_steps * (i + 1) for i in range(len(ys))]
+        ax.errorbar(x, ys, yerr=[e or 0.0 for e in es], marker="o", ms=3, capsize=3, label=label)
+    ax.set_xlabel("self-play step")
+    ax.set_ylabel(f"squares formed per {bin_steps} steps")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8, frameon=False)
     return save_figure(fig, path)
 
 
