@@ -96,11 +96,12 @@ b = "random"
 
 
 def test_unknown_agents_are_reported_by_row_not_a_crash(tmp_path):
-    spec = load_spec("table4")
-    problems = agent_problems(resolve(spec, SMALL))
-    assert len(problems) == 1 and "row 'slm-vs-shape'" in problems[0] and "unknown agent 'shape'" in problems[0]
-    with pytest.raises(ExperimentError, match=r"unknown agent 'shape'.*--rows jfa-vs-expert,hbm-vs-expert"):
-        run_experiment(spec, tmp_path / "t4", games=2, workers=0, params=SMALL, progress=False)
+    assert agent_problems(resolve(load_spec("table4"), SMALL)) == []  # ShapeAgent exists (agent `shape`)
+    spec = _spec(tmp_path, USER_SPEC.replace('a = "greedy:capture=0"', 'a = "shapez+expert"'))
+    problems = agent_problems(resolve(spec))
+    assert len(problems) == 1 and "row 'greedy-no-capture-bonus'" in problems[0] and "unknown agent 'shapez'" in problems[0]
+    with pytest.raises(ExperimentError, match=r"unknown agent 'shapez'.*--rows greedy$"):
+        run_experiment(spec, tmp_path / "t4", games=2, workers=0, progress=False)
 
 
 def test_bad_specs_and_parameters_name_the_field(tmp_path):
@@ -175,11 +176,93 @@ def test_cli_list_and_errors(tmp_path):
     runner = CliRunner()
     listed = runner.invoke(app, ["experiment", "--list"])
     assert listed.exit_code == 0 and "table3" in listed.output and "table5" in listed.output
-    assert "unknown agent 'shape'" in listed.output
+    assert "backups" in listed.output and "unknown agent" not in listed.output  # every built-in agent exists
+    bad = tmp_path / "bad.toml"
+    bad.write_text(USER_SPEC.replace('a = "greedy:capture=0"', 'a = "shapez+expert"'))
     for args, message in ((["experiment", "table5", "-p", "nope=1"], "--param nope"),
                           (["experiment", "nosuch"], "no such built-in experiment"),
                           (["experiment"], "give an experiment NAME"),
-                          (["experiment", "table4", "-n", "2", "--out", str(tmp_path / "x")], "unknown agent 'shape'")):
+                          (["experiment", "--spec", str(bad), "-n", "2", "--out", str(tmp_path / "x")],
+                           "unknown agent 'shapez'")):
         result = runner.invoke(app, args)
         assert result.exit_code == 2, result.output
         assert message in result.output and "Traceback" not in result.output
+
+
+SQUARES_SPEC = """
+name = "sq"
+title = "squares"
+kind = "match"
+games = 2
+steps = 30
+bin_steps = 10
+plots = ["squares", "win-rates"]
+rules = {max_battle_plies = 20, adjudicate = "stones"}
+
+[[rows]]
+id = "random"
+label = "random self-play"
+measure = "squares"
+a = "random"
+
+[[rows]]
+id = "match"
+label = "greedy vs random"
+a = "greedy"
+b = "random"
+"""
+
+
+def test_squares_formed_counts_the_movers_new_squares():
+    from core import GameState
+    from tests.test_search import SQUARE_WIN
+    from train.squares import squares_formed
+
+    state = GameState.from_jfen(SQUARE_WIN)
+    move = next(m for m in state.legal_moves() if m.path_str() == "c2-b2")  # completes a1-b1-a2-b2
+    assert squares_formed(state, state.apply(move)) == 1
+    quiet = next(m for m in state.legal_moves() if m.path_str() == "n14-n13")
+    assert squares_formed(state, state.apply(quiet)) == 0
+
+
+def test_squares_stats_by_hand():
+    from train.squares import squares_stats
+
+    s = squares_stats([{"bins": [1, 3]}, {"bins": [3, 1]}])
+    assert s["runs"] == 2 and s["bins"] == [2.0, 2.0] and s["total"] == 4.0
+    assert s["bins_se"] == pytest.approx([1.0, 1.0])  # sd sqrt(2) / sqrt(2)
+    assert s["total_se"] == 0.0 and s["total_ci95"] == [4.0, 4.0]
+    assert squares_stats([{"bins": [2, 0]}])["bins_se"] == [None, None]
+
+
+def test_a_squares_row_beside_a_match_row_end_to_end_and_resume(tmp_path):
+    spec = _spec(tmp_path, SQUARES_SPEC)
+    out = tmp_path / "sq"
+    result = run_experiment(spec, out, workers=0, seed=1, progress=False)
+    sq, match = result["rows"]
+    assert sq["measure"] == "squares" and sq["b"] is None and match["stats"]["games"] == 2
+    stored = json.loads((out / "rows" / "random.json").read_text())
+    assert [len(r["bins"]) for r in stored["runs"]] == [3, 3] and [r["seed"] for r in stored["runs"]] == [1, 2]
+    assert sq["stats"]["runs"] == 2
+    assert sq["stats"]["total"] == pytest.approx(sum(r["total"] for r in stored["runs"]) / 2)
+    table = (out / "table.md").read_text()
+    assert "| random self-play | `random` | 2 | " in table and "| greedy vs random |" in table
+    assert (out / "squares.png").stat().st_size > 0 and (out / "win-rates.png").stat().st_size > 0
+    stamp = (out / "rows" / "random.json").stat().st_mtime_ns
+    again = run_experiment(spec, out, workers=0, seed=1, progress=False, resume=True)
+    assert (out / "rows" / "random.json").stat().st_mtime_ns == stamp and again["rows"] == result["rows"]
+    with pytest.raises(ExperimentError, match="needs agent 'b'"):
+        _spec(tmp_path, SQUARES_SPEC.replace('b = "random"', ""))
+    with pytest.raises(ExperimentError, match="remove 'b'"):
+        _spec(tmp_path, SQUARES_SPEC.replace('a = "random"', 'a = "random"\nb = "random"'))
+
+
+def test_backups_spec_builds_agents_differing_only_in_the_backup():
+    spec = load_spec("backups")
+    rows = {r["id"]: r for r in resolve(spec, {"sims": 2})["rows"]}
+    assert agent_problems({"rows": list(rows.values())}) == []
+    for mode in ("hybrid", "q", "sarsa"):
+        diff = config_diff(agent_config(rows[f"squares-{mode}"]["a"]), agent_config(rows["squares-mean"]["a"]))
+        assert diff == {"search.backup": (mode, "mean")}
+    diff = config_diff(agent_config(rows["hybrid-vs-mean"]["a"]), agent_config(rows["hybrid-vs-mean"]["b"]))
+    assert diff == {"search.backup": ("hybrid", "mean")}
