@@ -535,7 +535,7 @@ def selfplay(
     workers: Annotated[Optional[int], typer.Option(help="Worker processes (0: everything in this process; default 2).")] = None,
     seed: Annotated[Optional[int], typer.Option(min=0, max=MAX_SEED, help="Run seed (default 0).")] = None,
     backend: Annotated[Optional[str], typer.Option(help="Self-play backend: process (default) or ray.")] = None,
-    reward: Annotated[Optional[str], typer.Option(help="SLM reward plugin (default reward.first_square; or reward.outcome).")] = None,
+    reward: Annotated[Optional[str], typer.Option(help="SLM reward plugin (default reward.first_square; or reward.outcome, or reward.shape for the shape agent).")] = None,
     run_dir: Annotated[Optional[Path], typer.Option("--run-dir", help="Directory of a new run (default runs/selfplay-<time>).")] = None,
     resume: Annotated[Optional[Path], typer.Option(help="Continue the run in this directory where it stopped.")] = None,
     no_progress: Annotated[bool, typer.Option("--no-progress", help="No live display.")] = False,

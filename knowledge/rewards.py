@@ -12,6 +12,12 @@
   layout included when needed) and returns the result (+1/-1, 0/0 for a draw); a terminal state gives
   its result directly. The ruleset's ``max_battle_plies`` bounds the game.
 
+- ``reward.shape`` (kind ``reward``): ShapeAgent's reward (JFA section 4.2, papers/001 Eq. 9): at the
+  end of the layout (a layout position is first completed by the agent), the formation evaluation
+  ``eval.shape`` without material, ``tanh((score(White) - score(Black)) / scale)`` for White and its
+  negation for Black. ``python cli.py selfplay --model slm --reward reward.shape`` trains an SLM-kind
+  net for the ``shape`` agent (``shape:net=PATH``).
+
 ``rewards(state, seed)`` seeds the agent with ``seed`` (ties and optional noise), so a reward is
 deterministic for a state and a seed. Options: ``agent`` (an agent spec for the auxiliary agent,
 default ``"expert"``; ``LAYOUT+BATTLE`` specs work too).
@@ -90,6 +96,31 @@ class OutcomeReward:
                 s = s._play(agent.select(s))
         self.last_state = s
         return s.returns()
+
+
+class ShapeReward:
+    """``reward.shape`` (module docstring). Options: ``scale`` (tanh scale, default 20 as ``eval.shape``),
+    ``agent`` (completes a layout position, default ``"expert"``)."""
+
+    name = "reward.shape"
+
+    def __init__(self, scale: float = 20.0, agent: str = "expert"):
+        from knowledge.evaluation import ShapeEvaluator
+
+        self.evaluator = ShapeEvaluator(material=0.0, scale=scale)
+        self.agent = str(agent)
+
+    def rewards(self, state: GameState, seed: int = 0) -> tuple[float, float]:
+        s = _finish_layout(state, _agent(self.agent, seed)) if state.phase == PHASE_LAYOUT else state
+        e = self.evaluator
+        v = float(np.tanh((e.score(s, WHITE) - e.score(s, 1 - WHITE)) / e.scale))
+        return (v, -v)
+
+
+@register("reward.shape", "reward")
+def make_shape_reward(scale: float = 20.0, agent: str = "expert") -> ShapeReward:
+    """ShapeAgent (JFA 4.2): the formation evaluation (papers/001 Eq. 9) at the end of the layout."""
+    return ShapeReward(scale=scale, agent=agent)
 
 
 @register("reward.first_square", "reward")

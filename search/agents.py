@@ -293,6 +293,12 @@ class ShapeOptions(SearchOptions):
     sims: int = Field(400, ge=1, le=SIMS_MAX, description="simulations per layout move (JFA Fig. 5: 400)")
     prior: str = Field("prior.gaussian", description="layout prior plugin (papers/001 Eq. 10) as the search's policy, or none (uniform)")
     battle: str = Field("expert", description="the spec of the agent playing the battle")
+    net: str | None = Field(None, description="SLM-kind weights trained with reward.shape (selfplay --model slm --reward reward.shape); default: no net")
+
+    @field_validator("net")
+    @classmethod
+    def _net(cls, value: str | None) -> str | None:
+        return _path_option(value, "weights")
 
     @field_validator("prior")
     @classmethod
@@ -322,11 +328,17 @@ def make_shape(o: ShapeOptions) -> PhasedAgent:
     whose leaves, in particular the positions at the end of the layout, are valued by the formation
     evaluation ``eval.shape`` (Eq. 9: Dalians, gates, squares) and whose policy is the layout prior
     ``prior`` (Eq. 10), so it plays without a trained net; the ``battle`` agent (default the expert)
-    plays the battle (``PhasedAgent``)."""
-    from nets.evaluator import KnowledgeEvaluator
+    plays the battle (``PhasedAgent``). With ``net=PATH`` (an SLM-kind net trained by self-play with
+    ``reward.shape``, the formation evaluation at the end of the layout, as JFA's ShapeAgent) the net
+    gives the policy and the value instead."""
+    from nets.evaluator import KnowledgeEvaluator, NetEvaluator
 
-    evaluator = KnowledgeEvaluator("eval.shape", None if o.prior == "none" else o.prior)
-    layout = SearchAgent(f"shape:sims={o.sims}", Search(evaluator, o.search_config()), o.temperature, o.seed)
+    if o.net is None:
+        evaluator = KnowledgeEvaluator("eval.shape", None if o.prior == "none" else o.prior)
+    else:
+        evaluator = NetEvaluator(load_net(weights_path(o.net, "slm"), "slm"), None, clients=o.threads)
+    layout = SearchAgent(f"shape:sims={o.sims}", Search(evaluator, o.search_config()), o.temperature, o.seed,
+                         owns_evaluator=o.net is not None)
     return PhasedAgent(layout, make_agent(o.battle, seed=o.seed))
 
 

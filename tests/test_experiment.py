@@ -213,16 +213,16 @@ b = "random"
 """
 
 
-def test_squares_formed_counts_the_movers_new_squares():
+def test_new_squares_counts_the_movers_new_squares():
     from core import GameState
     from tests.test_search import SQUARE_WIN
-    from train.squares import squares_formed
+    from train.squares import new_squares
 
     state = GameState.from_jfen(SQUARE_WIN)
     move = next(m for m in state.legal_moves() if m.path_str() == "c2-b2")  # completes a1-b1-a2-b2
-    assert squares_formed(state, state.apply(move)) == 1
+    assert new_squares(state, state.apply(move)) == 1
     quiet = next(m for m in state.legal_moves() if m.path_str() == "n14-n13")
-    assert squares_formed(state, state.apply(quiet)) == 0
+    assert new_squares(state, state.apply(quiet)) == 0
 
 
 def test_squares_stats_by_hand():

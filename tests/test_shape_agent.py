@@ -75,3 +75,32 @@ def test_value_at_the_end_of_the_layout_is_the_shape_evaluation():
     expected = value if after.side == state.side else -value
     assert result.q[0] == pytest.approx(expected)
     assert value != 0.0  # a random layout is not balanced to the last stone
+
+
+def test_shape_reward_is_the_formation_evaluation_at_the_end_of_the_layout():
+    from knowledge.registry import REGISTRY
+
+    end = _random_layout(1).apply(_random_layout(1).legal_moves()[0])
+    assert end.phase == 1
+    e = ShapeEvaluator(material=0.0)
+    white, black = e.score(end, 0), e.score(end, 1)  # 7 Dalians + 3 gates + 4 squares per side
+    n_sq, n_gates, _, n_dal = e.counts(end, 0)
+    assert white == 7 * n_dal + 3 * n_gates + 4 * n_sq
+    rewards = REGISTRY.create("reward.shape", "reward").rewards(end)
+    assert rewards[0] == pytest.approx(np.tanh((white - black) / 20.0)) and rewards[1] == -rewards[0]
+    assert rewards[0] != 0.0
+
+
+def test_a_trained_slm_kind_net_replaces_the_knowledge_evaluator():
+    from nets.evaluator import NetEvaluator
+    from search.agents import MODELS_DIR
+
+    agent = make_agent(f"shape:sims=2,net={MODELS_DIR / 'default' / 'slm.safetensors'}")
+    try:
+        assert isinstance(agent.layout_agent.search.evaluator, NetEvaluator)
+        state = GameState.initial()
+        state.check_move(agent.select(state))
+    finally:
+        agent.close()
+    with pytest.raises(SpecError, match="net"):
+        make_agent("shape:net=none")

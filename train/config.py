@@ -44,7 +44,8 @@ field                           default                     meaning
                                                             the battle in ``slm`` mode, the layout in ``upper``
                                                             mode, every path in ``lower`` mode
 ``selfplay.reward``             ``"reward.first_square"``   ``slm`` mode's reward plugin (JFA 3.4);
-                                                            ``reward.outcome`` for the game result
+                                                            ``reward.outcome`` for the game result,
+                                                            ``reward.shape`` for the ``shape`` agent's net
 ``selfplay.lower_epsilon``      ``0.1``                     ``lower`` mode: chance of a random candidate
 ``selfplay.capture_pruner``     ``"prune.capture"``         candidate victim sets (JFA Eq. 7-9)
 ``selfplay.expansion_pruner``   ``"prune.expansion"``       JFA Table 1 pruning in the search (or ``None``)

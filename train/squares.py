@@ -22,8 +22,9 @@ from core.shapes import find_squares
 from core.state import GameState
 
 
-def squares_formed(before: GameState, after: GameState) -> int:
-    """Squares of ``before``'s side to move present in ``after`` and not in ``before`` (int >= 0)."""
+def new_squares(before: GameState, after: GameState) -> int:
+    """Squares of ``before``'s side to move present in ``after`` and not in ``before`` (int >= 0): for a
+    placement too, where ``knowledge.rewards.squares_formed`` (the ``nsq`` of a battle path) has none."""
     mover = before.side
     old = set(find_squares(before.board, mover).tolist())
     return sum(1 for c in find_squares(after.board, mover).tolist() if c not in old)
@@ -48,7 +49,7 @@ def selfplay_squares(agent_spec: str, steps: int = 200, bin_steps: int = 20, see
             if state.is_terminal():
                 state, games = GameState.initial(ruleset), games + 1
             after = state.apply(agent.select(state))
-            bins[step // bin_steps] += squares_formed(state, after)
+            bins[step // bin_steps] += new_squares(state, after)
             state = after
     finally:
         close = getattr(agent, "close", None)
