@@ -34,7 +34,7 @@ from typing import Literal, NamedTuple
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from core.board import DRAW
+from core.board import DRAW, PHASE_LAYOUT
 from core.notation import Move
 from core.state import GameState
 from search.tree import (
@@ -416,7 +416,7 @@ class Search:
         r = self._rewards.get(n)
         if r is None:
             parent = path[i - 1]
-            if tree.phase[parent] == 0:  # a placement: Eq. 10 at its point, relative to the best legal one
+            if tree.phase[parent] == PHASE_LAYOUT:  # a placement: Eq. 10 at its point, relative to the best legal one
                 prior = self._prior.prior(self._state_at(tree, parent, path[:i]))
                 point = int(tree.move_pool[int(tree.move_off[n])])
                 top = float(prior.max())
