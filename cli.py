@@ -527,7 +527,7 @@ def _rule_overrides(rule: list[str] | None) -> list[str]:
 @app.command()
 @_train_errors
 def selfplay(
-    config: Annotated[Optional[Path], typer.Option("--config", "-c", help="Config file (.toml or .json); default: the built-in defaults (= configs/default.toml).")] = None,
+    config: Annotated[Optional[Path], typer.Option("--config", "-c", help="Config file (.toml or .json); default: the model directory's config.toml (with --from-scratch: the built-in defaults = configs/default.toml).")] = None,
     overrides: SetOption = None,
     model: Annotated[Optional[str], typer.Option(help="Net to train: slm, upper, lower or cycle (default slm).")] = None,
     iterations: Annotated[Optional[int], typer.Option(help="Total iterations of the run (default 2).")] = None,
@@ -537,16 +537,23 @@ def selfplay(
     backend: Annotated[Optional[str], typer.Option(help="Self-play backend: process (default) or ray.")] = None,
     reward: Annotated[Optional[str], typer.Option(help="SLM reward plugin (default reward.first_square; or reward.outcome, or reward.shape for the shape agent).")] = None,
     run_dir: Annotated[Optional[Path], typer.Option("--run-dir", help="Directory of a new run (default runs/selfplay-<time>).")] = None,
-    resume: Annotated[Optional[Path], typer.Option(help="Continue the run in this directory where it stopped.")] = None,
-    no_progress: Annotated[bool, typer.Option("--no-progress", help="No live display.")] = False,
+    resume: Annotated[Optional[Path], typer.Option(help="Continue the run in this directory where it stopped (across days).")] = None,
+    from_scratch: Annotated[bool, typer.Option("--from-scratch", help="Run the whole pipeline from records (pretraining) instead of continuing from the model directory.")] = False,
+    model_dir: Annotated[Path, typer.Option("--model-dir", help="The model directory a new run continues from (its nets and config.toml).")] = Path("models/default"),
+    export: Annotated[Optional[Path], typer.Option("--export", help="After the run, write its gated best nets into this model directory with an updated model card (lineage).")] = None,
+    no_progress: Annotated[bool, typer.Option("--no-progress", help="No live display and no progress lines.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print the final state as one JSON object.")] = False,
     rule: RuleOption = None,
 ):
-    """Self-play training of SLM / HBM upper / HBM lower (JFA): self-play, training, checkpoint, gate; resumable.
+    """Self-play training of SLM / HBM upper / HBM lower (JFA): self-play, training, SPRT gate, learning curve; resumable.
 
-    Each iteration plays self-play games with the best net, trains the latest net on the replay window,
-    saves a checkpoint and gates it against the best net (and logs its score against the expert). A new run
-    first pretrains the net on expert games (pretrain.* fields). Prints the run directory."""
+    Without arguments a new run continues from models/default (its nets and its config.toml); --from-scratch
+    pretrains on expert records first (pretrain.* fields). Each iteration plays self-play games with the best
+    net, trains the latest net on the replay window, gates it against the best net with an SPRT and measures
+    the best net's Elo against the anchor pool (curve.* fields). A terminal gets a live panel; a log gets a
+    line per phase and at least one a minute. Prints the run directory."""
+    import shlex
+
     from train.config import apply_overrides, config_to_dict, read_config_file, validate_config
     from train.pipeline import default_run_dir, load_run_config, run_pipeline
 
@@ -559,24 +566,49 @@ def selfplay(
             fail("give either --resume RUN_DIR or --run-dir DIR, not both")
         if config is not None:
             fail("--config cannot be combined with --resume (the run keeps its config.json)")
+        if from_scratch:
+            fail("--from-scratch cannot be combined with --resume (the run keeps how it started)")
         base = config_to_dict(load_run_config(resume))
         cfg = validate_config(apply_overrides(apply_overrides(base, sets), typed))
         target, is_resume = resume, True
     else:
-        data = read_config_file(config) if config is not None else {}
-        cfg = validate_config(apply_overrides(apply_overrides(data, sets), typed), str(config) if config else "config")
+        from train.modeldir import read_model_config
+
+        source = str(config) if config else "config"
+        if config is not None:
+            data = read_config_file(config)
+        elif not from_scratch and (model_dir / "config.toml").exists():
+            data, source = read_model_config(model_dir), str(model_dir / "config.toml")
+        else:
+            data = {}
+        if not from_scratch:
+            if not any((model_dir / f"{k}.safetensors").exists() for k in ("slm", "upper", "lower")):
+                fail(f"--model-dir {model_dir}: no nets (slm/upper/lower.safetensors) to continue from; "
+                     "use --from-scratch")
+            data = {**data, "init_dir": str(model_dir)}
+        cfg = validate_config(apply_overrides(apply_overrides(data, sets), typed), source)
         target, is_resume = (run_dir if run_dir is not None else default_run_dir()), False
     typer.echo(f"run directory: {target}", err=True)
-    result = run_pipeline(cfg, target, resume=is_resume, progress=not no_progress and not json_out)
+    progress = "off" if no_progress or json_out else "auto"
+    result = run_pipeline(cfg, target, resume=is_resume, progress=progress)
     state = result["state"]
+    exported = None
+    if export is not None:
+        from train.modeldir import export_run
+
+        exported = [str(p) for p in export_run(target, export, "python cli.py " + shlex.join(sys.argv[1:]))]
     if json_out:
         typer.echo(json.dumps({"run_dir": str(target), "reason": result["reason"],
-                               "session_seconds": round(result["session_seconds"], 3), "state": state}))
+                               "session_seconds": round(result["session_seconds"], 3), "state": state,
+                               "exported": exported}))
     else:
         typer.echo(f"stopped ({result['reason']}) after {state.get('completed_iterations', 0)} completed iteration(s) in "
                    f"{result['session_seconds']:.0f} s; next: iteration {state['iteration']} phase {state['phase']}")
+        if exported:
+            typer.echo(f"exported the best nets, config.toml and the model card lineage into {export}")
         typer.echo(f"run directory: {target}  (best nets in {Path(target) / 'best'}; "
-                   f"plots: python cli.py report {target}; continue: python cli.py selfplay --resume {target} --iterations N)")
+                   f"plots: python cli.py report {target}; continue: python cli.py selfplay --resume {target} --iterations N;"
+                   f" export: python cli.py selfplay --resume {target} --export models/default)")
 
 
 @app.command()
@@ -661,7 +693,7 @@ def report(
     run_dir: Annotated[Path, typer.Argument(help="A training run directory (python cli.py selfplay).")],
     out: Annotated[Optional[Path], typer.Option(help="Output directory (default RUN_DIR/report).")] = None,
 ):
-    """Plot losses, win rates and self-play speed of a training run into PNG files."""
+    """Plot losses, win rates, self-play speed and the learning curve (Elo vs games and hours) into PNG files."""
     from train.report import render_report
 
     for path in render_report(run_dir, out):

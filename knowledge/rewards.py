@@ -19,7 +19,9 @@
   net for the ``shape`` agent (``shape:net=PATH``).
 
 ``rewards(state, seed)`` seeds the agent with ``seed`` (ties and optional noise), so a reward is
-deterministic for a state and a seed. Options: ``agent`` (an agent spec for the auxiliary agent,
+deterministic for a state and a seed. After a call, ``last_moves`` lists the moves the auxiliary agent
+chose from ``state`` (for ``reward.first_square`` the square-forming move is the last one), so that a
+self-play record can continue the very game that produced the reward. Options: ``agent`` (an agent spec for the auxiliary agent,
 default ``"expert"``; ``LAYOUT+BATTLE`` specs work too).
 """
 
@@ -39,9 +41,11 @@ def _agent(spec: str, seed: int):
     return make_agent(spec, seed)
 
 
-def _finish_layout(state: GameState, agent) -> GameState:
+def _finish_layout(state: GameState, agent, moves: list) -> GameState:
     while state.phase == PHASE_LAYOUT:
-        state = state._play(agent.select(state))
+        move = agent.select(state)
+        moves.append(move)
+        state = state._play(move)
     return state
 
 
@@ -62,15 +66,18 @@ class FirstSquareReward:
             raise ValueError(f"reward.first_square: max_plies must be >= 1, got {max_plies!r}")
         self.max_plies, self.agent = int(max_plies), str(agent)
         self.last_plies = 0  # battle plies played by the latest call (for statistics)
+        self.last_moves: list = []  # the moves chosen from the latest call's state (module docstring)
 
     def rewards(self, state: GameState, seed: int = 0) -> tuple[float, float]:
         agent = _agent(self.agent, seed)
-        s = _finish_layout(state, agent)
+        self.last_moves = []
+        s = _finish_layout(state, agent, self.last_moves)
         self.last_plies = 0
         for _ in range(self.max_plies):
             if s.is_terminal():
                 return s.returns()
             move = agent.select(s)
+            self.last_moves.append(move)
             if squares_formed(s, move) > 0:
                 return (1.0, -1.0) if s.side == WHITE else (-1.0, 1.0)
             s = s._play(move)
@@ -86,14 +93,18 @@ class OutcomeReward:
     def __init__(self, agent: str = "expert"):
         self.agent = str(agent)
         self.last_state: GameState | None = None  # the final position of the latest call
+        self.last_moves: list = []  # the moves chosen from the latest call's state
 
     def rewards(self, state: GameState, seed: int = 0) -> tuple[float, float]:
         s = state
+        self.last_moves = []
         if not (s.phase != PHASE_LAYOUT and s.is_terminal()):
             agent = _agent(self.agent, seed)
-            s = _finish_layout(s, agent)
+            s = _finish_layout(s, agent, self.last_moves)
             while not s.is_terminal():
-                s = s._play(agent.select(s))
+                move = agent.select(s)
+                self.last_moves.append(move)
+                s = s._play(move)
         self.last_state = s
         return s.returns()
 

@@ -2,9 +2,9 @@
 
 - :func:`policy_value_loss`: the AlphaZero / JFA loss ``(z - v)^2 - pi^T log p`` (batch mean) for the SLM
   and the upper net, with ``p = softmax(logits)`` restricted to the legal actions when a mask is given.
-- **L2 regularisation** ``c * ||theta||^2``: use the optimiser's ``weight_decay`` (SGD's weight decay
-  ``wd`` is the gradient of ``(wd / 2) * ||theta||^2``, so ``wd = 2c``; AdamW's is decoupled). For an
-  explicit term (e.g. to log it) add :func:`l2_penalty` to the loss and use no weight decay.
+- :func:`l2_penalty`: **the one L2 regularisation of the project**, an explicit loss term
+  ``c * ||theta||^2`` (the JFA/AlphaZero loss's ``c``; config field ``learner.l2_penalty``), added to the
+  loss so that it is logged and means the same with Adam and SGD; no optimiser ``weight_decay`` is used.
 - :func:`dqn_loss`: the lower net's regression of Q on its target; **Huber** (smooth L1, ``delta = 1``)
   by default, as in the DQN paper (robust to the occasional large TD error); ``kind="mse"`` for squared
   error. Targets are in [-1, 1] (the lower net's Q is a ``tanh``), so the two only differ for errors
@@ -69,8 +69,14 @@ def policy_value_loss(
 
 
 def l2_penalty(model: nn.Module, c: float) -> torch.Tensor:
-    """Explicit ``c * ||theta||^2`` over all parameters of ``model`` (alternative to weight decay)."""
-    return c * sum(p.pow(2).sum() for p in model.parameters())
+    """``c * ||theta||^2`` (scalar tensor) over the parameters of ``model`` except an ``embedding``.
+
+    The lower net's upper-action embedding is left out: its 781k entries (tiny preset, N(0, 1)
+    initialisation) would make the term about 78 at ``c = 1e-4``, dwarf the Q loss (< 1), and decay the
+    rows of actions no sample has shown yet (only rows of actions seen in a batch get a data gradient)."""
+    if c == 0:
+        return torch.zeros(())
+    return c * sum(p.pow(2).sum() for name, p in model.named_parameters() if not name.startswith("embedding."))
 
 
 def dqn_loss(q: torch.Tensor, target: torch.Tensor, kind: str = "huber", delta: float = 1.0) -> torch.Tensor:

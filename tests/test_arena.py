@@ -457,8 +457,8 @@ def test_pool_workers_end_when_the_parent_is_killed(tmp_path):
 
     script = (
         "import os, time, sys\n"
-        "from train.arena import make_executor\n"
-        "pool = make_executor(1)\n"
+        "from train.workers import make_pool\n"
+        "pool = make_pool(1)\n"
         "print(pool.submit(os.getpid).result(), flush=True)\n"
         "pool.submit(time.sleep, 120)\n"
         "time.sleep(120)\n"

@@ -197,7 +197,7 @@ def test_fuzz_rule_options(items):
 _CONFIG_KEYS = ["model", "iterations", "workers", "seed", "backend", "minutes", "selfplay.games",
                 "selfplay.simulations", "selfplay.temperature_plies", "nets.blocks", "nets.channels", "nets.preset",
                 "learner.lr", "learner.steps", "replay.window", "ruleset.loss_below", "ruleset.max_battle_plies",
-                "gate.games", "pretrain.steps", "bogus.key", "selfplay", "a..b"]
+                "gate.max_games", "curve.games", "pretrain.steps", "bogus.key", "selfplay", "a..b"]
 
 
 @FUZZ

@@ -41,7 +41,8 @@ MICRO = [
     "selfplay.games=2", "selfplay.simulations=2", "selfplay.search_threads=1", "selfplay.temperature_plies=4",
     "pretrain.games=2", "pretrain.steps=2", "pretrain.batch_size=8",
     "learner.steps=2", "learner.batch_size=8",
-    "gate.simulations=2", "gate.search_threads=1",
+    "gate.simulations=2", "gate.search_threads=1", "gate.max_games=2", "gate.batch=2",
+    'curve.anchors=["random","greedy"]', "curve.anchor=greedy",
     "ruleset.max_battle_plies=20", "workers=0", "replay.window=600",
 ]
 RULES = Ruleset(max_battle_plies=20, adjudicate="stones")
@@ -72,7 +73,10 @@ def states():
 
 # ============================================================================ config
 def test_default_config_file_matches_the_builtin_defaults():
+    from train.modeldir import read_model_config
+
     assert load_config(ROOT / "configs" / "default.toml") == load_config()
+    validate_config(read_model_config(ROOT / "models" / "default"))  # what python cli.py selfplay continues with
     cfg = load_config()
     assert cfg.ruleset.max_battle_plies == 300 and cfg.ruleset.adjudicate == "stones"
     assert cfg.nets.preset == "tiny" and cfg.model == "slm"
@@ -81,7 +85,7 @@ def test_default_config_file_matches_the_builtin_defaults():
 @pytest.mark.parametrize("override, field", [
     ("selfplay.games=0", "selfplay.games"),
     ("selfplay.gamez=3", "selfplay.gamez"),
-    ("gate.games=3", "gate.games"),
+    ("gate.max_games=3", "gate.max_games"),
     ("ruleset.adjudicate=maybe", "ruleset.adjudicate"),
     ("replay.symmetries=[0,7]", "replay.symmetries"),
     ("learner.optimizer=lion", "learner.optimizer"),
@@ -264,7 +268,7 @@ def cycle_run(tmp_path_factory):
     """Three in-process iterations of ``model = cycle`` (slm, upper, lower)."""
     base = tmp_path_factory.mktemp("cycle")
     run = base / "run"
-    cfg = micro_config("model=cycle", "iterations=3", "seed=11", f"export_dir={base / 'export'}")
+    cfg = micro_config("model=cycle", "iterations=3", "seed=11", f"export_dir={base / 'export'}", "gate.expert_games=2")
     t0 = time.perf_counter()
     result = run_pipeline(cfg, run, progress=False)
     return run, cfg, result, time.perf_counter() - t0
@@ -330,8 +334,8 @@ def test_cli_selfplay_resume_extends_a_finished_run(tmp_path):
 
 def test_minutes_budget_stops_at_a_resumable_point(tmp_path):
     run = tmp_path / "run"
-    cfg = micro_config("model=lower", "iterations=1", "pretrain.enabled=false", "minutes=0.00001", "gate.games=0",
-                       "gate.expert_games=0")
+    cfg = micro_config("model=lower", "iterations=1", "pretrain.enabled=false", "minutes=0.00001", "gate.max_games=0",
+                       "gate.expert_games=0", "curve.every=0")
     result = run_pipeline(cfg, run, progress=False)
     assert result["reason"] == "minutes" and result["state"]["completed_iterations"] == 0
     result = run_pipeline(cfg.model_copy(update={"minutes": None}), run, resume=True, progress=False)
@@ -376,7 +380,7 @@ def test_report_writes_pngs(cycle_run):
     run = cycle_run[0]
     result = runner.invoke(app, ["report", str(run)])
     assert result.exit_code == 0, result.output
-    for name in ("losses.png", "winrate.png", "selfplay.png"):
+    for name in ("losses.png", "winrate.png", "selfplay.png", "elo.png"):
         data = (run / "report" / name).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 2000
     summary = json.loads((run / "report" / "summary.json").read_text())
@@ -522,7 +526,7 @@ def test_ray_worker_killed_mid_game_loses_nothing(tmp_path, ray_cluster):
     import signal
     import threading
 
-    cfg = micro_config("backend=ray", "workers=2", "pretrain.enabled=false", "gate.games=0", "gate.expert_games=0",
+    cfg = micro_config("backend=ray", "workers=2", "pretrain.enabled=false", "gate.max_games=0", "curve.every=0", "gate.expert_games=0",
                        "iterations=1", "selfplay.games=4")
     killed: list[int] = []
     done = threading.Event()
@@ -553,7 +557,7 @@ def test_ray_worker_killed_mid_game_loses_nothing(tmp_path, ray_cluster):
 
 
 def test_ray_backend(tmp_path, ray_cluster):
-    cfg = micro_config("backend=ray", "workers=1", "pretrain.enabled=false", "gate.games=0", "gate.expert_games=0",
+    cfg = micro_config("backend=ray", "workers=1", "pretrain.enabled=false", "gate.max_games=0", "curve.every=0", "gate.expert_games=0",
                        "iterations=1")
     result = run_pipeline(cfg, tmp_path / "run", progress=False)
     assert result["state"]["completed_iterations"] == 1
@@ -584,7 +588,7 @@ def test_ray_backend_missing_is_a_clear_error(tmp_path, monkeypatch):
 def test_tensorboard_missing_is_a_warning(tmp_path, monkeypatch):
     import builtins
 
-    from train.pipeline import TensorBoard
+    from train.dashboard import TensorBoard
 
     real_import = builtins.__import__
 
@@ -605,9 +609,9 @@ def test_dashboard_renders(tmp_path):
 
     from rich.console import Console
 
-    from train.pipeline import Dashboard
+    from train.dashboard import Dashboard
 
-    dash = Dashboard(True, tmp_path, micro_config())
+    dash = Dashboard("live", tmp_path, micro_config())
     dash.update(iteration=1, kind="slm", phase="self-play", games_done=1, games_total=2, plies_per_s=3.0,
                 sims_per_s=40.0, positions_per_s=2.0, games_per_hour=100.0, loss=1.5, value_loss=0.5,
                 policy_loss=1.0, l2=0.01, lr=1e-3, step=3, eval_best="50%", gate="accepted", elapsed=3.0)
@@ -617,3 +621,209 @@ def test_dashboard_renders(tmp_path):
     Console(file=out, width=100).print(dash._render())
     text = out.getvalue()
     assert "plies/s" in text and "total 1.5000" in text and "self-play" in text
+
+
+# ============================================================================ run directories, curve, export
+def test_slm_record_continues_the_battle_that_gave_the_reward(cycle_run):
+    """The record of an slm self-play game plays, right after the layout, exactly the moves the reward
+    plugin's auxiliary agent chose when it computed the reward (seeded by the recorded reward seed)."""
+    from knowledge.registry import REGISTRY
+
+    run, cfg, _, _ = cycle_run
+    for g in range(2):
+        rec = read_json(run / "records" / "i0001" / f"g{g:04d}.json")
+        meta = rec.metadata
+        plies = meta["reward"]["plies"]
+        assert plies >= 1
+        layout_end = rec.replay()[196]
+        reward = REGISTRY.create(cfg.selfplay.reward, "reward")
+        r = reward.rewards(layout_end, seed=meta["selfplay"]["seeds"]["reward"])
+        assert (r[0], r[1]) == (meta["reward"]["white"], meta["reward"]["black"])
+        assert [str(m) for m in reward.last_moves] == list(rec.moves[196:196 + plies])
+
+
+def test_state_totals_are_recomputed_from_disk(cycle_run):
+    from train.samples import shard_length
+
+    run, cfg, _, _ = cycle_run
+    state_path = run / "state.json"
+    state = json.loads(state_path.read_text())
+    records = list((run / "records").glob("i*/g*.json"))
+    samples = sum(shard_length(p) for p in (run / "shards").glob("*/*.npz"))
+    assert state["games"] == len(records) == 6 and state["samples"] == samples > 0
+    state.update(games=1, samples=7)  # a state written before the last games' files (kill -9 between them)
+    state_path.write_text(json.dumps(state))
+    again = run_pipeline(cfg, run, resume=True, progress=False)
+    assert again["state"]["games"] == 6 and again["state"]["samples"] == samples
+
+
+def test_shards_carry_their_format_and_encoding_version(tmp_path, states):
+    from nets.config import ENCODING_VERSION
+    from train.samples import ShardError
+
+    b = SampleBuilder("slm")
+    b.add_policy(state_planes(states[0]), np.array([0, 1]), np.array([1.0, 1.0]), 0.5)
+    path = write_shard(tmp_path / "a.npz", b.build())
+    with np.load(path) as data:
+        arrays = dict(data)
+    assert str(arrays["format"]) == "jiu-samples" and int(arrays["encoding_version"]) == ENCODING_VERSION
+    old = dict(arrays)
+    del old["format"], old["version"], old["encoding_version"]
+    np.savez(tmp_path / "old.npz", **old)
+    with pytest.raises(ShardError, match=r"old\.npz.*'format'"):
+        read_shard(tmp_path / "old.npz")
+    np.savez(tmp_path / "enc.npz", **{**arrays, "encoding_version": np.array(ENCODING_VERSION + 1)})
+    with pytest.raises(ShardError, match="'encoding_version'") as err:
+        read_shard(tmp_path / "enc.npz")
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("args, field", [
+    (["--reward", "bogus"], "selfplay.reward"),
+    (["--set", "selfplay.aux_agent=nobody"], "selfplay.aux_agent"),
+    (["--set", "gate.expert=expert:bogus=1"], "gate.expert"),
+    (["--set", "selfplay.capture_pruner=prune.nothing"], "selfplay.capture_pruner"),
+    (["--set", 'curve.anchors=["random","nope"]', "--set", "curve.anchor=random"], "curve.anchors[1]"),
+])
+def test_names_are_resolved_before_any_work(tmp_path, args, field):
+    run = tmp_path / "run"
+    result = subprocess.run([sys.executable, str(ROOT / "cli.py"), "selfplay", "--from-scratch", "--run-dir", str(run),
+                             "--no-progress", *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and field in errors[0], result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (run / "pretrain").exists() and not (run / "state.json").exists()
+
+
+def _hold_lock(directory: Path):
+    """A second real process holding the directory lock (started, lock taken, then sleeping)."""
+    script = ("import sys, time\nfrom train.rundir import lock_dir\nlock = lock_dir(sys.argv[1])\n"
+              "print('locked', flush=True)\ntime.sleep(120)\n")
+    proc = subprocess.Popen([sys.executable, "-c", script, str(directory)], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "locked"
+    return proc
+
+
+def test_a_second_job_on_a_locked_directory_is_refused_at_once(tmp_path):
+    out = tmp_path / "records"
+    holder = _hold_lock(out)
+    try:
+        for cmd in (["gen-records", "--agent", "random", "--games", "2", "--workers", "0", "--out", str(out)],
+                    ["arena", "random", "random", "--games", "2", "--workers", "0", "--out", str(out)],
+                    ["tournament", "random", "greedy", "--games", "2", "--workers", "0", "--out", str(out)],
+                    ["selfplay", "--resume", str(out)]):
+            t0 = time.perf_counter()
+            result = subprocess.run([sys.executable, str(ROOT / "cli.py"), *cmd], cwd=ROOT, capture_output=True,
+                                    text=True, timeout=120)
+            assert result.returncode == 2, (cmd, result.stderr)
+            if cmd[0] != "selfplay":  # a resumed run first needs its state.json, which this directory lacks
+                assert f"error: {out} is in use by pid {holder.pid} (started " in result.stderr, result.stderr
+                assert time.perf_counter() - t0 < 60
+        assert not list(out.glob("g*.json")) and not (out / "games").exists()
+    finally:
+        holder.kill()
+        holder.wait()
+    # the lock dies with its holder (even by SIGKILL): the next run goes ahead
+    result = subprocess.run([sys.executable, str(ROOT / "cli.py"), "gen-records", "--agent", "random", "--games", "2",
+                             "--workers", "0", "--out", str(out), "--json", "-r", "max_battle_plies=20"],
+                            cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    # the same directory with another agent is another corpus: refused
+    result = subprocess.run([sys.executable, str(ROOT / "cli.py"), "gen-records", "--agent", "greedy", "--games", "2",
+                             "--workers", "0", "--out", str(out), "-r", "max_battle_plies=20"],
+                            cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and "field 'agent'" in result.stderr and "greedy" in result.stderr
+
+
+def test_two_selfplay_runs_on_one_directory(tmp_path):
+    """Two real selfplay processes on one run directory: the second is refused at once naming the first."""
+    run = tmp_path / "run"
+    args = [sys.executable, str(ROOT / "cli.py"), "selfplay", "--no-progress",
+            *sum((["--set", s] for s in MICRO), []), "--set", "pretrain.enabled=false", "--set", "iterations=1",
+            "--set", "selfplay.games=50"]
+    first = subprocess.Popen([*args, "--from-scratch", "--run-dir", str(run)], cwd=ROOT, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        assert _wait_for(lambda: (run / ".lock.json").exists() and (run / "state.json").exists(), 120)
+        for second_args in (["--resume", str(run)], ["--from-scratch", "--run-dir", str(run)]):
+            second = subprocess.run([*args, *second_args], cwd=ROOT, capture_output=True, text=True, timeout=120)
+            assert second.returncode == 2
+            assert f"error: {run} is in use by pid {first.pid} (started " in second.stderr, second.stderr
+        assert first.poll() is None  # the first run goes on
+    finally:
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait()
+
+
+def test_curve_points_and_joint_fit(cycle_run):
+    from train.curve import fit_curve, read_points
+
+    run, cfg, _, _ = cycle_run
+    points = read_points(run / "curve")
+    assert [p["iteration"] for p in points] == [1, 2, 3]
+    assert [p["kind"] for p in points] == ["slm", "upper", "lower"]
+    for p in points:
+        assert {r["b"] for r in p["results"]} >= {"random", "greedy"}
+        assert all(r["wins"] + r["draws"] + r["losses"] == 2 for r in p["results"])
+    fit = fit_curve(points, "greedy")
+    assert fit["ratings"]["greedy"]["elo"] == 0.0
+    events = [e for e in read_metrics(run / "metrics.jsonl") if e["event"] == "curve"]
+    assert [e["iteration"] for e in events] == [1, 2, 3]
+    assert all(e["elo"] is not None and e["ci95"][0] <= e["elo"] <= e["ci95"][1] for e in events)
+    gates = [e for e in read_metrics(run / "metrics.jsonl") if e["event"] == "gate"]
+    assert all(e["games"] == 2 and "sprt" in e and e["sprt"]["n"] == 1 for e in gates)
+
+
+def test_curve_fit_of_one_player_against_one_anchor_is_its_elo():
+    from train.curve import fit_curve
+    from train.stats import elo_from_score
+
+    points = [{"iteration": 1, "kind": "slm", "player": "slm@i0001", "spec": "x", "games": 4, "hours": 0.1,
+               "results": [{"a": "slm@i0001", "b": "expert", "b_spec": "expert", "wins": 3, "draws": 0,
+                            "losses": 1}]}]
+    fit = fit_curve(points, "expert")
+    assert fit["points"][0]["elo"] == pytest.approx(elo_from_score(0.75), abs=1e-3)
+    assert fit["ratings"]["expert"]["elo"] == 0.0
+
+
+def test_progress_lines_without_a_terminal(tmp_path):
+    import io
+
+    from train.dashboard import Dashboard
+
+    out = io.StringIO()
+    with Dashboard("lines", tmp_path, micro_config(), interval=0.3, stream=out) as dash:
+        dash.update(iteration=1, kind="slm", phase="self-play", games_total=2, games_done=0)
+        dash.update(games_done=1)  # no phase change: no line
+        time.sleep(1.2)  # the timer adds a status line at least every interval
+        dash.update(phase="train")
+    lines = out.getvalue().splitlines()
+    assert sum("phase self-play" in x for x in lines) >= 2 and "phase train" in lines[-1]
+
+
+def test_export_and_continue_from_a_model_directory(cycle_run, tmp_path):
+    from nets.io import load
+    from train.modeldir import export_run, read_model_config
+
+    run, cfg, _, _ = cycle_run
+    model_dir = tmp_path / "model"
+    export_run(run, model_dir, "python cli.py selfplay --export test")
+    export_run(run, model_dir, "second export")
+    for kind in ("slm", "upper", "lower"):
+        load(model_dir / f"{kind}.safetensors", expected_kind=kind)
+    lineage = json.loads((model_dir / "lineage.json").read_text())
+    assert [e["command"] for e in lineage] == ["python cli.py selfplay --export test", "second export"]
+    assert lineage[0]["games"] == 6 and len(lineage[0]["gates"]) == 3
+    card = (model_dir / "README.md").read_text()
+    assert card.count("## Lineage") == 1 and card.count("gate i2 upper") == 2
+    stored = validate_config(read_model_config(model_dir))
+    assert stored == cfg.model_copy(update={"export_dir": None})
+    # a new run continues from the model directory (its nets, its config) without pretraining
+    new = tmp_path / "run"
+    result = runner.invoke(app, ["selfplay", "--model-dir", str(model_dir), "--run-dir", str(new), "--no-progress",
+                                 "--model", "slm", "--iterations", "1", "--set", "curve.every=0", "--json"])
+    assert result.exit_code == 0, result.output
+    init = [e for e in read_metrics(new / "metrics.jsonl") if e["event"] == "init"]
+    assert init[0]["init_from"] == str(model_dir / "slm.safetensors") and not (new / "pretrain").exists()
+    assert json.loads(result.output.strip().splitlines()[-1])["state"]["init_from"] == str(model_dir)

@@ -8,9 +8,9 @@ is reproducible from ``(specs, ruleset, seed, index)`` alone, whatever the numbe
 
 Agents are built by spec in the process that plays the game (``knowledge.agents.make_agent``, which
 understands ``NAME[:k=v,...]`` and ``LAYOUT+BATTLE``, with the agents of ``catalog`` registered),
-fresh for every game. ``workers >= 1`` plays in that many worker processes
-(``concurrent.futures.ProcessPoolExecutor`` with the ``spawn`` start method, safe with Numba's
-threads); ``workers = 0`` plays in the calling process (debugging, tests).
+fresh for every game. ``workers >= 1`` plays in that many worker processes (the project's one pool,
+``train.workers``); ``workers = 0`` plays in the calling process (debugging, tests). The run directory
+is locked for the match (``train.rundir.lock_dir``): a second match into it is refused at once.
 
 Run directory (``out_dir``), every file written atomically (temporary file + ``os.replace``)::
 
@@ -39,13 +39,11 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import multiprocessing
 import os
 import random
 import time
 from collections import Counter
-from concurrent.futures import FIRST_COMPLETED, Executor, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -53,10 +51,11 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from core.atomic import atomic_write_text
 from core.errors import IllegalMoveError, JiuError, NotationError
 from core.rules import DEFAULT_RULESET, Ruleset
+from train.rundir import atomic_write_json, lock_dir
 from train.stats import json_safe, percentile, win_rate
+from train.workers import InlineRunner, PoolRunner, WorkerDied, make_pool, stop_pool
 
 ARENA_FORMAT = "jiu-arena"
 SUMMARY_FORMAT = "jiu-arena-summary"
@@ -83,12 +82,7 @@ def check_game_count(games: object) -> None:
         raise ArenaError(f"games: must be an even number in 2..{MAX_GAMES} (colour-balanced pairs), got {shown}")
 
 
-# ============================================================================ small I/O helpers
-def atomic_write_json(path: str | os.PathLike, data: Any) -> None:
-    """``data`` as indented JSON (non-finite floats become ``null``), written atomically."""
-    atomic_write_text(path, json.dumps(json_safe(data), indent=1, ensure_ascii=False, allow_nan=False) + "\n")
-
-
+# ============================================================================ files
 def record_path(out_dir: str | os.PathLike, index: int) -> Path:
     """``out_dir/games/NNNN.json`` of game ``index`` (0-based, at least 4 digits)."""
     return Path(out_dir) / GAMES_DIR / f"{index:04d}.json"
@@ -226,49 +220,6 @@ def _game_task(task: dict[str, Any]) -> dict[str, Any]:
     path = record_path(task["out_dir"], task["index"])
     write_json(record, path)
     return {"index": task["index"], "result": record.result, "reason": record.reason, "a_colour": s["a_colour"]}
-
-
-def exit_with_parent(interval: float = 1.0) -> None:
-    """In a worker process: end it (``os._exit``) within ``interval`` seconds of its parent's death.
-
-    A pool worker whose parent was killed otherwise plays on and may write records next to a resumed
-    run's; a game cut short is simply replayed on resume (records are written atomically)."""
-    import threading
-
-    parent = os.getppid()
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(interval)
-        os._exit(1)
-
-    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
-
-
-def _worker_init(imports: Sequence[str]) -> None:
-    """Worker process start: end with the parent, ignore Ctrl-C (the parent handles it), register the
-    built-in agents (``catalog``) and import ``imports`` (user modules that register extra agents),
-    and load the rules kernels once."""
-    import signal
-
-    import catalog
-
-    exit_with_parent()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    catalog.import_plugins(imports)
-    from core.state import GameState
-
-    GameState.initial().legal_moves()
-
-
-def make_executor(workers: int, imports: Sequence[str] = ()) -> ProcessPoolExecutor:
-    """A process pool of ``workers`` ``spawn``-ed processes ready to play arena games (each imports
-    ``imports`` first). Share one between several :func:`run_arena` calls to pay the start-up once."""
-    if workers < 1:
-        raise ArenaError(f"workers: a process pool needs at least 1 worker, got {workers}")
-    ctx = multiprocessing.get_context("spawn")
-    return ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init,
-                               initargs=(tuple(imports),))
 
 
 # ============================================================================ summary
@@ -464,7 +415,7 @@ def run_arena(
     seed (module docstring). ``progress``: ``True`` for a rich progress bar on stderr, ``False`` for
     none, or a ``rich.progress.Progress`` to add a task line to. ``imports``: modules each worker
     imports first (they may register extra agents). ``executor``: an existing pool from
-    :func:`make_executor` to use instead of starting one (``workers`` is then ignored).
+    ``train.workers.make_pool`` to use instead of starting one (``workers`` is then ignored).
 
     Raises ``ArenaError`` for a bad spec (listing the available agents), an odd or non-positive
     ``games``, a run directory of another match, or a failed game / dead worker (the records written
@@ -480,6 +431,11 @@ def run_arena(
     check_agent_spec(spec_a, "agent A")
     check_agent_spec(spec_b, "agent B")
     out = Path(out_dir)
+    with lock_dir(out):
+        return _run_locked(spec_a, spec_b, games, workers, seed, out, ruleset, progress, imports, executor)
+
+
+def _run_locked(spec_a, spec_b, games, workers, seed, out: Path, ruleset, progress, imports, executor) -> ArenaSummary:
     check_run_dir(out, spec_a, spec_b, seed, ruleset)
     games_dir = out / GAMES_DIR
     games_dir.mkdir(parents=True, exist_ok=True)
@@ -503,24 +459,28 @@ def run_arena(
             if bar is not None:
                 bar.update(task_id, advance=1, score=_score_text(score))
 
+        tasks = [{**task_base, "index": i} for i in todo]
+        runner = None
         if todo and workers == 0 and executor is None:
-            for i in todo:
-                try:
-                    info = _game_task({**task_base, "index": i})
-                except Exception as exc:
-                    raise ArenaError(f"game {i}: {type(exc).__name__}: {exc}") from exc
-                finished(info)
+            runner = InlineRunner()
         elif todo:
-            own = executor is None
-            pool = make_executor(min(workers, len(todo)), imports) if own else executor
-            try:
-                _run_pool(pool, todo, task_base, finished, out)
-            except BaseException:
-                if own:
-                    stop_pool(pool)
-                raise
-            if own:
-                pool.shutdown(wait=True)
+            runner = PoolRunner(min(workers, len(todo)), pool=executor, imports=imports)
+        ok = False
+        try:
+            if todo:
+                runner.run(_game_task, tasks, finished)
+            ok = True
+        except WorkerDied:
+            saved = len(list((out / GAMES_DIR).glob("*.json")))
+            raise ArenaError(f"a worker process died (killed or crashed); {saved} game records are saved in"
+                             f" {out / GAMES_DIR}; rerun the same command to play the missing games") from None
+        except JiuError:
+            raise
+        except Exception as exc:
+            raise ArenaError(f"a game failed: {type(exc).__name__}: {exc}") from exc
+        finally:
+            if isinstance(runner, PoolRunner):
+                runner.close(now=not ok)
 
     records = load_records(out, games, spec_a, spec_b, seed)
     ordered = [records[i] for i in sorted(records)]
@@ -543,7 +503,7 @@ def run_matches(
     process pool (``workers``; ``0``: in this process) and one progress display shared by all, each
     through :func:`run_arena` (so each is resumable in its ``out_dir``); returns their summaries in
     order. On an error or Ctrl-C the pool is stopped at once and the exception propagates."""
-    pool = make_executor(workers, imports) if workers > 0 else None
+    pool = make_pool(workers, imports) if workers > 0 else None
     bar = new_progress() if progress else None
     out: list[ArenaSummary] = []
     try:
@@ -563,43 +523,6 @@ def run_matches(
         if pool is not None:
             pool.shutdown(wait=True)
     return out
-
-
-def _run_pool(pool: Executor, todo: list[int], task_base: dict[str, Any], finished, out: Path) -> None:
-    futures = {pool.submit(_game_task, {**task_base, "index": i}): i for i in todo}
-    pending = set(futures)
-    try:
-        while pending:
-            ready, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for fut in ready:
-                i = futures[fut]
-                try:
-                    info = fut.result()
-                except BrokenProcessPool:
-                    saved = len(list((out / GAMES_DIR).glob("*.json")))
-                    raise ArenaError(
-                        f"game {i}: a worker process died (killed or crashed); {saved} game records are saved in"
-                        f" {out / GAMES_DIR}; rerun the same command to play the missing games"
-                    ) from None
-                except Exception as exc:
-                    raise ArenaError(f"game {i}: {type(exc).__name__}: {exc}") from exc
-                finished(info)
-    finally:
-        for fut in pending:
-            fut.cancel()
-
-
-def stop_pool(pool: ProcessPoolExecutor) -> None:
-    """Shut a pool we started down now: cancel queued games and terminate the workers."""
-    processes = list(getattr(pool, "_processes", {}).values()) if isinstance(pool, ProcessPoolExecutor) else []
-    pool.shutdown(wait=False, cancel_futures=True)
-    for p in processes:
-        with contextlib.suppress(Exception):
-            if p.is_alive():
-                p.terminate()
-    for p in processes:
-        with contextlib.suppress(Exception):
-            p.join(timeout=5)
 
 
 def _score_text(score: Counter) -> str:

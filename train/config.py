@@ -60,17 +60,42 @@ field                           default                     meaning
                                                             every ``step_size`` steps)
 ``learner.horizon_steps``       ``None``                    cosine horizon; ``None``: iterations x steps when
                                                             ``iterations`` is set, else 10,000
-``learner.l2``                  ``0.0001``                  ``c`` of the loss term ``c * ||theta||^2``
+``learner.l2_penalty``          ``0.0001``                  ``c`` of the loss term ``c * ||theta||^2``
+                                                            (``nets.losses.l2_penalty``; the only L2 of the
+                                                            project, no optimiser weight decay; ``l2`` is
+                                                            read as an old name of this field)
 ``learner.batch_size``          ``64``
 ``learner.steps``               ``40``                      training steps per iteration
 ``learner.grad_clip``           ``5.0``                     gradient norm clip (``None``: off)
 ``learner.dqn_loss``            ``"huber"``                 lower net: ``huber`` or ``mse``
-``gate.games``                  ``2``                       candidate vs best games (even; 0: accept always)
-``gate.threshold``              ``0.55``                    score per game the candidate needs to replace best
-``gate.expert_games``           ``2``                       candidate vs ``gate.expert`` (even; 0: skip)
+``gate.max_games``              ``4``                       SPRT gate, candidate vs best: at most this many
+                                                            games (even; 0: accept every candidate)
+``gate.batch``                  ``4``                       games played between two SPRT looks (even)
+``gate.elo0``, ``gate.elo1``    ``0``, ``50``               SPRT hypotheses H0: Elo(candidate - best) =
+                                                            elo0, H1: = elo1 (logistic Elo)
+``gate.alpha``, ``gate.beta``   ``0.05``, ``0.05``          error rates; the test stops when the pentanomial
+                                                            LLR (``train.stats.sprt``) leaves
+                                                            [log(beta/(1-alpha)), log((1-beta)/alpha)]
+``gate.threshold``              ``0.5``                     at the ``max_games`` cap without a decision, the
+                                                            candidate is accepted when its score per game is
+                                                            above this (strictly)
+``gate.expert_games``           ``0``                       candidate vs ``gate.expert`` (even; 0: skip;
+                                                            the learning curve measures the expert anyway)
 ``gate.simulations``            ``32``                      search simulations in evaluation games
 ``gate.search_threads``         ``4``
 ``gate.expert``                 ``"expert"``                the reference opponent (agent spec)
+``curve.every``                 ``1``                       learning curve: every N iterations (0: never) the
+                                                            best net plays the anchor pool (``train.curve``)
+``curve.games``                 ``2``                       games per anchor (even)
+``curve.anchors``               random, greedy, expert,     fixed anchor agents (agent specs)
+                                ``minimax:time=0.05``
+``curve.checkpoints``           ``2``                       earlier curve points (best nets) also played
+``curve.anchor``                ``"expert"``                the anchor held at Elo 0 in the joint
+                                                            Bradley-Terry fit
+``init_dir``                    ``None``                    start from the nets of this model directory
+                                                            (``<kind>.safetensors``) instead of pretraining
+                                                            (``python cli.py selfplay`` without
+                                                            ``--from-scratch``: ``models/default``)
 ``pretrain.enabled``            ``True``                    supervised start (module ``train.supervised``)
 ``pretrain.games``              ``8``                       expert games generated into RUN/pretrain/records
 ``pretrain.agent``              ``"expert"``                the agent that plays them (both sides)
@@ -90,7 +115,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from core.errors import JiuError
 from core.rules import Ruleset
@@ -99,7 +124,7 @@ from search.mcts import SearchConfig
 KINDS: tuple[str, ...] = ("slm", "upper", "lower")
 MODELS: tuple[str, ...] = (*KINDS, "cycle")
 # Fields a resumed run may change (they do not change what the run computes, only how far/fast).
-RESUMABLE_FIELDS: tuple[str, ...] = ("iterations", "minutes", "workers", "backend")
+RESUMABLE_FIELDS: tuple[str, ...] = ("iterations", "minutes", "workers", "backend", "curve", "export_dir")
 
 TRAIN_RULESET = Ruleset(max_battle_plies=300, adjudicate="stones")
 
@@ -188,29 +213,72 @@ class LearnerConfig(_Section):
     step_size: int = Field(1000, ge=1)
     gamma: float = Field(0.5, gt=0, le=1)
     momentum: float = Field(0.9, ge=0, lt=1)
-    l2: float = Field(1e-4, ge=0)
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    l2_penalty: float = Field(1e-4, ge=0, validation_alias=AliasChoices("l2_penalty", "l2"))
     batch_size: int = Field(64, ge=1)
     steps: int = Field(40, ge=1)
     grad_clip: float | None = Field(5.0, gt=0)
     dqn_loss: Literal["huber", "mse"] = "huber"
 
 
+def _even_or_zero(v: int) -> int:
+    if v % 2:
+        raise ValueError(f"must be even (colour-balanced pairs) or 0, got {v}")
+    return v
+
+
 class GateConfig(_Section):
-    games: int = Field(2, ge=0)
-    threshold: float = Field(0.55, ge=0, le=1)
-    expert_games: int = Field(2, ge=0)
+    max_games: int = Field(4, ge=0, le=100_000)
+    batch: int = Field(4, ge=2, le=10_000)
+    elo0: float = Field(0.0, ge=-1000, le=1000)
+    elo1: float = Field(50.0, ge=-1000, le=1000)
+    alpha: float = Field(0.05, gt=0, lt=0.5)
+    beta: float = Field(0.05, gt=0, lt=0.5)
+    threshold: float = Field(0.5, ge=0, le=1)
+    expert_games: int = Field(0, ge=0, le=100_000)
     simulations: int = Field(32, ge=1)
     search_threads: int = Field(4, ge=1, le=64)
     expert: str = "expert"
 
     _agents = field_validator("expert")(_agent_spec)
+    _even = field_validator("max_games", "batch", "expert_games")(_even_or_zero)
 
-    @field_validator("games", "expert_games")
+    @model_validator(mode="after")
+    def _bounds(self) -> "GateConfig":
+        if not self.elo1 > self.elo0:
+            raise ValueError(f"elo1 ({self.elo1:g}) must be greater than elo0 ({self.elo0:g})")
+        return self
+
+
+DEFAULT_ANCHORS: tuple[str, ...] = ("random", "greedy", "expert", "minimax:time=0.05")
+
+
+class CurveConfig(_Section):
+    every: int = Field(1, ge=0, le=1_000_000)
+    games: int = Field(2, ge=2, le=100_000)
+    anchors: tuple[str, ...] = DEFAULT_ANCHORS
+    checkpoints: int = Field(2, ge=0, le=100)
+    anchor: str = "expert"
+
+    _even = field_validator("games")(_even_or_zero)
+
+    @field_validator("anchors")
     @classmethod
-    def _even(cls, v: int) -> int:
-        if v % 2:
-            raise ValueError(f"must be even (colour-balanced pairs) or 0, got {v}")
+    def _anchors(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        for a in v:
+            _agent_spec(a)
         return v
+
+    @model_validator(mode="after")
+    def _anchor(self) -> "CurveConfig":
+        if self.every and not self.anchors:
+            raise ValueError("anchors: give at least one anchor agent (or set curve.every = 0)")
+        if len(set(self.anchors)) != len(self.anchors):
+            raise ValueError("anchors: an agent is listed twice")
+        if self.anchors and self.anchor not in self.anchors:
+            raise ValueError(f"anchor: {self.anchor!r} is not one of the anchors {list(self.anchors)}")
+        return self
 
 
 class PretrainConfig(_Section):
@@ -242,8 +310,10 @@ class TrainConfig(BaseModel):
     replay: ReplayConfig = ReplayConfig()
     learner: LearnerConfig = LearnerConfig()
     gate: GateConfig = GateConfig()
+    curve: CurveConfig = CurveConfig()
     pretrain: PretrainConfig = PretrainConfig()
     export_dir: str | None = None
+    init_dir: str | None = None
 
     @model_validator(mode="after")
     def _budget(self) -> "TrainConfig":
@@ -385,3 +455,25 @@ def changed_fields(old: TrainConfig, new: TrainConfig) -> list[str]:
 
     walk(config_to_dict(old), config_to_dict(new), "")
     return out
+
+
+def resolve_names(config: TrainConfig) -> None:
+    """Build every plugin of ``config`` once before any work starts (``selfplay.reward``, the pruners), so
+    that a bad name or option fails at once; the agent specs (``selfplay.aux_agent``, ``gate.expert``,
+    ``pretrain.agent``, ``curve.anchors``) are resolved when the configuration is validated. Raises
+    :class:`ConfigError` naming the field, the spec and the reason (e.g. the available names)."""
+    import catalog  # noqa: F401 - registers every built-in agent and plugin
+    from knowledge.registry import REGISTRY
+
+    plugins = [("selfplay.reward", config.selfplay.reward, "reward"),
+               ("selfplay.capture_pruner", config.selfplay.capture_pruner, "capture_pruner"),
+               ("selfplay.expansion_pruner", config.selfplay.expansion_pruner, "expansion_pruner")]
+    for field, spec, kind in plugins:
+        if spec is None:
+            continue
+        try:
+            REGISTRY.create(spec, kind)
+        except KeyError as exc:
+            raise ConfigError(f"config field {field!r}: {exc.args[0] if exc.args else exc}") from None
+        except (ValueError, TypeError) as exc:
+            raise ConfigError(f"config field {field!r}: {spec!r}: {exc}") from None

@@ -472,7 +472,7 @@ def run_experiment(
 
 
 def _write_json(path: Path, data: Any) -> None:
-    from train.arena import atomic_write_json
+    from train.rundir import atomic_write_json
 
     atomic_write_json(path, data)
 

@@ -2,11 +2,9 @@
 
 Losses (``nets.losses``): ``slm`` and ``upper`` minimise ``(z - v)^2 - pi^T log p + c ||theta||^2`` with the
 softmax restricted to the sample's legal mask (the search's candidate actions); ``lower`` minimises the
-DQN regression of Q on its Monte Carlo target (Huber by default) ``+ c ||theta||^2``. The L2 term is
-added explicitly (:func:`l2_term`) so that it is logged and means the same with Adam and SGD. It covers
-every parameter except the lower net's upper-action embedding: its 781k entries (tiny preset, N(0, 1)
-initialisation) would make the term about 78 at ``c = 1e-4``, dwarf the Q loss (< 1), and decay the rows of
-actions no sample has shown yet; only rows of actions seen in a batch get a data gradient.
+DQN regression of Q on its Monte Carlo target (Huber by default) ``+ c ||theta||^2``, with ``c`` the config
+field ``learner.l2_penalty`` and the term ``nets.losses.l2_penalty`` (every parameter except the lower
+net's action embedding; no optimiser weight decay).
 
 Optimisers: Adam, or SGD with Nesterov-free momentum. Schedules (:func:`learning_rate`, a pure function
 of the global step, so that a resumed learner needs no scheduler state): ``constant``; ``cosine`` from
@@ -35,7 +33,7 @@ from core.atomic import atomic_write
 import torch
 
 from nets.config import NetConfig
-from nets.losses import dqn_loss, policy_value_terms
+from nets.losses import dqn_loss, l2_penalty, policy_value_terms
 from train.config import LearnerConfig
 from train.samples import Batch, Samples, make_batch
 
@@ -50,11 +48,6 @@ def learning_rate(cfg: LearnerConfig, step: int, horizon: int, lr: float | None 
     t = min(step / max(horizon, 1), 1.0)
     floor = min(cfg.lr_min, peak)
     return floor + (peak - floor) * 0.5 * (1.0 + math.cos(math.pi * t))
-
-
-def l2_term(model: torch.nn.Module, c: float) -> torch.Tensor:
-    """``c * ||theta||^2`` over the parameters of ``model`` except an ``embedding`` (module docstring)."""
-    return c * sum(p.pow(2).sum() for name, p in model.named_parameters() if not name.startswith("embedding."))
 
 
 def optimizer_path(checkpoint: str | os.PathLike) -> Path:
@@ -138,7 +131,7 @@ class Learner:
             logits, v = self.model(x)
             t = policy_value_terms(logits, v, torch.from_numpy(batch.pi), z, torch.from_numpy(batch.mask))
             terms = {"value": t.value, "policy": t.policy}
-        l2 = l2_term(self.model, self.cfg.l2) if self.cfg.l2 > 0 else torch.zeros(())
+        l2 = l2_penalty(self.model, self.cfg.l2_penalty)
         terms["l2"] = l2
         terms["total"] = terms["value"] + terms["policy"] + l2
         return terms

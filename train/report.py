@@ -8,9 +8,13 @@ Reads ``RUN/metrics.jsonl`` (``train.pipeline``) and writes PNGs with matplotlib
 - ``winrate.png``: the candidate's score per game against the best net and against the expert, with the
   95% Wilson interval as error bars (the normal interval collapses to a point at 0% or 100%, common in
   short evaluations), per kind, and the gate threshold;
-- ``selfplay.png``: self-play speed per iteration (games per hour, positions per second).
+- ``selfplay.png``: self-play speed per iteration (games per hour, positions per second);
+- ``elo.png``: the learning curve (``train.curve``): the best net's Elo with its 95% band against the
+  self-play games of the run and against the run's hours, refitted jointly over every curve point of the
+  run, with the anchors' Elo (the expert's among them) as horizontal lines; one line per net kind;
 
-and ``summary.json`` (one row per iteration: kind, losses, win rates, acceptance, speeds). Events logged
+and ``summary.json`` (one row per iteration: kind, losses, win rates, acceptance, speeds; ``curve``: the
+joint fit). Events logged
 twice (a phase repeated after a kill) count once: the last one wins.
 """
 
@@ -20,7 +24,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from train.pipeline import read_metrics
+from train.rundir import TrainError, atomic_write_json, read_metrics
 
 
 def _last_by(events: list[dict], event: str, key) -> dict:
@@ -55,7 +59,18 @@ def collect(run_dir: str | os.PathLike) -> dict[str, Any]:
     pre = {k: {"first_loss": v.get("first_loss"), "last_loss": v.get("last_loss"), "last_value": v.get("last_value"),
                "last_policy": v.get("last_policy"), "last_l2": v.get("last_l2"), "samples": v.get("samples")}
            for k, v in init.items()}
-    return {"kinds": kinds, "iterations": rows, "pretrain": pre, "events": len(events)}
+    from train.curve import fit_curve, read_points
+
+    points = read_points(Path(run_dir) / "curve")
+    anchor = "expert"
+    try:
+        from train.rundir import load_run_config
+
+        anchor = load_run_config(run_dir).curve.anchor
+    except Exception:  # noqa: BLE001 - a run without a readable config: the default anchor
+        pass
+    curve = fit_curve(points, anchor) if points else {"anchor": anchor, "ratings": {}, "points": []}
+    return {"kinds": kinds, "iterations": rows, "pretrain": pre, "events": len(events), "curve": curve}
 
 
 def _wr(e: dict | None) -> dict | None:
@@ -84,8 +99,6 @@ def render_report(run_dir: str | os.PathLike, out_dir: str | os.PathLike | None 
 
     run = Path(run_dir)
     if not (run / "metrics.jsonl").exists():
-        from train.pipeline import TrainError
-
         raise TrainError(f"{run}: no metrics.jsonl; not a training run directory")
     out = Path(out_dir) if out_dir is not None else run / "report"
     out.mkdir(parents=True, exist_ok=True)
@@ -94,8 +107,8 @@ def render_report(run_dir: str | os.PathLike, out_dir: str | os.PathLike | None 
     kinds = data["kinds"] or ["slm"]
     written: list[Path] = []
 
-    def save(fig, name):
-        for ax in fig.axes:
+    def save(fig, name, integer_x=True):
+        for ax in fig.axes if integer_x else ():
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         path = out / name
         tmp = out / f".{name}.tmp.png"
@@ -160,9 +173,36 @@ def render_report(run_dir: str | os.PathLike, out_dir: str | os.PathLike | None 
         _legend_or_note(ax, "no self-play yet")
     save(fig, "selfplay.png")
 
-    summary = out / "summary.json"
-    from train.pipeline import atomic_write_json
+    # learning curve
+    curve = data["curve"]
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4))
+    for kind in sorted({p["kind"] for p in curve["points"]}):
+        pts = [p for p in curve["points"] if p["kind"] == kind and p["elo"] is not None]
+        if not pts:
+            continue
+        for ax, key in ((a1, "games"), (a2, "hours")):
+            xs = [p[key] for p in pts]
+            ys = [p["elo"] for p in pts]
+            err = [[y - p["ci95"][0] for y, p in zip(ys, pts)], [p["ci95"][1] - y for y, p in zip(ys, pts)]]
+            ax.errorbar(xs, ys, yerr=err, fmt="o-", capsize=3, label=f"{kind} (best net)")
+            ax.fill_between(xs, [p["ci95"][0] for p in pts], [p["ci95"][1] for p in pts], alpha=0.2)
+    for name, r in curve["ratings"].items():
+        if "@" in name or r.get("elo") is None:
+            continue
+        style = {"color": "red", "lw": 1.5} if name.split(":")[0] == "expert" else {"color": "grey", "lw": 0.8}
+        for ax in (a1, a2):
+            ax.axhline(r["elo"], ls="--", **style)
+            ax.annotate(name, (0.01, r["elo"]), xycoords=("axes fraction", "data"), fontsize=7,
+                        color=style["color"], va="bottom")
+    a1.set_xlabel("self-play games")
+    a2.set_xlabel("hours (run time)")
+    for ax in (a1, a2):
+        ax.set_ylabel(f"Elo ({curve['anchor']} = 0), 95% band")
+        _legend_or_note(ax, "no learning-curve point yet")
+    fig.suptitle("learning curve: the best net against the anchor pool (joint Bradley-Terry fit)")
+    save(fig, "elo.png", integer_x=False)
 
+    summary = out / "summary.json"
     atomic_write_json(summary, data)
     written.append(summary)
     return written
@@ -215,7 +255,7 @@ def analyze_record(record_path: str | os.PathLike, out_dir: str | os.PathLike, a
     from core.records import read_record
     from knowledge.agents import make_agent
     from search.analysis import BLUNDER, MISTAKE, analyze_game
-    from train.pipeline import atomic_write_json
+    from train.rundir import atomic_write_json
 
     record = read_record(record_path, fmt)[0]
     states = record.replay()

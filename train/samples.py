@@ -13,10 +13,13 @@ A **sample** is one training example of one net kind:
 A :class:`Samples` holds many samples column-wise (policies in CSR form: ``pi_off``, ``pi_idx``,
 ``pi_val``). A **shard** is one ``.npz`` written by ``np.savez_compressed`` to a temporary file in the
 target directory, fsync-ed and renamed (:func:`write_shard`), so a killed writer never leaves a partial
-shard. Arrays in a shard: ``kind`` (str), ``planes`` (``float16 (N, 14, 14, 14)``: the planes are 0/1
+shard. Arrays in a shard: ``format`` (str, :data:`SHARD_FORMAT`), ``version`` (int, :data:`SHARD_VERSION`,
+the layout of these arrays), ``encoding_version`` (int, ``nets.config.ENCODING_VERSION`` when written: the
+feature planes and action indices), ``kind`` (str), ``planes`` (``float16 (N, 14, 14, 14)``: the planes are 0/1
 except four scalar planes, whose float16 rounding is below 1e-3), ``z`` (``float32 (N,)``), ``pi_off``
 (``int64 (N+1,)``), ``pi_idx`` (``int32``), ``pi_val`` (``float32``) for ``slm``/``upper``, ``action``
-(``int32 (N,)``) for ``lower``, and ``meta`` (a JSON string).
+(``int32 (N,)``) for ``lower``, and ``meta`` (a JSON string). :func:`read_shard` refuses a shard of
+another format, shard version or encoding version with a one-line :class:`ShardError`.
 
 :func:`load_window` reads the most recent shards of a directory (file names sort chronologically, e.g.
 ``i0003-g0001.npz``) until it has ``window`` samples and keeps exactly the newest ``window``.
@@ -48,6 +51,8 @@ KIND_ACTIONS = {"slm": NUM_LAYOUT_ACTIONS, "upper": NUM_UPPER_ACTIONS}
 KIND_POLICY = {"slm": "layout", "upper": "upper", "lower": "upper"}
 PLANES_SHAPE = (NUM_PLANES, 14, 14)
 SHARD_SUFFIX = ".npz"
+SHARD_FORMAT = "jiu-samples"
+SHARD_VERSION = 2  # 1: the unversioned shards before the format/version/encoding_version arrays
 
 
 class ShardError(ValueError):
@@ -201,7 +206,12 @@ def write_shard(path: str | os.PathLike, samples: Samples) -> Path:
     """Write ``samples`` as a compressed ``.npz`` atomically (temporary file, fsync, rename)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    from nets.config import ENCODING_VERSION
+
     arrays: dict[str, np.ndarray] = {
+        "format": np.array(SHARD_FORMAT),
+        "version": np.array(SHARD_VERSION, np.int64),
+        "encoding_version": np.array(int(ENCODING_VERSION), np.int64),
         "kind": np.array(samples.kind),
         "planes": samples.planes,
         "z": samples.z,
@@ -215,20 +225,49 @@ def write_shard(path: str | os.PathLike, samples: Samples) -> Path:
     return path
 
 
+def _check_version(path: Path, data) -> None:
+    from nets.config import ENCODING_VERSION
+
+    if "format" not in data or str(data["format"]) != SHARD_FORMAT:
+        raise ShardError(f"shard {path}: not a {SHARD_FORMAT} shard of version {SHARD_VERSION} (field 'format' "
+                         "missing or different: written by an older version?); delete it or regenerate its samples")
+    version = int(data["version"]) if "version" in data else None
+    if version != SHARD_VERSION:
+        raise ShardError(f"shard {path}: field 'version' is {version}, this code reads version {SHARD_VERSION};"
+                         " regenerate its samples")
+    enc = int(data["encoding_version"]) if "encoding_version" in data else None
+    if enc != int(ENCODING_VERSION):
+        raise ShardError(f"shard {path}: field 'encoding_version' is {enc}, the current ENCODING_VERSION is "
+                         f"{ENCODING_VERSION} (planes or action indices changed); regenerate its samples")
+
+
 def read_shard(path: str | os.PathLike) -> Samples:
-    """The :class:`Samples` of a shard; :class:`ShardError` naming the file if it is unreadable."""
+    """The :class:`Samples` of a shard; :class:`ShardError` naming the file if it is unreadable or of another
+    format, shard version or encoding version (module docstring)."""
     path = Path(path)
     try:
         with np.load(path, allow_pickle=False) as data:
+            _check_version(path, data)
             kind = str(data["kind"])
             meta = json.loads(str(data["meta"])) if "meta" in data else {}
             if kind == "lower":
                 return Samples(kind, data["planes"], data["z"], action=data["action"], meta=meta)
             return Samples(kind, data["planes"], data["z"], data["pi_off"], data["pi_idx"], data["pi_val"], meta=meta)
     except ShardError as exc:
-        raise ShardError(f"shard {path}: {exc}") from None
+        msg = str(exc)
+        raise ShardError(msg if msg.startswith("shard ") else f"shard {path}: {msg}") from None
     except (OSError, KeyError, ValueError, EOFError) as exc:
         raise ShardError(f"shard {path}: unreadable ({exc}); delete it (its game is replayed on resume)") from None
+
+
+def shard_length(path: str | os.PathLike) -> int:
+    """The number of samples in a shard (reads its small ``z`` array only); :class:`ShardError` if unreadable."""
+    path = Path(path)
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            return int(data["z"].shape[0])
+    except (OSError, KeyError, ValueError, EOFError) as exc:
+        raise ShardError(f"shard {path}: unreadable ({exc})") from None
 
 
 def shard_files(directory: str | os.PathLike) -> list[Path]:

@@ -9,8 +9,11 @@ plays everything else, so that the three nets learn independently:
   the end of the layout the reward plugin (``selfplay.reward``, ``reward.first_square`` by default: the
   auxiliary agent plays the battle for both sides and the first side to form a square gets +1, JFA 3.4)
   gives ``(r_white, r_black)``. Samples: (layout planes, visit policy over the 196 points, ``z`` = the
-  reward of the side to move). The game is then finished by the auxiliary agent so that the record is a
-  whole game.
+  reward of the side to move). The record continues the very battle that produced the reward: the
+  moves the reward plugin's agent chose (its ``last_moves``; for ``reward.first_square`` up to and
+  including the first square-forming move, for ``reward.outcome`` the whole game) are played first, and
+  the auxiliary agent finishes the game from there, so the record is a whole game whose opening battle
+  is the reward's (``metadata.reward.plies``).
 - ``upper``: the auxiliary agent plays the layout; HBM-upper MCTS (upper net, no lower net: the square
   victims of a path are the capture pruner's best set, i.e. the expert's Eq. 9 choice) plays every
   **battle** move. Samples: (battle planes, visit policy over the 48,804 upper actions, ``z`` = game
@@ -202,11 +205,16 @@ def play_slm_game(cfg, slm_net, seed: int) -> tuple[_Game, Any, dict]:
     rewards = reward.rewards(layout_end, seed=s_reward)
     reward_seconds = time.perf_counter() - t0
     builder.set_values([rewards[s] for s in sides])
+    reward_moves = list(getattr(reward, "last_moves", None) or ())
+    for move in reward_moves:  # the reward's own battle (module docstring)
+        if game.state.is_terminal():
+            break
+        game.play(move, {"reward": True})
     agents = (make_agent(cfg.selfplay.aux_agent, seed=s_aux), make_agent(cfg.selfplay.aux_agent, seed=s_aux + 1))
     while not game.state.is_terminal():
         game.play(agents[game.state.side].select(game.state))
     info = {"reward": {"plugin": cfg.selfplay.reward, "white": rewards[0], "black": rewards[1],
-                       "seconds": round(reward_seconds, 3)},
+                       "seconds": round(reward_seconds, 3), "plies": len(reward_moves)},
             "seeds": {"search": s_search, "sample": s_sample, "aux": s_aux, "reward": s_reward},
             "players": f"slm-mcts:sims={cfg.selfplay.simulations}+{cfg.selfplay.aux_agent}"}
     return game, builder, info
@@ -324,33 +332,6 @@ def _iso(text: str) -> str | None:
         return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S%z").isoformat()
     except ValueError:
         return None
-
-
-def init_worker() -> None:
-    """Worker process start (self-play, arena and record generation share the pool): end with the
-    parent, ignore Ctrl-C (the parent handles it), one torch thread, register every built-in agent
-    (``catalog``), load the rules kernels."""
-    import signal
-
-    import torch
-
-    from train.arena import exit_with_parent
-
-    exit_with_parent()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    torch.set_num_threads(1)
-    import catalog  # noqa: F401 - registers every built-in agent and plugin
-
-    GameState.initial().legal_moves()
-
-
-def make_pool(workers: int):
-    """A ``ProcessPoolExecutor`` of ``workers`` spawned processes running :func:`init_worker`."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=init_worker)
 
 
 # ============================================================================ evaluation agents

@@ -16,16 +16,18 @@ A record without a result (``null``: unfinished or unknown) gives ``z = 0``, lik
 symmetry augmentation, and saves it with ``nets.io.save``.
 
 :func:`generate_records` plays ``games`` games of an agent against itself (or ``black``) with
-``train.arena.play_game`` in parallel worker processes and writes ``OUT/g00000.json`` ... (JSON records,
-atomic). Game ``i``'s agent seeds derive from ``(seed, i)``; rerunning skips the records that exist, so an
-interrupted run resumes without duplicating or losing games.
+``train.arena.play_game`` in parallel worker processes (``train.workers``) and writes ``OUT/g00000.json``
+... (JSON records, atomic). Game ``i``'s agent seeds derive from ``(seed, i)``; rerunning skips the records
+that exist, so an interrupted run resumes without duplicating or losing games. ``OUT/corpus.json`` holds
+the corpus identity (agents, seed, ruleset): a later run into ``OUT`` with another identity is refused
+(as are records of another corpus found without it), and ``OUT`` is locked while records are generated
+(``train.rundir.lock_dir``).
 """
 
 from __future__ import annotations
 
 import os
 import time
-from concurrent.futures import FIRST_COMPLETED, wait
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
@@ -51,7 +53,7 @@ def record_files(paths: Iterable[str | os.PathLike]) -> list[Path]:
         p = Path(p)
         if p.is_dir():
             out.extend(sorted(f for f in p.rglob("*") if f.suffix.lower() in RECORD_SUFFIXES and f.is_file()
-                              and not f.name.startswith(".")))
+                              and not f.name.startswith(".") and f.name != CORPUS_FILE))
         elif p.exists():
             out.append(p)
         else:
@@ -204,14 +206,57 @@ def _record_task(task: dict[str, Any]) -> dict[str, Any]:
             "seconds": time.perf_counter() - t0}
 
 
+CORPUS_FILE = "corpus.json"
+CORPUS_FORMAT = "jiu-corpus"
+
+
+def _corpus_identity(agent: str, black: str, seed: int, ruleset: Ruleset) -> dict[str, Any]:
+    return {"format": CORPUS_FORMAT, "version": 1, "agent": agent, "black": black, "seed": seed,
+            "ruleset": ruleset.model_dump()}
+
+
+def check_corpus(out: Path, identity: dict[str, Any]) -> None:
+    """Raise ``SupervisedError`` naming the field when ``out`` holds another corpus (module docstring)."""
+    import json
+
+    from core.records import read_json
+
+    path = out / CORPUS_FILE
+    if path.exists():
+        try:
+            stored = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise SupervisedError(f"{path}: unreadable corpus identity ({exc}); use another --out directory") from None
+        if not isinstance(stored, dict) or stored.get("format") != CORPUS_FORMAT:
+            raise SupervisedError(f"{path}: not a corpus identity (field 'format'); use another --out directory")
+        for key in ("agent", "black", "seed", "ruleset"):
+            if stored.get(key) != identity[key]:
+                raise SupervisedError(f"{out}: field {key!r} of its corpus is {stored.get(key)!r} but this run asks "
+                                      f"for {identity[key]!r}; resume with the same agents, seed and rules, or use "
+                                      "another --out directory")
+        return
+    for f in sorted(out.glob("g*.json"))[:1]:
+        try:
+            meta = read_json(f).metadata.get("gen_records", {})
+        except JiuError as exc:
+            raise SupervisedError(f"{f}: {exc}") from None
+        want = {"agent": identity["agent"], "black": identity["black"], "seed": identity["seed"]}
+        have = {k: meta.get(k) for k in want}
+        if have != want:
+            raise SupervisedError(f"{out}: holds records of another corpus ({f.name}: {have}); use another --out"
+                                  " directory")
+
+
 def generate_records(agent: str, games: int, out_dir: str | os.PathLike, workers: int = 1, seed: int = 0,
                      ruleset: Ruleset = DEFAULT_RULESET, black: str | None = None, progress: Any = None,
                      executor=None, on_game: Callable[[dict], None] | None = None) -> dict[str, Any]:
     """Play (or finish) ``games`` games ``agent`` vs ``black`` (default: ``agent``) into ``out_dir``
     (module docstring). ``workers``: processes (0: in this process); ``executor``: an existing process
     pool to use. ``progress``: a rich ``Progress`` to add a task line to, or ``None``. Returns ``{"games",
-    "played", "results": {...}, "seconds", "out_dir"}``."""
+    "played", "results": {...}, "seconds", "out_dir"}``. Raises ``SupervisedError`` (bad input, another
+    corpus in ``out_dir``, a dead worker) and ``train.rundir.DirectoryInUse``."""
     from train.arena import check_agent_spec
+    from train.rundir import atomic_write_json, lock_dir
 
     from train.arena import MAX_GAMES
 
@@ -222,8 +267,16 @@ def generate_records(agent: str, games: int, out_dir: str | os.PathLike, workers
     if black != agent:
         check_agent_spec(black, "--black")
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    with lock_dir(out):
+        identity = _corpus_identity(agent, black, seed, ruleset)
+        check_corpus(out, identity)
+        atomic_write_json(out / CORPUS_FILE, identity)
+        return _generate(agent, black, games, out, workers, seed, ruleset, progress, executor, on_game)
+
+
+def _generate(agent, black, games, out: Path, workers, seed, ruleset, progress, executor, on_game) -> dict[str, Any]:
     from train.samples import clean_temp_files
+    from train.workers import InlineRunner, PoolRunner, WorkerDied
 
     clean_temp_files(out)
     todo = [i for i in range(games) if not generated_path(out, i).exists()]
@@ -231,28 +284,25 @@ def generate_records(agent: str, games: int, out_dir: str | os.PathLike, workers
     t0 = time.perf_counter()
     task_id = progress.add_task(f"records {agent}", total=games, completed=games - len(todo), score="") \
         if progress else None
-    infos: list[dict] = []
 
     def done(info):
-        infos.append(info)
         if progress is not None:
             progress.advance(task_id)
         if on_game is not None:
             on_game(info)
 
-    if todo and workers == 0 and executor is None:
-        for i in todo:
-            done(_record_task({**base, "index": i}))
-    elif todo:
-        from train.selfplay import make_pool
-
-        pool = executor or make_pool(min(workers, len(todo)))
+    if todo:
+        runner = InlineRunner() if workers == 0 and executor is None else \
+            PoolRunner(min(workers, len(todo)), pool=executor)
+        ok = False
         try:
-            run_bounded(pool, _record_task, [{**base, "index": i} for i in todo], done,
-                        max(1, getattr(pool, "_max_workers", workers)))
+            runner.run(_record_task, [{**base, "index": i} for i in todo], done)
+            ok = True
+        except WorkerDied as exc:
+            raise SupervisedError(str(exc)) from None
         finally:
-            if executor is None:
-                pool.shutdown(wait=True, cancel_futures=True)
+            if isinstance(runner, PoolRunner):
+                runner.close(now=not ok)
     results: dict[str, int] = {}
     from core.records import read_json
 
@@ -263,30 +313,3 @@ def generate_records(agent: str, games: int, out_dir: str | os.PathLike, workers
             results[r] = results.get(r, 0) + 1
     return {"games": games, "played": len(todo), "results": results, "seconds": time.perf_counter() - t0,
             "out_dir": str(out)}
-
-
-def run_bounded(pool, fn, tasks: Sequence[dict], on_done, in_flight: int, should_stop=None) -> bool:
-    """Run ``fn(task)`` for ``tasks`` on ``pool`` with at most ``in_flight`` submitted at a time, calling
-    ``on_done(result)`` as they finish. Stops submitting when ``should_stop()`` is true (the running ones
-    finish). Returns ``True`` if every task ran. A failed task raises (after cancelling the queued ones)."""
-    from concurrent.futures.process import BrokenProcessPool
-
-    queue = list(tasks)
-    pending = set()
-    try:
-        while queue or pending:
-            while queue and len(pending) < in_flight and not (should_stop and should_stop()):
-                pending.add(pool.submit(fn, queue.pop(0)))
-            if not pending:
-                break
-            ready, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for fut in ready:
-                try:
-                    on_done(fut.result())
-                except BrokenProcessPool:
-                    raise SupervisedError("a worker process died (killed or crashed); rerun the same command to"
-                                          " resume (finished games are kept)") from None
-    finally:
-        for fut in pending:
-            fut.cancel()
-    return not queue

@@ -12,7 +12,7 @@ agents are listed in, and every pair uses the same base ``seed``. Rerunning with
 ``out_dir`` resumes every pair (finished games are kept, see ``train.arena``). One process pool is
 shared by all pairs.
 
-Run directory (every file written atomically)::
+Run directory (every file written atomically; locked for the run, ``train.rundir.lock_dir``)::
 
     tournament.json          {"format": "jiu-tournament", "version": 1, "agents": [...], "games", "seed",
                               "ruleset", "pairs": [{"a", "b", "dir", "games", "wins", "draws", "losses",
@@ -44,16 +44,10 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any, Sequence
 
+from core.atomic import atomic_write_text
 from core.rules import DEFAULT_RULESET, Ruleset
-from train.arena import (
-    ArenaError,
-    ArenaSummary,
-    atomic_write_json,
-    atomic_write_text,
-    check_agent_spec,
-    check_game_count,
-    run_matches,
-)
+from train.arena import ArenaError, ArenaSummary, check_agent_spec, check_game_count, run_matches
+from train.rundir import atomic_write_json, lock_dir
 from train.stats import PairResult, bradley_terry, json_safe, payoff_matrix
 
 TOURNAMENT_FORMAT = "jiu-tournament"
@@ -130,7 +124,11 @@ def run_tournament(
     for i, spec in enumerate(specs, 1):
         check_agent_spec(spec, f"agent {i}")
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    with lock_dir(out):
+        return _run_locked(specs, games, workers, seed, out, ruleset, progress, imports, anchor)
+
+
+def _run_locked(specs, games, workers, seed, out: Path, ruleset, progress, imports, anchor) -> TournamentResult:
     pairs = [tuple(sorted(p)) for p in combinations(specs, 2)]
     summaries = run_matches([(a, b, games, out / PAIRS_DIR / pair_dir_name(a, b)) for a, b in pairs],
                             workers=workers, seed=seed, ruleset=ruleset, progress=progress, imports=imports)
