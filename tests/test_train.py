@@ -683,7 +683,7 @@ def test_shards_carry_their_format_and_encoding_version(tmp_path, states):
     (["--set", "selfplay.aux_agent=nobody"], "selfplay.aux_agent"),
     (["--set", "gate.expert=expert:bogus=1"], "gate.expert"),
     (["--set", "selfplay.capture_pruner=prune.nothing"], "selfplay.capture_pruner"),
-    (["--set", 'curve.anchors=["random","nope"]', "--set", "curve.anchor=random"], "curve.anchors[1]"),
+    (["--set", 'curve.anchors=["random","nope"]', "--set", "curve.anchor=random"], "curve.anchors"),
 ])
 def test_names_are_resolved_before_any_work(tmp_path, args, field):
     run = tmp_path / "run"
