@@ -403,7 +403,7 @@ class Pipeline:
             how = f"cap of {g.max_games} games: score {rate if rate is None else round(rate, 3)} vs threshold {g.threshold}"
         self._log_match(it, kind, "best", spec_cand, spec_best, summary.data)
         info = {"games": games, "decision": how, "sprt": test.to_dict(), "win_rate": summary.data.get("win_rate"),
-                "wins": summary.wins, "draws": summary.draws, "losses": summary.losses}
+                "wins": summary.wins, "draws": summary.draws, "losses": summary.losses, "threshold": g.threshold}
         return accepted, info
 
     def phase_evaluate(self, it: int, kind: str) -> None:

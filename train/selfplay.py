@@ -292,6 +292,8 @@ def selfplay_task(task: dict[str, Any]) -> dict[str, Any]:
     from train.config import validate_config
     from train.samples import write_shard
 
+    import catalog  # noqa: F401 - the auxiliary agent may be any registered agent (Ray tasks skip init_worker)
+
     torch.set_num_threads(1)
     t0 = time.perf_counter()
     cfg = validate_config(task["config"])
