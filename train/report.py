@@ -107,15 +107,12 @@ def render_report(run_dir: str | os.PathLike, out_dir: str | os.PathLike | None 
     kinds = data["kinds"] or ["slm"]
     written: list[Path] = []
 
+    from train.plots import save_figure
+
     def save(fig, name, integer_x=True):
         for ax in fig.axes if integer_x else ():
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        path = out / name
-        tmp = out / f".{name}.tmp.png"
-        fig.savefig(tmp, dpi=100, bbox_inches="tight")
-        plt.close(fig)
-        os.replace(tmp, path)
-        written.append(path)
+        written.append(save_figure(fig, out / name))
 
     # losses
     fig, axes = plt.subplots(1, len(kinds), figsize=(5 * len(kinds), 3.6), squeeze=False)
