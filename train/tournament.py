@@ -125,34 +125,30 @@ def run_tournament(
         check_agent_spec(spec, f"agent {i}")
     out = Path(out_dir)
     with lock_dir(out):
-        return _run_locked(specs, games, workers, seed, out, ruleset, progress, imports, anchor)
+        pairs = [tuple(sorted(p)) for p in combinations(specs, 2)]
+        summaries = run_matches([(a, b, games, out / PAIRS_DIR / pair_dir_name(a, b)) for a, b in pairs],
+                                workers=workers, seed=seed, ruleset=ruleset, progress=progress, imports=imports)
+        arenas: dict[tuple[str, str], ArenaSummary] = dict(zip(pairs, summaries))
 
-
-def _run_locked(specs, games, workers, seed, out: Path, ruleset, progress, imports, anchor) -> TournamentResult:
-    pairs = [tuple(sorted(p)) for p in combinations(specs, 2)]
-    summaries = run_matches([(a, b, games, out / PAIRS_DIR / pair_dir_name(a, b)) for a, b in pairs],
-                            workers=workers, seed=seed, ruleset=ruleset, progress=progress, imports=imports)
-    arenas: dict[tuple[str, str], ArenaSummary] = dict(zip(pairs, summaries))
-
-    results = [PairResult(a, b, s.wins, s.draws, s.losses) for (a, b), s in arenas.items()]
-    ratings = bradley_terry(results, specs, anchor=anchor)
-    payoff = payoff_matrix(results, specs)
-    pair_rows = []
-    for (a, b), s in arenas.items():
-        pair_rows.append({"a": a, "b": b, "dir": str(Path(PAIRS_DIR) / pair_dir_name(a, b)), "games": s.games,
-                          "wins": s.wins, "draws": s.draws, "losses": s.losses, "win_rate": s.win_rate,
-                          "ci95": s.ci95, "wilson_ci95": s.data["wilson_ci95"], "elo": s.data["elo"]})
-    data = json_safe({
-        "format": TOURNAMENT_FORMAT, "version": VERSION, "agents": specs, "games": games, "seed": seed,
-        "ruleset": ruleset.model_dump(), "pairs": pair_rows, "payoff": payoff, "ratings": ratings.to_dict(),
-        "by_colour": colour_matrix(arenas, specs), "latency": agent_latency(arenas, specs),
-        **population_analysis(payoff, specs, population_a, population_b),
-    })
-    atomic_write_json(out / RESULT_FILE, data)
-    atomic_write_text(out / TABLE_FILE, markdown_report(data))
-    if plots:
-        write_plots(data, out)
-    return TournamentResult(data, out, arenas, ratings, payoff)
+        results = [PairResult(a, b, s.wins, s.draws, s.losses) for (a, b), s in arenas.items()]
+        ratings = bradley_terry(results, specs, anchor=anchor)
+        payoff = payoff_matrix(results, specs)
+        pair_rows = []
+        for (a, b), s in arenas.items():
+            pair_rows.append({"a": a, "b": b, "dir": str(Path(PAIRS_DIR) / pair_dir_name(a, b)), "games": s.games,
+                              "wins": s.wins, "draws": s.draws, "losses": s.losses, "win_rate": s.win_rate,
+                              "ci95": s.ci95, "wilson_ci95": s.data["wilson_ci95"], "elo": s.data["elo"]})
+        data = json_safe({
+            "format": TOURNAMENT_FORMAT, "version": VERSION, "agents": specs, "games": games, "seed": seed,
+            "ruleset": ruleset.model_dump(), "pairs": pair_rows, "payoff": payoff, "ratings": ratings.to_dict(),
+            "by_colour": colour_matrix(arenas, specs), "latency": agent_latency(arenas, specs),
+            **population_analysis(payoff, specs, population_a, population_b),
+        })
+        atomic_write_json(out / RESULT_FILE, data)
+        atomic_write_text(out / TABLE_FILE, markdown_report(data))
+        if plots:
+            write_plots(data, out)
+        return TournamentResult(data, out, arenas, ratings, payoff)
 
 
 def colour_matrix(arenas: dict[tuple[str, str], ArenaSummary], agents: Sequence[str]) -> list[list[dict | None]]:
