@@ -41,10 +41,11 @@ def _agent(spec: str, seed: int):
     return make_agent(spec, seed)
 
 
-def _finish_layout(state: GameState, agent, moves: list) -> GameState:
+def _finish_layout(state: GameState, agent, moves: list | None = None) -> GameState:
     while state.phase == PHASE_LAYOUT:
         move = agent.select(state)
-        moves.append(move)
+        if moves is not None:
+            moves.append(move)
         state = state._play(move)
     return state
 
@@ -120,9 +121,11 @@ class ShapeReward:
 
         self.evaluator = ShapeEvaluator(material=0.0, scale=scale)
         self.agent = str(agent)
+        self.last_moves: list = []  # the placements chosen to complete a layout position (no battle)
 
     def rewards(self, state: GameState, seed: int = 0) -> tuple[float, float]:
-        s = _finish_layout(state, _agent(self.agent, seed)) if state.phase == PHASE_LAYOUT else state
+        self.last_moves = []
+        s = _finish_layout(state, _agent(self.agent, seed), self.last_moves) if state.phase == PHASE_LAYOUT else state
         e = self.evaluator
         v = float(np.tanh((e.score(s, WHITE) - e.score(s, 1 - WHITE)) / e.scale))
         return (v, -v)
