@@ -259,6 +259,30 @@ def test_one_learner_step_reduces_the_loss_on_a_fixed_batch(tmp_path, states, ki
         torch.testing.assert_close(p, q)
 
 
+@pytest.mark.parametrize("kind", ["upper", "lower"])
+def test_bfloat16_learner_step_trains_in_bfloat16_and_keeps_float32_weights(states, kind):
+    cfg = micro_config("learner.schedule=constant", "learner.precision=bfloat16")
+    samples = _policy_samples(kind, states, np.random.default_rng(2)).build()
+    batch = make_batch(samples, np.arange(min(24, len(samples))))
+    learner = Learner(cfg.nets.net_config(kind), cfg.learner, seed=0)
+    seen = []
+    hook = next(m for m in learner.model.modules() if isinstance(m, torch.nn.Conv2d)).register_forward_hook(
+        lambda module, args, output: seen.append(output.dtype))
+    before = [p.detach().clone() for p in learner.model.parameters()]
+    learner.model.train()
+    with torch.no_grad():
+        loss_before = float(learner.losses(batch)["total"])
+    seen.clear()
+    out = learner.train_step(batch)
+    hook.remove()
+    assert seen == [torch.bfloat16]  # the convolution ran under autocast
+    assert np.isfinite(out["total"])
+    assert all(p.dtype == torch.float32 for p in learner.model.parameters())
+    assert any(not torch.equal(a, b) for a, b in zip(before, learner.model.parameters()))
+    with torch.no_grad():
+        assert float(learner.losses(batch)["total"]) < loss_before
+
+
 # ============================================================================ the pipeline
 EXPECTED_EVENTS = {"run_start", "init", "game", "selfplay", "train", "evaluate", "gate", "iteration", "run_end"}
 

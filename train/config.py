@@ -68,6 +68,8 @@ field                           default                     meaning
 ``learner.steps``               ``40``                      training steps per iteration
 ``learner.grad_clip``           ``5.0``                     gradient norm clip (``None``: off)
 ``learner.dqn_loss``            ``"huber"``                 lower net: ``huber`` or ``mse``
+``learner.precision``           ``"float32"``               ``bfloat16``: forward and loss under CPU autocast
+                                                            (weights, optimiser and gradients stay float32)
 ``gate.max_games``              ``4``                       SPRT gate, candidate vs best: at most this many
                                                             games (even; 0: accept every candidate)
 ``gate.batch``                  ``4``                       games played between two SPRT looks (even)
@@ -220,6 +222,7 @@ class LearnerConfig(_Section):
     steps: int = Field(40, ge=1)
     grad_clip: float | None = Field(5.0, gt=0)
     dqn_loss: Literal["huber", "mse"] = "huber"
+    precision: Literal["float32", "bfloat16"] = "float32"
 
 
 def _even_or_zero(v: int) -> int:

@@ -142,7 +142,8 @@ class Learner:
         lr = self.lr()
         for group in self.optimizer.param_groups:
             group["lr"] = lr
-        terms = self.losses(batch)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.cfg.precision == "bfloat16"):
+            terms = self.losses(batch)
         self.optimizer.zero_grad(set_to_none=True)
         terms["total"].backward()
         if self.cfg.grad_clip is not None:
