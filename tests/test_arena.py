@@ -100,7 +100,9 @@ if os.environ.get(ENV) == "1":  # a worker process importing this module
 def test_agents():
     """Register the ``t-*`` agents for this module's tests only (in a copy of the registry, restored
     afterwards, so that tests parametrised over every registered agent never see them)."""
-    REGISTRY.names()  # load the built-in plugins into the original registry first
+    import catalog  # noqa: F401  register every built-in agent in the original registry first: an
+    # import inside the copy below would register them only there, and a later import is a no-op
+    REGISTRY.names()
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(REGISTRY, "_entries", dict(REGISTRY._entries))
         mp.setenv(ENV, "1")
