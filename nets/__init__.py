@@ -35,36 +35,7 @@ compute-bound once the per-operator Python dispatch is gone. Two threads each ru
 intra-op threads instead collapse on a loaded machine (2-270 positions/s measured; OpenMP threads
 spin), hence ``NetEvaluator``'s default of half the cores for ``num_threads``.
 
-Importing ``nets`` itself is cheap (no torch): the names below load their module on first use, so
-the torch-free codecs ``nets.encoding``, ``nets.features`` and ``nets.symmetry`` serve the rules-level
+Importing ``nets`` itself is cheap (no torch, no re-exports): import the submodule you need, so the
+torch-free codecs ``nets.encoding``, ``nets.features`` and ``nets.symmetry`` serve the rules-level
 commands without importing PyTorch.
 """
-
-import importlib
-
-_EXPORTS = {
-    "ENCODING_VERSION": "nets.config",
-    "NetConfig": "nets.config",
-    "preset": "nets.config",
-    "preset_name": "nets.config",
-    "Evaluation": "nets.evaluator",
-    "Evaluator": "nets.evaluator",
-    "KnowledgeEvaluator": "nets.evaluator",
-    "NetEvaluator": "nets.evaluator",
-    "NetVictimScorer": "nets.evaluator",
-    "UniformEvaluator": "nets.evaluator",
-    "VictimScorer": "nets.evaluator",
-    "LowerNet": "nets.model",
-    "SLMNet": "nets.model",
-    "UpperNet": "nets.model",
-    "build": "nets.model",
-    "count_parameters": "nets.model",
-}
-
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str):
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'nets' has no attribute {name!r}")
