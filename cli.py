@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -20,6 +21,8 @@ try:  # recent Typer vendors Click as typer._click; older Typer uses Click itsel
     from typer._click import exceptions as click_errors
 except ImportError:  # pragma: no cover - depends on the installed Typer
     from click import exceptions as click_errors
+# Ctrl-C surfaces as Abort: Typer's own class where it vendors Click, Click's otherwise.
+Abort = getattr(click_errors, "Abort", typer.Abort)
 
 
 def usage_error_line(exc: click_errors.UsageError) -> str:
@@ -43,9 +46,12 @@ class OneLineErrors(TyperGroup):
         except click_errors.UsageError as exc:
             typer.echo(usage_error_line(exc), err=True)
             rv = 2
-        except click_errors.Abort:
+        except (Abort, KeyboardInterrupt):
             typer.echo("interrupted", err=True)
             rv = 130
+        except BrokenPipeError:  # the reader went away (`... --help | head`): stop quietly, as Unix tools do
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - the interpreter flushes it at exit
+            rv = 141
         if not standalone_mode:
             return rv
         sys.exit(rv if isinstance(rv, int) else 0)

@@ -132,3 +132,14 @@ def test_the_real_entry_point_prints_one_line(args):
     proc = subprocess.run([sys.executable, "cli.py", *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     assert proc.stdout == "" and len(proc.stderr.splitlines()) == 1 and proc.stderr.startswith("error: ")
+
+
+def test_a_closed_pipe_ends_quietly():
+    """``python cli.py ... --help | head -1``: the reader closes the pipe early; no traceback follows."""
+    proc = subprocess.Popen([sys.executable, "cli.py", "gen-records", "--help"], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc.stdout.readline()
+    proc.stdout.close()  # as `head -1` does once it has its line
+    stderr = proc.stderr.read()
+    proc.wait(timeout=120)
+    assert "Traceback" not in stderr and "Error" not in stderr, stderr
