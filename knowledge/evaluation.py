@@ -1,6 +1,7 @@
-"""Static evaluation from shapes and material (papers/001 section 4.3, Eq. 9).
+"""Static evaluations (kind ``evaluator``): ``eval.shape`` (shapes and material, papers/001 section
+4.3, Eq. 9) and ``eval.expert`` (the expert agent's leaf evaluation, :class:`ExpertEvaluator`).
 
-``eval.shape`` (kind ``evaluator``). Per side ``p`` (shape counts from ``core.shapes.shape_counts``):
+``eval.shape``. Per side ``p`` (shape counts from ``core.shapes.shape_counts``):
 
     score(s, p) = 7 c_chain + 3 c_gate + 4 c_square + material * n_p        (battle)
     score(s, p) = 7 c_chain + 3 c_gate + 4 c_square                         (layout)
@@ -30,6 +31,7 @@ import math
 from core.board import DRAW, PHASE_BATTLE
 from core.shapes import shape_counts
 from core.state import GameState
+from knowledge.expert_kernels import BATTLE_WEIGHTS, EVAL_WEIGHTS, leaf_value
 from knowledge.registry import register
 
 V_CHAIN = 7.0
@@ -80,3 +82,48 @@ def make_shape_evaluator(material: float = 1.0, scale: float = 20.0, chain: floa
                          square: float = V_SQUARE) -> ShapeEvaluator:
     """papers/001 Eq. 9: 7 per Dalian, 3 per gate, 4 per square, plus material; tanh value."""
     return ShapeEvaluator(material=material, scale=scale, chain=chain, gate=gate, square=square)
+
+
+class ExpertEvaluator:
+    """``eval.expert``: the position value the expert's two-ply search uses at its leaves
+    (``knowledge.expert_kernels.leaf_value``: material, each side's best capture next move, both sides'
+    weighted Dalians, squares and gates; one stone = 10 units), as a value for a search.
+
+    ``score(state, player)`` is that value of the position from ``player``'s point of view: the leaf is
+    computed for the side to move (whose capture next move and lack of moves it weighs), and the other
+    player's score is its negation, so scores are zero-sum. Battle only: the layout score is 0 (nothing
+    can be captured there; ``eval.shape`` values layouts). ``value(state)`` for the side to move is
+    ``tanh(score / scale)`` (``scale`` in the expert's units, default 40: a lead of three stones gives
+    0.63), the game result in a terminal position, and 0 in the layout.
+    """
+
+    name = "eval.expert"
+
+    def __init__(self, scale: float = 40.0):
+        if not (math.isfinite(scale) and scale > 0):
+            raise ValueError(f"eval.expert: scale must be a finite number > 0, got {scale!r}")
+        self.scale = float(scale)
+
+    def score(self, state: GameState, player: int) -> float:
+        if player not in (0, 1):
+            raise ValueError(f"eval.expert: player must be 0 (White) or 1 (Black), got {player!r}")
+        if state.phase != PHASE_BATTLE:
+            return 0.0
+        me = state.side
+        v = float(leaf_value(state.board, me, state.counts[me], state.counts[1 - me], state.ruleset.vector,
+                             BATTLE_WEIGHTS, EVAL_WEIGHTS))
+        return v if player == me else -v
+
+    def value(self, state: GameState) -> float:
+        if state.phase != PHASE_BATTLE:
+            return 0.0
+        if state.is_terminal():
+            w = state.winner()
+            return 0.0 if w == DRAW else (1.0 if w == state.side else -1.0)
+        return math.tanh(self.score(state, state.side) / self.scale)
+
+
+@register("eval.expert", "evaluator")
+def make_expert_evaluator(scale: float = 40.0) -> ExpertEvaluator:
+    """The expert's leaf evaluation (material, capture threats, shapes) as a tanh value; battle only."""
+    return ExpertEvaluator(scale=scale)

@@ -548,6 +548,20 @@ def _leaf(b, side, n_own, n_opp, rules, w, ew, pts, off, nsq, jump, mark):
 
 
 @kernel
+def leaf_value(board, side, n_own, n_opp, rules, w, ew):
+    """The two-ply search's static value (:func:`_leaf`) of the battle position ``board`` (``int8[196]``)
+    for ``side`` (0 White, 1 Black), taken as the side to move with ``n_own`` stones against ``n_opp``:
+    ``ew[E_MATERIAL]`` per stone of difference, ``ew[E_MY_THREAT]`` / ``ew[E_THEIR_THREAT]`` per stone
+    (capped at 2) either side can take with one move, the weighted shapes of both sides (``w``:
+    :data:`BATTLE_WEIGHTS`), and ``-w[W_WIN]`` when ``side`` has no legal move. Returns ``float64``
+    in the expert's units (one stone = ``ew[E_MATERIAL]``). ``board`` is not modified."""
+    pts, off, nsq, jump = new_path_buffers(256)
+    mark = np.zeros(NUM_POINTS, np.bool_)
+    v, pts, off, nsq, jump = _leaf(board, side, n_own, n_opp, rules, w, ew, pts, off, nsq, jump, mark)
+    return v
+
+
+@kernel
 def search_scores(board, side, n_own, n_opp, rules, pts, off, nsq, jump, m, levels, w, ew, k_full, n_top,
                   k_reply):
     """Two-ply refinement of :func:`battle_scores` (module docstring): the ``n_top`` best paths by the

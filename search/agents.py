@@ -204,6 +204,19 @@ class SearchOptions(AgentOptions):
     trace_decay: float = Field(_search_default("trace_decay"), ge=0, le=1, description="SARSA(lambda) trace decay lambda (not given by the paper)")
     discount: float = Field(_search_default("discount"), ge=0, le=1, description="discount gamma of papers/001 Eq. 2 (not given by the paper)")
     reward_scale: float = Field(_search_default("reward_scale"), ge=0, le=10, description="weight of the Eq. 9-10 knowledge feedback in TD backups")
+    value_eval: str = Field("none", description="evaluator plugin blended into battle leaf values (e.g. eval.expert), or none")
+    value_mix: float = Field(0.5, ge=0, le=1, description="weight of value_eval in a battle leaf's value: (1 - w) evaluator + w plugin")
+
+    @field_validator("value_eval")
+    @classmethod
+    def _value_eval(cls, value: str) -> str:
+        if value.strip().lower() == "none":
+            return "none"
+        try:
+            REGISTRY.entry(value, "evaluator")
+        except SpecError as exc:
+            raise ValueError(f"an evaluator plugin name or none: {exc}") from None
+        return value
 
     def _plugin(self, name: str) -> str | None:
         return None if not self.prune or name == "none" else name
@@ -213,7 +226,9 @@ class SearchOptions(AgentOptions):
                             seed=self.seed, expansion_pruner=self._plugin(self.expansion_pruner),
                             capture_pruner=self._plugin(self.capture_pruner), backup=self.backup,
                             sarsa_rate=self.sarsa_rate, q_rate=self.q_rate, trace_decay=self.trace_decay,
-                            discount=self.discount, reward_scale=self.reward_scale, **extra)
+                            discount=self.discount, reward_scale=self.reward_scale,
+                            value_evaluator=None if self.value_eval == "none" else self.value_eval,
+                            value_mix=self.value_mix, **extra)
 
 
 class MctsOptions(SearchOptions):

@@ -34,7 +34,7 @@ from typing import Literal, NamedTuple
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from core.board import DRAW, PHASE_LAYOUT
+from core.board import DRAW, PHASE_BATTLE, PHASE_LAYOUT
 from core.notation import Move
 from core.state import GameState
 from search.tree import (
@@ -82,6 +82,11 @@ class SearchConfig(BaseModel):
     feedback is in [0, 1] in the layout and [-1, 1] in the battle before scaling, so that it shapes but
     does not swamp game values in [-1, 1]); ``feedback_evaluator`` and ``layout_prior`` name the
     plugins giving the feedback (Eq. 9 and Eq. 10). Details: :meth:`Search._backup_td`.
+
+    ``value_evaluator`` (an ``evaluator`` plugin name such as ``eval.expert``, or ``None``) and
+    ``value_mix`` (``lambda`` in ``[0, 1]``) blend a static evaluation into the value of every expanded
+    battle leaf: ``v = (1 - lambda) v_evaluator + lambda v_plugin`` (AlphaGo's mix of value net and
+    rollout, here with human knowledge; layout leaves keep the evaluator's value). Off by default.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -107,6 +112,8 @@ class SearchConfig(BaseModel):
     reward_scale: float = Field(0.1, ge=0, le=10)
     feedback_evaluator: str = "eval.shape"
     layout_prior: str = "prior.gaussian"
+    value_evaluator: str | None = None
+    value_mix: float = Field(0.0, ge=0, le=1)
 
 
 class SearchResult(NamedTuple):
@@ -182,6 +189,8 @@ class Search:
         self.tree_full = False
         self._backup_lock = threading.Lock()
         self._rewards: dict[int, float] = {}  # knowledge feedback per node of the current tree (TD backups)
+        self._value_plugin = (REGISTRY.create(cfg.value_evaluator, "evaluator")
+                              if cfg.value_evaluator is not None and cfg.value_mix > 0 else None)
         if cfg.backup != "mean":
             self._feedback = REGISTRY.create(cfg.feedback_evaluator, "evaluator")
             self._prior = REGISTRY.create(cfg.layout_prior, "layout_prior")
@@ -442,6 +451,10 @@ class Search:
                     tree.flag[node] = TERMINAL
                 return value
             evaluation = self.evaluator.evaluate([state])[0]
+            value = float(evaluation.value)
+            if self._value_plugin is not None and state.phase == PHASE_BATTLE:
+                mix = self.config.value_mix
+                value = (1.0 - mix) * value + mix * float(self._value_plugin.value(state))
             moves = self._children(state, evaluation.policy, root=node == 0)
             try:
                 start, pool = tree.allocate(moves.k, moves.pool_size)
@@ -449,7 +462,7 @@ class Search:
                 self.tree_full = True
                 with tree.lock(node):
                     tree.flag[node] = UNEXPANDED  # evaluated as a leaf; expandable in a larger tree
-                return float(evaluation.value)
+                return value
             write_children(
                 tree.board, tree.side, tree.phase, tree.counts, tree.quiet, tree.ply, tree.hash, tree.parent,
                 tree.mover, tree.action, tree.P, tree.move_off, tree.move_npath, tree.move_nvic, tree.move_jump,
@@ -461,7 +474,7 @@ class Search:
                 tree.first_child[node] = start
                 tree.n_children[node] = moves.k
                 tree.flag[node] = EXPANDED
-            return float(evaluation.value)
+            return value
         finally:
             event = self._pending.pop(node, None)
             if event is not None:

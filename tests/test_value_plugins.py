@@ -1,0 +1,129 @@
+"""``eval.expert`` (the expert's leaf evaluation as a search value) and the search's value blend
+(``SearchConfig.value_evaluator`` / ``value_mix``), against slow references.
+
+The leaf reference counts captures with ``tests/reference.py`` (every legal path of each side with its
+jump victims and squares formed) and shapes with ``core.shapes.shape_counts`` (itself checked against
+a reference in ``tests/test_shapes.py``)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import tests.reference as ref
+from core.board import PHASE_BATTLE
+from core.shapes import shape_counts
+from core.state import GameState
+from knowledge.evaluation import ExpertEvaluator
+from knowledge.expert_kernels import BATTLE_WEIGHTS, EVAL_WEIGHTS, leaf_value
+from nets.evaluator import UniformEvaluator
+from search.mcts import Search, SearchConfig
+from tests.strategies import battle_boards, played_positions
+
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+def _best_capture(pos: ref.RefPosition, rules) -> tuple[int, int]:
+    """(number of legal paths, most stones one move of the side to move takes)."""
+    opp = "B" if pos.to_move == "w" else "W"
+    n_opp = pos.board.count(opp)
+    paths = ref._battle_paths(pos, rules).values()
+    best = max((len(p.jumped) + min(p.squares, n_opp - len(p.jumped)) for p in paths), default=0)
+    return len(paths), best
+
+
+def _shapes(state: GameState, side: int, first: int) -> float:
+    n_sq, n_gates, n_open, n_dal = shape_counts(state.board, side, state.counts[side], state.counts[1 - side],
+                                                state.ruleset.vector)
+    w = BATTLE_WEIGHTS
+    return w[first] * n_dal + w[first + 1] * n_sq + w[first + 2] * n_open + w[first + 3] * (n_gates - n_open)
+
+
+def reference_leaf(text: str) -> float:
+    state = GameState.from_jfen(text)
+    rules = state.ruleset
+    pos = ref.parse_jfen(text)
+    me = state.side
+    m_me, mine = _best_capture(pos, rules)
+    _, theirs = _best_capture(dataclasses.replace(pos, to_move="b" if pos.to_move == "w" else "w"), rules)
+    e = EVAL_WEIGHTS
+    v = e[0] * (state.counts[me] - state.counts[1 - me]) + e[1] * min(mine, 2) - e[2] * min(theirs, 2)
+    if m_me == 0:
+        v -= BATTLE_WEIGHTS[9]  # W_WIN
+    return v + _shapes(state, me, 11) - _shapes(state, 1 - me, 15)  # S_DALIAN.., O_DALIAN..
+
+
+@SETTINGS
+@given(text=st.one_of(battle_boards(), played_positions()))
+def test_leaf_value_matches_the_reference(text):
+    state = GameState.from_jfen(text)
+    if state.phase != PHASE_BATTLE:
+        return
+    me = state.side
+    before = state.board.copy()
+    got = leaf_value(state.board, me, state.counts[me], state.counts[1 - me], state.ruleset.vector,
+                     BATTLE_WEIGHTS, EVAL_WEIGHTS)
+    assert got == pytest.approx(reference_leaf(text))
+    assert np.array_equal(state.board, before)
+
+
+@SETTINGS
+@given(text=battle_boards(), scale=st.floats(1.0, 200.0))
+def test_expert_value_is_tanh_of_the_zero_sum_score(text, scale):
+    state = GameState.from_jfen(text)
+    ev = ExpertEvaluator(scale=scale)
+    me = state.side
+    assert ev.score(state, me) == pytest.approx(reference_leaf(text))
+    assert ev.score(state, 1 - me) == -ev.score(state, me)
+    if not state.is_terminal():
+        assert ev.value(state) == pytest.approx(math.tanh(reference_leaf(text) / scale))
+    else:
+        w = state.winner()
+        assert ev.value(state) == (0.0 if w not in (0, 1) else (1.0 if w == me else -1.0))
+
+
+def test_expert_value_is_zero_in_the_layout_and_refuses_a_bad_scale():
+    s = GameState.initial()
+    assert ExpertEvaluator().value(s) == 0.0 and ExpertEvaluator().score(s, 0) == 0.0
+    for bad in (0.0, -1.0, math.nan, math.inf):
+        with pytest.raises(ValueError, match="scale"):
+            ExpertEvaluator(scale=bad)
+
+
+def _first_child_q(text: str, mix: float, evaluator: str | None = "eval.expert") -> tuple[float, GameState]:
+    """Two serial simulations from ``text``: the root, then its first child; returns that child's Q (for
+    the root's mover) and the child position."""
+    state = GameState.from_jfen(text)
+    cfg = SearchConfig(simulations=2, threads=1, reuse_tree=False, seed=0, value_evaluator=evaluator,
+                       value_mix=mix, expansion_pruner=None, capture_pruner=None)
+    with Search(UniformEvaluator(), cfg) as search:
+        result = search.run(state)
+    visited = np.flatnonzero(result.visits > 0)
+    assert len(visited) == 1
+    i = int(visited[0])
+    return float(result.q[i]), state.apply(result.moves[i])
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+@given(text=played_positions(), mix=st.sampled_from([0.0, 0.25, 1.0]))
+def test_the_search_blends_the_plugin_value_into_battle_leaves(text, mix):
+    state = GameState.from_jfen(text)
+    if state.is_terminal():
+        return
+    q, child = _first_child_q(text, mix)
+    if child.phase == PHASE_BATTLE and not child.is_terminal():
+        # The uniform evaluator says 0: the leaf's value is mix * the plugin's, for the child's mover.
+        assert q == pytest.approx(-mix * ExpertEvaluator().value(child), abs=1e-12)
+    elif not child.is_terminal():
+        assert q == 0.0  # layout leaves keep the evaluator's value
+
+
+def test_without_a_plugin_the_mix_changes_nothing():
+    text = GameState.from_jfen(
+        "14/14/14/14/14/5WBWW5/4WBBBWW4/4BBWWWB4/5BBWB5/14/14/14/14/14 w layout 0 20").to_jfen()
+    assert _first_child_q(text, 1.0, evaluator=None)[0] == 0.0
