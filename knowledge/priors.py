@@ -61,3 +61,39 @@ class GaussianPrior:
 def make_gaussian_prior(sigma: float = 2.0, mu: float = 6.5, rho: float = 0.0) -> GaussianPrior:
     """papers/001 Eq. 10: 2D Gaussian over legal placements (sigma 2, mu 6.5, rho 0)."""
     return GaussianPrior(sigma=sigma, mu=mu, rho=rho)
+
+
+class ExpertPathPrior:
+    """``prior.expert``: the expert agent's battle move scores (``knowledge.agents.ExpertAgent``: its
+    one-ply score with the reply safety check, refined two plies deep for its ``top`` best paths when
+    ``plies`` is 2; one stone = 10 units) as a softmax prior over the legal paths:
+    ``p_i = exp((s_i - max s) / temperature) / Z`` (``temperature`` in the expert's units, default 10:
+    a path one stone worse gets ``1/e`` of the best one's weight). ``prior(state, paths)`` ->
+    ``float32[paths.m]``; raises ``ValueError`` on a layout position."""
+
+    name = "prior.expert"
+
+    def __init__(self, temperature: float = 10.0, plies: int = 2):
+        from knowledge.agents import ExpertAgent  # the agent module imports this one
+
+        if not (np.isfinite(temperature) and temperature > 0):
+            raise ValueError(f"prior.expert: temperature must be a finite number > 0, got {temperature!r}")
+        if plies not in (1, 2):
+            raise ValueError(f"prior.expert: plies must be 1 or 2, got {plies!r}")
+        self.temperature = float(temperature)
+        self._expert = ExpertAgent(plies=plies)
+
+    def prior(self, state: GameState, paths) -> np.ndarray:
+        if state.phase == PHASE_LAYOUT:
+            raise ValueError("prior.expert: a battle position is needed (got a layout position)")
+        if paths.m == 0:
+            return np.zeros(0, np.float32)
+        scores, _ = self._expert.battle_scores(state)
+        z = np.exp((scores - scores.max()) / self.temperature)
+        return (z / z.sum()).astype(np.float32)
+
+
+@register("prior.expert", "battle_prior")
+def make_expert_prior(temperature: float = 10.0, plies: int = 2) -> ExpertPathPrior:
+    """The expert's battle move scores as a softmax prior over the legal paths (temperature 10 units)."""
+    return ExpertPathPrior(temperature=temperature, plies=plies)

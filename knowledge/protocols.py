@@ -64,6 +64,18 @@ class LayoutPrior(Protocol):
 
 
 @runtime_checkable
+class PathPrior(Protocol):
+    """Kind ``battle_prior``: a prior over the legal battle paths of a position (knowledge the search
+    blends into its net policy, ``search.mcts.SearchConfig.battle_prior``)."""
+
+    name: str
+
+    def prior(self, state: GameState, paths: PathSet) -> np.ndarray:
+        """``float32[paths.m]`` (``paths`` order), ``>= 0``, summing to 1 when ``paths.m >= 1``."""
+        ...
+
+
+@runtime_checkable
 class PositionScorer(Protocol):
     """Kind ``evaluator``: a static evaluation of a position (papers/001 Eq. 9)."""
 

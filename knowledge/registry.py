@@ -38,7 +38,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from core.errors import JiuError
 from core.options import parse_key_values
 
-KINDS = ("expansion_pruner", "capture_pruner", "layout_prior", "evaluator", "reward", "agent")
+KINDS = ("expansion_pruner", "capture_pruner", "layout_prior", "battle_prior", "evaluator", "reward", "agent")
 
 # Largest seed an option accepts (NumPy generators take any non-negative integer; 63 bits keep seeds
 # exact in JSON readers that use doubles only below 2**53, and in int64 arrays).

@@ -206,16 +206,19 @@ class SearchOptions(AgentOptions):
     reward_scale: float = Field(_search_default("reward_scale"), ge=0, le=10, description="weight of the Eq. 9-10 knowledge feedback in TD backups")
     value_eval: str = Field("none", description="evaluator plugin blended into battle leaf values (e.g. eval.expert), or none")
     value_mix: float = Field(0.5, ge=0, le=1, description="weight of value_eval in a battle leaf's value: (1 - w) evaluator + w plugin")
+    battle_prior: str = Field("none", description="battle_prior plugin blended into the battle priors (e.g. prior.expert), or none")
+    prior_mix: float = Field(0.5, ge=0, le=1, description="weight of battle_prior in a battle child's prior: (1 - w) policy + w plugin")
 
-    @field_validator("value_eval")
+    @field_validator("value_eval", "battle_prior")
     @classmethod
-    def _value_eval(cls, value: str) -> str:
+    def _knowledge_plugin(cls, value: str, info) -> str:
         if value.strip().lower() == "none":
             return "none"
+        kind = "evaluator" if info.field_name == "value_eval" else "battle_prior"
         try:
-            REGISTRY.entry(value, "evaluator")
+            REGISTRY.entry(value, kind)
         except SpecError as exc:
-            raise ValueError(f"an evaluator plugin name or none: {exc}") from None
+            raise ValueError(f"a {kind.replace('_', ' ')} plugin name or none: {exc}") from None
         return value
 
     def _plugin(self, name: str) -> str | None:
@@ -228,7 +231,9 @@ class SearchOptions(AgentOptions):
                             sarsa_rate=self.sarsa_rate, q_rate=self.q_rate, trace_decay=self.trace_decay,
                             discount=self.discount, reward_scale=self.reward_scale,
                             value_evaluator=None if self.value_eval == "none" else self.value_eval,
-                            value_mix=self.value_mix, **extra)
+                            value_mix=self.value_mix,
+                            battle_prior=None if self.battle_prior == "none" else self.battle_prior,
+                            prior_mix=self.prior_mix, **extra)
 
 
 class MctsOptions(SearchOptions):

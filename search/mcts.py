@@ -87,6 +87,10 @@ class SearchConfig(BaseModel):
     ``value_mix`` (``lambda`` in ``[0, 1]``) blend a static evaluation into the value of every expanded
     battle leaf: ``v = (1 - lambda) v_evaluator + lambda v_plugin`` (AlphaGo's mix of value net and
     rollout, here with human knowledge; layout leaves keep the evaluator's value). Off by default.
+    ``battle_prior`` (a ``battle_prior`` plugin name such as ``prior.expert``, or ``None``) and
+    ``prior_mix`` (``beta``) blend a knowledge prior into the priors of a battle node's kept children:
+    ``P = (1 - beta) P_evaluator + beta P_plugin``, each renormalised over the kept paths first (before
+    root noise). Off by default.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -114,6 +118,8 @@ class SearchConfig(BaseModel):
     layout_prior: str = "prior.gaussian"
     value_evaluator: str | None = None
     value_mix: float = Field(0.0, ge=0, le=1)
+    battle_prior: str | None = None
+    prior_mix: float = Field(0.5, ge=0, le=1)
 
 
 class SearchResult(NamedTuple):
@@ -191,6 +197,8 @@ class Search:
         self._rewards: dict[int, float] = {}  # knowledge feedback per node of the current tree (TD backups)
         self._value_plugin = (REGISTRY.create(cfg.value_evaluator, "evaluator")
                               if cfg.value_evaluator is not None and cfg.value_mix > 0 else None)
+        self._prior_plugin = (REGISTRY.create(cfg.battle_prior, "battle_prior")
+                              if cfg.battle_prior is not None and cfg.prior_mix > 0 else None)
         if cfg.backup != "mean":
             self._feedback = REGISTRY.create(cfg.feedback_evaluator, "evaluator")
             self._prior = REGISTRY.create(cfg.layout_prior, "layout_prior")
@@ -523,12 +531,15 @@ class Search:
             points = np.array(state.placements(), np.int16)
             k = len(points)
             children = _Children(k, points, np.arange(k + 1, dtype=np.int32), np.zeros(k, np.int8),
-                                 np.zeros(k, np.int8), points.astype(np.int32), np.zeros(k, np.float32), k)
+                                 np.zeros(k, np.int8), points.astype(np.int32), None, k)
         else:
             children = self._battle_children(state)
         priors = shared_prior(policy, children.actions)
         total = priors.sum()
         priors = priors / total if total > 0 and np.isfinite(total) else np.full(children.k, 1.0 / children.k)
+        if children.priors is not None:  # the battle prior plugin's, over the kept paths
+            mix = self.config.prior_mix
+            priors = (1.0 - mix) * priors + mix * children.priors
         if root and self.config.dirichlet_epsilon > 0:
             eps = self.config.dirichlet_epsilon
             priors = (1 - eps) * priors + eps * self.rng.dirichlet(np.full(children.k, self.config.dirichlet_alpha))
@@ -537,9 +548,14 @@ class Search:
     def _battle_children(self, state: GameState) -> "_Children":
         ps = state.paths()
         keep = self.expansion_pruner.keep(state, ps) if self.expansion_pruner is not None else np.arange(ps.m)
-        pts, off, jump, squares, actions, pool_size = kept_children(ps.pts, ps.off, ps.jump, ps.nsq,
-                                                                    np.asarray(keep, np.int64))
-        return _Children(len(off) - 1, pts, off, jump, squares, actions, None, pool_size)
+        keep = np.asarray(keep, np.int64)
+        pts, off, jump, squares, actions, pool_size = kept_children(ps.pts, ps.off, ps.jump, ps.nsq, keep)
+        knowledge = None
+        if self._prior_plugin is not None and len(keep):
+            p = np.asarray(self._prior_plugin.prior(state, ps), np.float64)[keep]
+            total = p.sum()
+            knowledge = p / total if total > 0 and np.isfinite(total) else np.full(len(keep), 1.0 / len(keep))
+        return _Children(len(off) - 1, pts, off, jump, squares, actions, knowledge, pool_size)
 
     # ------------------------------------------------------------------ results
     def _new_tree(self, state: GameState) -> None:
@@ -583,7 +599,7 @@ class _Children(NamedTuple):
     jump: np.ndarray
     squares: np.ndarray
     actions: np.ndarray
-    priors: np.ndarray
+    priors: np.ndarray | None  # the battle prior plugin's over the kept paths (float64[k]), or None
     pool_size: int
 
 

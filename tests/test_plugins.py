@@ -53,6 +53,7 @@ PROTOCOLS = {
     "expansion_pruner": protocols.PathPruner,
     "capture_pruner": protocols.VictimRanker,
     "layout_prior": protocols.LayoutPrior,
+    "battle_prior": protocols.PathPrior,
     "evaluator": protocols.PositionScorer,
     "reward": protocols.Reward,
     "agent": protocols.Agent,
@@ -200,6 +201,23 @@ def test_layout_prior(name, text):
     legal[s.placements()] = True
     assert np.all(p[~legal] == 0)
     assert float(p[legal].sum(dtype=np.float64)) == pytest.approx(1.0, abs=1e-5)
+
+
+# ============================================================================ battle priors
+@pytest.mark.parametrize("name", names("battle_prior"))
+@SETTINGS
+@given(text=st.one_of(battle_boards(), played_positions()))
+def test_battle_prior(name, text):
+    prior = make(name, "battle_prior")
+    s = GameState.from_jfen(text)
+    if s.phase != PHASE_BATTLE:
+        return
+    ps = s.paths()
+    p = prior.prior(s, ps)
+    assert isinstance(p, np.ndarray) and p.dtype == np.float32 and p.shape == (ps.m,)
+    assert np.all(np.isfinite(p)) and np.all(p >= 0)
+    if ps.m:
+        assert float(p.sum(dtype=np.float64)) == pytest.approx(1.0, abs=1e-5)
 
 
 # ============================================================================ evaluators

@@ -1,5 +1,6 @@
-"""``eval.expert`` (the expert's leaf evaluation as a search value) and the search's value blend
-(``SearchConfig.value_evaluator`` / ``value_mix``), against slow references.
+"""Knowledge blended into the search: ``eval.expert`` (the expert's leaf evaluation as a search value)
+with ``SearchConfig.value_evaluator`` / ``value_mix``, and ``prior.expert`` (the expert's move scores as
+a battle prior) with ``SearchConfig.battle_prior`` / ``prior_mix``, against slow references.
 
 The leaf reference counts captures with ``tests/reference.py`` (every legal path of each side with its
 jump victims and squares formed) and shapes with ``core.shapes.shape_counts`` (itself checked against
@@ -19,7 +20,9 @@ import tests.reference as ref
 from core.board import PHASE_BATTLE
 from core.shapes import shape_counts
 from core.state import GameState
+from knowledge.agents import ExpertAgent
 from knowledge.evaluation import ExpertEvaluator
+from knowledge.priors import ExpertPathPrior
 from knowledge.expert_kernels import BATTLE_WEIGHTS, EVAL_WEIGHTS, leaf_value
 from nets.evaluator import UniformEvaluator
 from search.mcts import Search, SearchConfig
@@ -127,3 +130,44 @@ def test_without_a_plugin_the_mix_changes_nothing():
     text = GameState.from_jfen(
         "14/14/14/14/14/5WBWW5/4WBBBWW4/4BBWWWB4/5BBWB5/14/14/14/14/14 w layout 0 20").to_jfen()
     assert _first_child_q(text, 1.0, evaluator=None)[0] == 0.0
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
+@given(text=played_positions(), temperature=st.sampled_from([1.0, 10.0, 50.0]), plies=st.sampled_from([1, 2]))
+def test_expert_prior_is_the_softmax_of_the_experts_scores(text, temperature, plies):
+    state = GameState.from_jfen(text)
+    if state.phase != PHASE_BATTLE or state.paths().m == 0:
+        return
+    scores, _ = ExpertAgent(plies=plies).battle_scores(state)
+    p = ExpertPathPrior(temperature=temperature, plies=plies).prior(state, state.paths())
+    want = [math.exp((x - max(scores)) / temperature) for x in scores]
+    assert p == pytest.approx(np.array(want) / sum(want), rel=1e-5, abs=1e-7)
+    assert int(np.argmax(p)) == int(np.argmax(scores))
+
+
+def test_expert_prior_refuses_bad_options_and_the_layout():
+    for bad in ({"temperature": 0.0}, {"temperature": math.nan}, {"plies": 3}):
+        with pytest.raises(ValueError, match="prior.expert"):
+            ExpertPathPrior(**bad)
+    s = GameState.initial()
+    with pytest.raises(ValueError, match="battle position"):
+        ExpertPathPrior().prior(s, None)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+@given(text=played_positions(), mix=st.sampled_from([0.0, 0.3, 1.0]))
+def test_the_search_blends_the_battle_prior_into_the_kept_children(text, mix):
+    state = GameState.from_jfen(text)
+    if state.phase != PHASE_BATTLE or state.is_terminal():
+        return
+    cfg = SearchConfig(simulations=1, threads=1, reuse_tree=False, seed=0, battle_prior="prior.expert",
+                       prior_mix=mix, expansion_pruner=None, capture_pruner=None)
+    with Search(UniformEvaluator(), cfg) as search:
+        result = search.run(state)
+    ps = state.paths()
+    knowledge = ExpertPathPrior().prior(state, ps).astype(np.float64)
+    # No pruner: the children are every path (by path; their order is the search's).
+    index = {(ps.path(i), bool(ps.jump[i])): i for i in range(ps.m)}
+    got = np.array([result.priors[j] for j in range(len(result.moves))], np.float64)
+    want = np.array([(1 - mix) / ps.m + mix * knowledge[index[(m.path, m.jump)]] for m in result.moves])
+    assert got == pytest.approx(want, rel=1e-4, abs=1e-6)
