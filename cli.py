@@ -630,10 +630,15 @@ def pretrain(
     init: Annotated[Optional[Path], typer.Option(help="Continue training this net file instead of a fresh net.")] = None,
     config: Annotated[Optional[Path], typer.Option("--config", "-c", help="Config file for nets/learner/replay settings.")] = None,
     overrides: SetOption = None,
+    teacher: Annotated[Optional[str], typer.Option(help="Battle prior plugin spec blended into the upper net's policy target (distillation), e.g. prior.expert:temperature=10.")] = None,
+    teacher_mix: Annotated[float, typer.Option(min=0.0, max=1.0, help="Weight of --teacher in the policy target (the played move has the rest).")] = 0.5,
+    workers: Annotated[int, typer.Option(min=0, max=MAX_WORKERS, help="Processes converting records to samples (0: in this process).")] = 0,
+    samples_cache: Annotated[Optional[Path], typer.Option(help="Directory of per-record sample shards, reused when present (resumable conversion).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the summary as one JSON object.")] = False,
     rule: RuleOption = None,
 ):
-    """Supervised pretraining on records: policy target = the played move (one-hot), value target = the result."""
+    """Supervised pretraining on records: policy target = the played move (one-hot, blended with a
+    --teacher prior if given), value target = the result."""
     from train.config import KINDS, load_config
     from train.supervised import pretrain as run_pretrain, read_records, samples_from_records
 
@@ -644,12 +649,25 @@ def pretrain(
     games = read_records(records, ruleset)
     if not games:
         fail("no records found in " + ", ".join(str(r) for r in records))
-    samples = samples_from_records(games, model)
+    progress = None
+    if not json_out:
+        from train.arena import new_progress
+
+        progress = new_progress()
+    if progress is not None:
+        with progress:
+            task = progress.add_task(f"{model} samples", total=len(games), score="")
+            samples = samples_from_records(games, model, lambda n: progress.update(task, completed=n), teacher=teacher,
+                                           teacher_mix=teacher_mix, workers=workers, cache_dir=samples_cache)
+    else:
+        samples = samples_from_records(games, model, teacher=teacher, teacher_mix=teacher_mix, workers=workers,
+                                       cache_dir=samples_cache)
     if len(samples) == 0:
         fail(f"the {len(games)} record(s) give no {model} samples")
     target = out if out is not None else Path("models") / "pretrained" / f"{model}.safetensors"
     summary = run_pretrain(samples, cfg.nets.net_config(model), cfg.learner, target, steps, batch_size, lr, seed=seed,
-                           symmetries=cfg.replay.symmetries, init=init, extra={"records": len(games)})
+                           symmetries=cfg.replay.symmetries, init=init,
+                           extra={"records": len(games), "teacher": teacher, "teacher_mix": teacher_mix if teacher else None})
     summary["records"] = len(games)
     if json_out:
         typer.echo(json.dumps(summary))

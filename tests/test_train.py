@@ -851,3 +851,45 @@ def test_export_and_continue_from_a_model_directory(cycle_run, tmp_path):
     init = [e for e in read_metrics(new / "metrics.jsonl") if e["event"] == "init"]
     assert init[0]["init_from"] == str(model_dir / "slm.safetensors") and not (new / "pretrain").exists()
     assert json.loads(result.output.strip().splitlines()[-1])["state"]["init_from"] == str(model_dir)
+
+
+def test_a_teacher_prior_is_blended_into_the_upper_targets(tmp_path):
+    """Distillation targets: (1 - mix) one-hot(played) + mix prior.expert over the legal paths, in the
+    paths' action order; the per-record cache gives the same samples back; a teacher is refused for
+    another net and a bad teacher spec names the field."""
+    from core.records import GameRecord
+    from core.notation import parse_move
+    from knowledge.priors import ExpertPathPrior
+    from nets.encoding import encode_paths
+    from train.supervised import SupervisedError, samples_from_record, samples_from_records
+
+    states = _states(40)
+    final = states[-1]
+    moves = [str(b.last_move) for b in states[1:]] + [str(make_agent("expert", seed=9).select(final))]
+    record = GameRecord.from_moves(moves, RULES.model_copy(update={"max_battle_plies": 300}), result="w")
+    replay = record.replay()
+    mix = 0.3
+    teacher = ExpertPathPrior(temperature=10.0, plies=1)
+    upper = samples_from_record(record, "upper", teacher, mix)
+    battle = [(i, t) for i, t in enumerate(record.moves) if i >= 196 and replay[i].paths().m > 1]
+    assert len(upper) == len(battle) > 0
+    for k, (i, text) in enumerate(battle):
+        s = replay[i]
+        ps = s.paths()
+        acts = encode_paths(ps.pts, ps.off, ps.jump, ps.m).astype(np.int64)
+        want = mix * teacher.prior(s, ps).astype(np.float64) + (1 - mix) * (acts == encode_upper(parse_move(text)))
+        merged = {}
+        for a, v in zip(acts, want):
+            merged[int(a)] = merged.get(int(a), 0.0) + v
+        idx, val = upper.policy(k)
+        assert dict(zip(idx.tolist(), val.tolist())) == pytest.approx(merged, abs=1e-6)
+    spec = "prior.expert:plies=1"
+    first = samples_from_records([record], "upper", teacher=spec, teacher_mix=mix, cache_dir=tmp_path / "cache")
+    assert len(list((tmp_path / "cache").glob("*.npz"))) == 1
+    again = samples_from_records([record], "upper", teacher=spec, teacher_mix=mix, cache_dir=tmp_path / "cache")
+    assert np.array_equal(first.pi_val, again.pi_val) and np.array_equal(first.planes, again.planes)
+    assert np.allclose(first.pi_val, upper.pi_val, atol=1e-6)
+    with pytest.raises(SupervisedError, match="upper"):
+        samples_from_records([record], "slm", teacher=spec)
+    with pytest.raises(SupervisedError, match="teacher"):
+        samples_from_records([record], "upper", teacher="prior.nope")

@@ -79,8 +79,12 @@ def _returns(result: str | None) -> tuple[float, float]:
     return {"w": (1.0, -1.0), "b": (-1.0, 1.0)}.get(result or "", (0.0, 0.0))
 
 
-def samples_from_record(record, kind: str) -> Samples:
-    """The ``kind`` samples of one record (module docstring); raises ``RecordError`` on an illegal move."""
+def samples_from_record(record, kind: str, teacher=None, teacher_mix: float = 0.5) -> Samples:
+    """The ``kind`` samples of one record (module docstring); raises ``RecordError`` on an illegal move.
+
+    ``teacher`` (``upper`` only): a ``battle_prior`` plugin (``knowledge.protocols.PathPrior``, e.g.
+    ``prior.expert``) whose prior over the legal paths is blended into the policy target, knowledge
+    distillation: ``target = (1 - teacher_mix) one_hot(played) + teacher_mix teacher.prior(state)``."""
     from nets.encoding import encode_paths, encode_upper
     from nets.features import state_planes
     from core.notation import parse_move
@@ -105,21 +109,88 @@ def samples_from_record(record, kind: str) -> Samples:
                 if ps.m < 2:
                     continue
                 acts = encode_paths(ps.pts, ps.off, ps.jump, ps.m).astype(np.int64)
-                target = encode_upper(move)
-                builder.add_policy(state_planes(s), acts, (acts == target).astype(np.float64), ret[s.side])
+                pi = (acts == encode_upper(move)).astype(np.float64)
+                if teacher is not None and teacher_mix > 0:
+                    pi = (1.0 - teacher_mix) * pi / pi.sum() + teacher_mix * np.asarray(teacher.prior(s, ps), np.float64)
+                builder.add_policy(state_planes(s), acts, pi, ret[s.side])
             elif move.victims:
                 builder.add_lower(state_planes(states[i + 1]), encode_upper(move), ret[s.side])
     return builder.build()
 
 
-def samples_from_records(records: Sequence, kind: str, progress: Callable[[int], None] | None = None) -> Samples:
-    """The ``kind`` samples of many records, concatenated in order."""
-    parts = []
-    for i, r in enumerate(records):
-        parts.append(samples_from_record(r, kind))
+def samples_from_records(records: Sequence, kind: str, progress: Callable[[int], None] | None = None,
+                         teacher: str | None = None, teacher_mix: float = 0.5, workers: int = 0,
+                         cache_dir: str | os.PathLike | None = None) -> Samples:
+    """The ``kind`` samples of many records, concatenated in order.
+
+    ``teacher``: a ``battle_prior`` plugin spec (``upper`` only; :func:`samples_from_record`), built once
+    per worker. ``workers > 0`` converts records in that many processes (``train.workers``).
+    ``cache_dir``: one shard per record (``<key>.npz``, the key a digest of the record, the kind and the
+    teacher), reused when it exists, so an interrupted or repeated conversion only does what is missing."""
+    if teacher is not None and kind != "upper":
+        raise SupervisedError(f"a teacher prior trains the upper net's policy; --model is {kind}")
+    if teacher is not None:
+        from knowledge.registry import REGISTRY, SpecError
+
+        try:
+            REGISTRY.check(teacher, "battle_prior")
+        except SpecError as exc:
+            raise SupervisedError(f"teacher: {exc}") from None
+    tasks = [{"index": i, "record": r, "kind": kind, "teacher": teacher, "teacher_mix": float(teacher_mix),
+              "cache": None if cache_dir is None else str(Path(cache_dir) / f"{_sample_key(r, kind, teacher, teacher_mix)}.npz")}
+             for i, r in enumerate(records)]
+    parts: list[Samples | None] = [None] * len(tasks)
+
+    def done(result: tuple[int, Samples]) -> None:
+        parts[result[0]] = result[1]
         if progress is not None:
-            progress(i + 1)
+            progress(sum(p is not None for p in parts))
+
+    from train.workers import make_runner
+
+    runner = make_runner(workers)
+    try:
+        runner.run(_samples_task, tasks, done)
+    finally:
+        runner.close()
     return concat(parts, kind)
+
+
+def _sample_key(record, kind: str, teacher: str | None, teacher_mix: float) -> str:
+    import hashlib
+    import json
+
+    from core.records import record_to_dict
+    from nets.config import ENCODING_VERSION
+
+    ident = {"record": record_to_dict(record), "kind": kind, "teacher": teacher,
+             "teacher_mix": teacher_mix if teacher else None, "encoding": int(ENCODING_VERSION)}
+    return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:24]
+
+
+_TEACHERS: dict[str, Any] = {}  # per process: one teacher plugin per spec
+
+
+def _samples_task(task: dict[str, Any]) -> tuple[int, Samples]:
+    from train.samples import ShardError, read_shard, write_shard
+
+    cache = task["cache"]
+    if cache is not None and Path(cache).exists():
+        try:
+            return task["index"], read_shard(cache)
+        except ShardError:
+            pass  # unreadable or stale: rebuilt below
+    teacher = None
+    if task["teacher"] is not None:
+        if task["teacher"] not in _TEACHERS:
+            from knowledge.registry import REGISTRY
+
+            _TEACHERS[task["teacher"]] = REGISTRY.create(task["teacher"], "battle_prior")
+        teacher = _TEACHERS[task["teacher"]]
+    samples = samples_from_record(task["record"], task["kind"], teacher, task["teacher_mix"])
+    if cache is not None:
+        write_shard(cache, samples)
+    return task["index"], samples
 
 
 # ============================================================================ pretraining
