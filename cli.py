@@ -640,10 +640,11 @@ def pretrain(
     """Supervised pretraining on records: policy target = the played move (one-hot, blended with a
     --teacher prior if given), value target = the result."""
     from train.config import KINDS, load_config
-    from train.supervised import pretrain as run_pretrain, read_records, samples_from_records
+    from train.supervised import check_teacher, pretrain as run_pretrain, read_records, samples_from_records
 
     if model not in KINDS:
         fail(f"--model {model!r}: expected one of {', '.join(KINDS)}")
+    check_teacher(model, teacher)
     cfg = load_config(config, overrides or [])
     ruleset = ruleset_from(rule)
     games = read_records(records, ruleset)

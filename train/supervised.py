@@ -127,15 +127,7 @@ def samples_from_records(records: Sequence, kind: str, progress: Callable[[int],
     per worker. ``workers > 0`` converts records in that many processes (``train.workers``).
     ``cache_dir``: one shard per record (``<key>.npz``, the key a digest of the record, the kind and the
     teacher), reused when it exists, so an interrupted or repeated conversion only does what is missing."""
-    if teacher is not None and kind != "upper":
-        raise SupervisedError(f"a teacher prior trains the upper net's policy; --model is {kind}")
-    if teacher is not None:
-        from knowledge.registry import REGISTRY, SpecError
-
-        try:
-            REGISTRY.check(teacher, "battle_prior")
-        except SpecError as exc:
-            raise SupervisedError(f"teacher: {exc}") from None
+    check_teacher(kind, teacher)
     tasks = [{"index": i, "record": r, "kind": kind, "teacher": teacher, "teacher_mix": float(teacher_mix),
               "cache": None if cache_dir is None else str(Path(cache_dir) / f"{_sample_key(r, kind, teacher, teacher_mix)}.npz")}
              for i, r in enumerate(records)]
@@ -154,6 +146,21 @@ def samples_from_records(records: Sequence, kind: str, progress: Callable[[int],
     finally:
         runner.close()
     return concat(parts, kind)
+
+
+def check_teacher(kind: str, teacher: str | None) -> None:
+    """Raise ``SupervisedError`` unless ``teacher`` is ``None`` or a valid ``battle_prior`` spec for an
+    ``upper`` net."""
+    if teacher is None:
+        return
+    if kind != "upper":
+        raise SupervisedError(f"a teacher prior trains the upper net's policy; --model is {kind}")
+    from knowledge.registry import REGISTRY, SpecError
+
+    try:
+        REGISTRY.check(teacher, "battle_prior")
+    except SpecError as exc:
+        raise SupervisedError(f"teacher: {exc}") from None
 
 
 def _sample_key(record, kind: str, teacher: str | None, teacher_mix: float) -> str:
