@@ -893,3 +893,40 @@ def test_a_teacher_prior_is_blended_into_the_upper_targets(tmp_path):
         samples_from_records([record], "slm", teacher=spec)
     with pytest.raises(SupervisedError, match="teacher"):
         samples_from_records([record], "upper", teacher="prior.nope")
+
+
+def test_upper_selfplay_with_a_teacher_blends_its_prior_into_the_targets():
+    """``selfplay.teacher``: each upper sample's target is (1 - mix) visits + mix teacher prior, so every
+    legal path of the position gets at least mix times its teacher prior (the visits add the rest)."""
+    from knowledge.priors import ExpertPathPrior
+    from nets.encoding import encode_paths
+    from nets.model import build
+    from train.config import resolve_names
+    from train.selfplay import play_upper_game
+
+    mix = 0.4
+    cfg = micro_config("selfplay.teacher=prior.expert:plies=1", f"selfplay.teacher_mix={mix}")
+    net = build(cfg.nets.net_config("upper")).eval()
+    game, builder, _ = play_upper_game(cfg, net, seed=4)
+    samples = builder.build()
+    assert len(samples) > 0
+    teacher = ExpertPathPrior(plies=1)
+    replay = GameState.initial(cfg.ruleset)
+    k = 0
+    for text, info in zip(game.moves, game.search):
+        if info is not None and replay.phase == 1:  # a searched battle move gave sample k
+            ps = replay.paths()
+            acts = encode_paths(ps.pts, ps.off, ps.jump, ps.m)
+            want = {}
+            for a, p in zip(acts.tolist(), teacher.prior(replay, ps).tolist()):
+                want[a] = want.get(a, 0.0) + mix * p
+            idx, val = samples.policy(k)
+            got = dict(zip(idx.tolist(), val.tolist()))
+            assert set(want) <= set(got)
+            assert all(got[a] >= w - 1e-6 for a, w in want.items())
+            assert sum(got.values()) == pytest.approx(1.0, abs=1e-5)
+            k += 1
+        replay = replay.apply(text)
+    assert k == len(samples)
+    with pytest.raises(Exception, match="teacher"):
+        resolve_names(micro_config("selfplay.teacher=prior.nope"))

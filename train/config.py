@@ -47,6 +47,11 @@ field                           default                     meaning
                                                             ``reward.outcome`` for the game result,
                                                             ``reward.shape`` for the ``shape`` agent's net
 ``selfplay.lower_epsilon``      ``0.1``                     ``lower`` mode: chance of a random candidate
+``selfplay.teacher``            ``None``                    ``upper`` mode: a ``battle_prior`` plugin spec
+                                                            (``prior.expert:plies=1``) whose prior is blended
+                                                            into each sample's policy target: the auxiliary
+                                                            agent's knowledge distilled with the visits
+``selfplay.teacher_mix``        ``0.5``                     weight of the teacher in that target
 ``selfplay.capture_pruner``     ``"prune.capture"``         candidate victim sets (JFA Eq. 7-9)
 ``selfplay.expansion_pruner``   ``"prune.expansion"``       JFA Table 1 pruning in the search (or ``None``)
 ``replay.window``               ``20000``                   the learner samples the most recent N samples
@@ -186,8 +191,15 @@ class SelfPlayConfig(_Section):
     lower_epsilon: float = Field(0.1, ge=0, le=1)
     capture_pruner: str = "prune.capture"
     expansion_pruner: str | None = "prune.expansion"
+    teacher: str | None = None
+    teacher_mix: float = Field(0.5, ge=0, le=1)
 
     _specs = field_validator("reward", "capture_pruner", "expansion_pruner")(_spec)
+
+    @field_validator("teacher")
+    @classmethod
+    def _teacher(cls, value: str | None) -> str | None:
+        return None if value is not None and value.strip().lower() == "none" else _spec(value)
     _agents = field_validator("aux_agent")(_agent_spec)
 
 
@@ -470,7 +482,8 @@ def resolve_names(config: TrainConfig) -> None:
 
     plugins = [("selfplay.reward", config.selfplay.reward, "reward"),
                ("selfplay.capture_pruner", config.selfplay.capture_pruner, "capture_pruner"),
-               ("selfplay.expansion_pruner", config.selfplay.expansion_pruner, "expansion_pruner")]
+               ("selfplay.expansion_pruner", config.selfplay.expansion_pruner, "expansion_pruner"),
+               ("selfplay.teacher", config.selfplay.teacher, "battle_prior")]
     for field, spec, kind in plugins:
         if spec is None:
             continue

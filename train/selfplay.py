@@ -17,7 +17,9 @@ plays everything else, so that the three nets learn independently:
 - ``upper``: the auxiliary agent plays the layout; HBM-upper MCTS (upper net, no lower net: the square
   victims of a path are the capture pruner's best set, i.e. the expert's Eq. 9 choice) plays every
   **battle** move. Samples: (battle planes, visit policy over the 48,804 upper actions, ``z`` = game
-  result for the side to move).
+  result for the side to move). With ``selfplay.teacher`` (a ``battle_prior`` plugin such as
+  ``prior.expert``: the auxiliary agent's move scores) the policy target is ``(1 - teacher_mix)`` times
+  the visit distribution plus ``teacher_mix`` times the teacher's prior over every legal path.
 - ``lower``: the auxiliary agent chooses every placement and every battle **path**; when the path forms
   squares the lower DQN chooses the victims among the capture pruner's candidates (``prune.capture``),
   epsilon-greedy (``selfplay.lower_epsilon``: a uniformly random candidate, else the highest Q).
@@ -129,8 +131,9 @@ class _Game:
         self.moves.append(str(move))
         self.search.append(info)
 
-    def searched_move(self, search, rng: np.random.Generator, cfg, builder) -> None:
-        """Search the position, add a sample to ``builder`` and play the sampled move."""
+    def searched_move(self, search, rng: np.random.Generator, cfg, builder, teacher=None) -> None:
+        """Search the position, add a sample to ``builder`` and play the sampled move. ``teacher``: a
+        ``battle_prior`` plugin blended into a battle sample's policy target (module docstring)."""
         from nets.features import state_planes
 
         state = self.state
@@ -142,7 +145,16 @@ class _Game:
         self.searched += 1
         self.simulations += int(result.simulations)
         self.search_seconds += float(result.seconds)
-        builder.add_policy(state_planes(state), result.actions, result.visits.astype(np.float64))
+        actions, target = result.actions, result.visits.astype(np.float64)
+        if teacher is not None and state.phase != PHASE_LAYOUT and target.sum() > 0:
+            from nets.encoding import encode_paths
+
+            ps = state.paths()
+            mix = cfg.selfplay.teacher_mix
+            actions = np.concatenate([actions, encode_paths(ps.pts, ps.off, ps.jump, ps.m)])
+            target = np.concatenate([(1.0 - mix) * target / target.sum(),
+                                     mix * np.asarray(teacher.prior(state, ps), np.float64)])
+        builder.add_policy(state_planes(state), actions, target)
         temp = cfg.selfplay.temperature if _phase_ply(state) < cfg.selfplay.temperature_plies else 0.0
         move = result.sample(temp, rng)
         self.play(move, {"visits": int(result.visits.sum()), "value": round(float(result.value), 4),
@@ -169,12 +181,17 @@ def _searched_moves(cfg, game, rng, builder, seed: int, slm_net, upper_net, unti
     sp = cfg.selfplay
     evaluator = NetEvaluator(slm_net, upper_net, max_batch=sp.max_batch, num_threads=1, clients=sp.search_threads)
     search = Search(evaluator, search_config(cfg, seed))
+    teacher = None
+    if upper_net is not None and sp.teacher is not None and sp.teacher_mix > 0:
+        from knowledge.registry import REGISTRY
+
+        teacher = REGISTRY.create(sp.teacher, "battle_prior")
     sides: list[int] = []
     try:
         while until(game.state):
             n = len(builder)
             side = game.state.side
-            game.searched_move(search, rng, cfg, builder)
+            game.searched_move(search, rng, cfg, builder, teacher)
             if len(builder) > n:
                 sides.append(side)
     finally:
