@@ -80,6 +80,8 @@ def test_default_config_file_matches_the_builtin_defaults():
     cfg = load_config()
     assert cfg.ruleset.max_battle_plies == 300 and cfg.ruleset.adjudicate == "stones"
     assert cfg.nets.preset == "tiny" and cfg.model == "slm"
+    for path in sorted((ROOT / "configs").glob("*.toml")):  # every shipped configuration is valid
+        validate_config(load_config(path))
 
 
 @pytest.mark.parametrize("override, field", [
