@@ -367,24 +367,44 @@ def arena(
     out: Annotated[
         Optional[Path], typer.Option(help="Run directory (resumed if it exists). Default: runs/arena/A__vs__B.")
     ] = None,
+    sprt: Annotated[Optional[str], typer.Option(metavar="ELO0,ELO1", help="Stop as soon as the pentanomial SPRT of A against B decides (e.g. 0,40); -n is the cap.")] = None,
+    alpha: Annotated[float, typer.Option(min=0.0001, max=0.5, help="SPRT false-positive rate.")] = 0.05,
+    beta: Annotated[float, typer.Option(min=0.0001, max=0.5, help="SPRT false-negative rate.")] = 0.05,
     json_out: Annotated[bool, typer.Option("--json", help="Print the summary as one JSON object.")] = False,
     imports: ImportOption = None,
     rule: RuleOption = None,
 ):
-    """Colour-balanced match A vs B: win rate with SE and 95% CI, Elo, decision times; resumable."""
+    """Colour-balanced match A vs B: win rate with SE and 95% CI, Elo, decision times; resumable;
+    with --sprt it stops when the test decides."""
     from rich.console import Console
 
     from train.arena import run_arena, summary_table
     from train.tournament import pair_dir_name
 
+    bounds = None
+    if sprt is not None:
+        parts = sprt.split(",")
+        try:
+            elo0, elo1 = (float(x) for x in parts)
+        except ValueError:
+            fail(f"--sprt {sprt!r}: expected ELO0,ELO1 (two numbers, e.g. 0,40)")
+        if not (abs(elo0) <= 1000 and abs(elo1) <= 1000 and elo1 > elo0):
+            fail(f"--sprt {sprt!r}: expected -1000 <= ELO0 < ELO1 <= 1000")
+        bounds = (elo0, elo1, alpha, beta)
     ruleset = ruleset_from(rule)
     out_dir = out if out is not None else Path("runs") / "arena" / pair_dir_name(agent_a, agent_b)
     summary = run_arena(agent_a, agent_b, games, workers=workers, seed=seed, out_dir=out_dir, ruleset=ruleset,
-                        progress=not json_out, imports=imports or ())
+                        progress=not json_out, imports=imports or (), sprt=bounds)
     if json_out:
         typer.echo(json.dumps({**summary.data, "out_dir": str(out_dir)}))
     else:
         Console().print(summary_table(summary.data))
+        test = summary.data.get("sprt")
+        if test is not None:
+            verdict = {"H1": f"H1 (A is {test['elo1']:g} Elo better)", "H0": f"H0 (A is not {test['elo0']:g} Elo better)"}
+            typer.echo(f"SPRT [{test['elo0']:g}, {test['elo1']:g}] alpha {test['alpha']:g} beta {test['beta']:g}: "
+                       f"LLR {test['llr']:+.2f} in [{test['lower']:.2f}, {test['upper']:.2f}] after "
+                       f"{summary.games} games: {verdict.get(test['decision'], 'undecided')}")
         typer.echo(f"records and summary.json in {out_dir}")
 
 

@@ -479,3 +479,35 @@ def test_pool_workers_end_when_the_parent_is_killed(tmp_path):
         time.sleep(0.2)
     os.kill(worker, signal.SIGKILL)
     raise AssertionError(f"worker {worker} still running 15 s after its parent was killed")
+
+
+def test_sprt_stops_the_match_as_soon_as_it_decides(tmp_path):
+    """``--sprt``: random loses every game to greedy, so H0 is accepted long before the cap; the
+    decision equals a by-hand pentanomial SPRT over the complete pairs of the records on disk."""
+    import math
+
+    out = tmp_path / "sprt"
+    result = runner.invoke(app, ["arena", "random", "greedy", "-n", "60", "--workers", "0", "--seed", "3",
+                                 "--sprt", "0,100", "--out", str(out), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output.strip().splitlines()[-1])
+    records = load_records(out, 60)
+    assert 2 <= len(records) < 60 and data["complete"] is False
+    pairs: dict[int, float] = {}
+    for i, r in records.items():
+        pts = 0.5 if r.result in ("draw", None) else float(r.result == r.metadata["a_colour"])
+        pairs[i // 2] = pairs.get(i // 2, 0.0) + pts
+    full = [i // 2 for i in records if i % 2 == 0 and i + 1 in records]
+    counts = [0] * 5
+    for k in full:
+        counts[int(round(2 * pairs[k]))] += 1
+    # fishtest's normal-approximation LLR with a 1/2 pseudo-count per outcome (train.stats)
+    scores = [0, 0.25, 0.5, 0.75, 1.0]
+    reg = [c + 0.5 for c in counts]
+    m = sum(c * x for c, x in zip(reg, scores)) / sum(reg)
+    var = sum(c * (x - m) ** 2 for c, x in zip(reg, scores)) / sum(reg)
+    s0, s1 = 0.5, 1 / (1 + 10 ** (-100 / 400))
+    llr = sum(counts) * (s1 - s0) * (2 * m - s0 - s1) / (2 * var)
+    assert data["sprt"]["llr"] == pytest.approx(llr)
+    assert data["sprt"]["decision"] == "H0" and llr <= math.log(0.05 / 0.95)
+    assert runner.invoke(app, ["arena", "random", "greedy", "--sprt", "40,0", "--out", str(tmp_path / "x")]).exit_code == 2

@@ -396,6 +396,22 @@ def load_records(out_dir: str | os.PathLike, games: int, a: str | None = None, b
 
 
 # ============================================================================ the arena
+def a_points(result: str | None, a_colour: str) -> float:
+    """A's points in one game: 1 win, 0.5 draw (or no result), 0 loss."""
+    return 0.5 if result in ("draw", None) else 1.0 if result == a_colour else 0.0
+
+
+def sprt_of_games(games: dict[int, float], elo0: float, elo1: float, alpha: float = 0.05, beta: float = 0.05):
+    """The pentanomial SPRT (``train.stats.sprt``) of A's points by game index (games ``2k`` and
+    ``2k + 1`` are pair ``k``, colours swapped; pairs with one game played are left out)."""
+    from train.stats import pentanomial, sprt
+
+    pairs: dict[int, list[float]] = {}
+    for index, points in games.items():
+        pairs.setdefault(index // 2, []).append(points)
+    return sprt(pentanomial([sum(v) for v in pairs.values() if len(v) == 2]), elo0, elo1, alpha, beta)
+
+
 def run_arena(
     spec_a: str,
     spec_b: str,
@@ -407,6 +423,7 @@ def run_arena(
     progress: Any = True,
     imports: Sequence[str] = (),
     executor: Executor | None = None,
+    sprt: tuple[float, float, float, float] | None = None,
 ) -> ArenaSummary:
     """Play (or finish) a colour-balanced match of ``games`` games between ``spec_a`` and ``spec_b``
     and return its :class:`ArenaSummary` (also written to ``out_dir/summary.json``).
@@ -416,6 +433,9 @@ def run_arena(
     none, or a ``rich.progress.Progress`` to add a task line to. ``imports``: modules each worker
     imports first (they may register extra agents). ``executor``: an existing pool from
     ``train.workers.make_pool`` to use instead of starting one (``workers`` is then ignored).
+    ``sprt``: ``(elo0, elo1, alpha, beta)`` stops the match as soon as the pentanomial SPRT of A
+    against B decides (:func:`sprt_of_games`; no new game starts, the running ones finish); the
+    summary then holds ``sprt`` (the last look) and ``complete`` is false.
 
     Raises ``ArenaError`` for a bad spec (listing the available agents), an odd or non-positive
     ``games``, a run directory of another match, or a failed game / dead worker (the records written
@@ -431,11 +451,22 @@ def run_arena(
     check_agent_spec(spec_a, "agent A")
     check_agent_spec(spec_b, "agent B")
     out = Path(out_dir)
+    if sprt is not None:
+        from train.stats import sprt_bounds
+
+        elo0, elo1, alpha, beta = sprt
+        if not elo1 > elo0:
+            raise ArenaError(f"sprt: elo1 ({elo1}) must be greater than elo0 ({elo0})")
+        try:
+            sprt_bounds(alpha, beta)
+        except ValueError as exc:
+            raise ArenaError(f"sprt: {exc}") from None
     with lock_dir(out):
-        return _run_locked(spec_a, spec_b, games, workers, seed, out, ruleset, progress, imports, executor)
+        return _run_locked(spec_a, spec_b, games, workers, seed, out, ruleset, progress, imports, executor, sprt)
 
 
-def _run_locked(spec_a, spec_b, games, workers, seed, out: Path, ruleset, progress, imports, executor) -> ArenaSummary:
+def _run_locked(spec_a, spec_b, games, workers, seed, out: Path, ruleset, progress, imports, executor,
+                sprt=None) -> ArenaSummary:
     check_run_dir(out, spec_a, spec_b, seed, ruleset)
     games_dir = out / GAMES_DIR
     games_dir.mkdir(parents=True, exist_ok=True)
@@ -446,8 +477,13 @@ def _run_locked(spec_a, spec_b, games, workers, seed, out: Path, ruleset, progre
     task_base = {"a": spec_a, "b": spec_b, "seed": seed, "ruleset": ruleset.model_dump(), "out_dir": str(out)}
     start = time.perf_counter()
     score = Counter({"w": 0, "d": 0, "l": 0})
-    for r in done.values():
+    points: dict[int, float] = {}
+    for i, r in done.items():
         score["d" if r.result in ("draw", None) else "w" if r.result == r.metadata["a_colour"] else "l"] += 1
+        points[i] = a_points(r.result, r.metadata["a_colour"])
+
+    def decided() -> bool:
+        return sprt is not None and sprt_of_games(points, *sprt).decision is not None
 
     with _progress_context(progress) as bar:
         label = f"{spec_a} vs {spec_b}"
@@ -456,6 +492,7 @@ def _run_locked(spec_a, spec_b, games, workers, seed, out: Path, ruleset, progre
         def finished(info: dict[str, Any]) -> None:
             res, colour = info["result"], info["a_colour"]
             score["d" if res in ("draw", None) else "w" if res == colour else "l"] += 1
+            points[info["index"]] = a_points(res, colour)
             if bar is not None:
                 bar.update(task_id, advance=1, score=_score_text(score))
 
@@ -467,8 +504,8 @@ def _run_locked(spec_a, spec_b, games, workers, seed, out: Path, ruleset, progre
             runner = PoolRunner(min(workers, len(todo)), pool=executor, imports=imports)
         ok = False
         try:
-            if todo:
-                runner.run(_game_task, tasks, finished)
+            if todo and not decided():
+                runner.run(_game_task, tasks, finished, should_stop=decided)
             ok = True
         except WorkerDied:
             saved = len(list((out / GAMES_DIR).glob("*.json")))
@@ -487,6 +524,9 @@ def _run_locked(spec_a, spec_b, games, workers, seed, out: Path, ruleset, progre
     data = summarize_records(ordered, spec_a, spec_b)
     data = {"format": SUMMARY_FORMAT, "version": VERSION, **data, "games_requested": games,
             "complete": len(records) == games, "seed": seed, "ruleset": ruleset.model_dump()}
+    if sprt is not None:
+        look = sprt_of_games({i: a_points(r.result, r.metadata["a_colour"]) for i, r in records.items()}, *sprt)
+        data["sprt"] = {"elo0": sprt[0], "elo1": sprt[1], "alpha": sprt[2], "beta": sprt[3], **look.to_dict()}
     atomic_write_json(out / SUMMARY_FILE, data)
     return ArenaSummary(data, out, played=len(todo), elapsed_seconds=time.perf_counter() - start, records=ordered)
 

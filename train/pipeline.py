@@ -370,7 +370,7 @@ class Pipeline:
 
     def sprt_gate(self, it: int, kind: str, spec_cand: str, spec_best: str) -> tuple[bool, dict[str, Any]]:
         """The SPRT gate (module docstring): ``(accepted, info)``."""
-        from train.stats import pentanomial, sprt
+        from train.arena import a_points, sprt_of_games
 
         g = self.config.gate
         if g.max_games == 0:
@@ -382,13 +382,8 @@ class Pipeline:
         while True:
             games = min(g.max_games, games + g.batch)
             summary = self._arena(spec_cand, spec_best, games, out, seed)
-            points: dict[int, list[float]] = {}
-            for r in summary.records:
-                pair = r.metadata["game_index"] // 2
-                a_score = 0.5 if r.result in ("draw", None) else 1.0 if r.result == r.metadata["a_colour"] else 0.0
-                points.setdefault(pair, []).append(a_score)
-            pairs = [sum(v) for v in points.values() if len(v) == 2]
-            test = sprt(pentanomial(pairs), g.elo0, g.elo1, g.alpha, g.beta)
+            test = sprt_of_games({r.metadata["game_index"]: a_points(r.result, r.metadata["a_colour"])
+                                  for r in summary.records}, g.elo0, g.elo1, g.alpha, g.beta)
             self.show(eval_best=f"LLR {test.llr:+.2f} in [{test.lower:.2f}, {test.upper:.2f}] after {games} games; "
                       + eval_text(summary.data))
             if test.decision is not None or games >= g.max_games:
