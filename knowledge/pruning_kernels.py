@@ -70,8 +70,8 @@ import numpy as np
 
 from core.board import BEYOND, CELL_CORNERS, EMPTY, FLY_THRESHOLD, NEIGHBOR, NUM_POINTS, POINT_CELLS, SIZE
 from core.jit import kernel
-from core.movegen import ALL_POINTS, generate_square_paths, new_path_buffers, square_targets, squares_at
-from core.rules import R_ALLOW_REVISIT, R_LOSS_BELOW
+from core.movegen import ALL_POINTS, generate_square_paths, min_hops, new_path_buffers, square_targets, squares_at
+from core.rules import R_ALLOW_REVISIT, R_FLY_JUMP_RULE, R_LOSS_BELOW
 
 LEVEL_DALIAN = 1
 LEVEL_SQUARE = 2
@@ -117,10 +117,13 @@ def can_form_square(board, side, n_own, n_opp, rules):
     other three corners hold ``side``'s stones, reached by a stone that is not one of those corners
     (the mover leaves its origin empty). Steps (any own neighbour of ``e`` outside the cell) and
     flights (any own stone outside the cell, when ``n_own <= 14``) are checked directly; jump chains
-    (which remove only enemy stones) only when some hole has an enemy stone next to it with a point
-    beyond, by the move generator; with ``chain_revisit=allow`` also when an own stone that can jump
-    sits on a full own cell (a chain may return to its origin and complete that cell again).
-    ``board`` ``int8[196]`` is not modified. Returns a bool.
+    (which remove only enemy stones): a single hop onto a hole is seen directly (an own stone two
+    points away with an enemy stone between, when a chain may have one hop: ``core.movegen.min_hops``;
+    the hop's origin is never a corner of a cell containing the hole, so the cell is completed); longer
+    chains only when some hole has an enemy stone next to it and, beyond that stone, an empty point or
+    an own stone (a chain's earlier landing), by the move generator; with ``chain_revisit=allow`` also
+    when an own stone that can jump sits on a full own cell (a chain may return to its origin and
+    complete that cell again). ``board`` ``int8[196]`` is not modified. Returns a bool.
     """
     return _can_form_square(board, side, n_own, n_opp, rules, ALL_POINTS)
 
@@ -138,6 +141,7 @@ def _can_form_square(board, side, n_own, n_opp, rules, targets):
                 total += 1
     maybe_jump = False
     revisit = rules[R_ALLOW_REVISIT] != 0
+    single_hop = min_hops(n_own, n_opp, rules[R_FLY_JUMP_RULE]) == 1
     for i in range(targets.shape[0]):
         e = targets[i]
         if board[e] != EMPTY:
@@ -171,12 +175,17 @@ def _can_form_square(board, side, n_own, n_opp, rules, targets):
                         qr = q // SIZE - c // (SIZE - 1)
                         if not (0 <= qc <= 1 and 0 <= qr <= 1):
                             return True
-            if not maybe_jump:
-                for dd in range(4):
-                    q = NEIGHBOR[e, dd]
-                    if q >= 0 and board[q] != me and board[q] != EMPTY and BEYOND[e, dd] >= 0:
-                        maybe_jump = True
-                        break
+            for dd in range(4):
+                q = NEIGHBOR[e, dd]
+                x = BEYOND[e, dd]
+                if q < 0 or x < 0 or board[q] == me or board[q] == EMPTY:
+                    continue
+                if board[x] == me:
+                    if single_hop:
+                        return True  # x jumps q onto e
+                    maybe_jump = True
+                elif board[x] == EMPTY:
+                    maybe_jump = True  # a chain may land on x first
     if not maybe_jump:
         return False
     pts, off, nsq, jump = new_path_buffers(64)
