@@ -75,7 +75,7 @@ class CapturePruner:
 
     name = "prune.capture"
 
-    def __init__(self, top: int = 20, pool: int = 30, split: str = "mean"):
+    def __init__(self, top: int = 20, pool: int = 12, split: str = "mean"):
         if int(top) < 1:
             raise ValueError(f"prune.capture: top must be >= 1, got {top!r}")
         if int(pool) < 2:
@@ -167,6 +167,6 @@ def make_expansion_pruner() -> ExpansionPruner:
 
 
 @register("prune.capture", "capture_pruner")
-def make_capture_pruner(top: int = 20, pool: int = 30, split: str = "mean") -> CapturePruner:
+def make_capture_pruner(top: int = 20, pool: int = 12, split: str = "mean") -> CapturePruner:
     """JFA Eq. 7-9 victim pruning: high-value single victims, top-20 pairs."""
     return CapturePruner(top=top, pool=pool, split=split)
