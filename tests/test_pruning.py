@@ -208,6 +208,28 @@ def test_can_form_square_finds_a_jump_loop_back_to_the_origin(revisit):
     assert can_form_square(board, 0, n_own, n_opp, ruleset.vector) == want
 
 
+@pytest.mark.parametrize("fly_rule", ["strong-side-multi", "none"])
+def test_can_form_square_single_hop_into_a_hole_only_when_one_hop_is_allowed(fly_rule):
+    """White's only square-forming path is one hop onto its hole (the shortcut in ``can_form_square``);
+    with White over 14 stones and Black at most 14, ``strong-side-multi`` requires 2 hops, so White
+    cannot form a square there."""
+    board = np.zeros(NUM_POINTS, np.int8)
+    for c, r in ((4, 4), (5, 4), (4, 5)):
+        board[pt(c, r)] = 1  # White's hole at (5, 5)
+    board[pt(6, 5)] = 2  # the Black stone to jump
+    board[pt(7, 5)] = 1  # the jumper
+    for c in range(14):
+        board[pt(c, 12)] = 1  # White does not fly (18 stones), no other hole
+    for c in range(0, 14, 2):
+        board[pt(c, 0)] = 2  # Black flies (8 stones)
+    ruleset = Ruleset(fly_jump_rule=fly_rule)
+    n_own, n_opp = int((board == 1).sum()), int((board == 2).sum())
+    want = any(ref_squares_containing(after_path(board, 0, p, j), p[-1], 1) > 0
+               for p, j in ref_paths(board, 0, (n_own, n_opp), ruleset))
+    assert want == (fly_rule == "none")
+    assert can_form_square(board, 0, n_own, n_opp, ruleset.vector) == want
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
 @given(played_positions(), st.integers(0, 2**31))
 def test_capture_scores_are_eq9_of_the_position_after(text, seed):
@@ -387,7 +409,7 @@ def test_capture_pruner_two_victims_top_20_exact_with_full_pool():
     brute = victim_set_scores(b_path, 0, s.counts[0], len(left), s.ruleset.vector, pairs)
     assert scores[0] == pytest.approx(brute.max())
     assert scores[-1] == pytest.approx(np.sort(brute)[::-1][19])
-    # the default pool (30 best singles) is an approximation but returns legal pairs, best first
+    # the default pool (12 best singles) is an approximation but returns legal pairs, best first
     sets30, scores30 = CapturePruner().candidates(s, path, False)
     assert len(sets30) == 20 and scores30[0] <= scores[0] + 1e-9
 
