@@ -16,19 +16,24 @@ Capture pruning, exactly what is exact and what approximates (``CapturePruner.ca
   at least the mean score (never empty: the best one always qualifies). ``split="mid"`` keeps those
   at least halfway between the worst and the best score; ``split="all"`` keeps everything.
 - **2 victims** (up to C(97, 2) = 4,656 sets): every single victim is scored exactly first (as
-  above); the ``pool`` best singles (default 30, so C(30, 2) = 435 pairs) are paired and every such
-  pair is scored exactly; the ``top`` best pairs (default 20) are kept. The approximation is only
-  the restriction to pairs of good singles: a pair of two individually mediocre victims is never
-  considered. With ``pool >= stones left`` the result is the exact top ``top``.
+  above); the ``pool`` best singles (default 12, so C(12, 2) = 66 pairs; the expert agent's value too)
+  are paired and every such pair is scored exactly; the ``top`` best pairs (default 20) are kept. The
+  approximation is only the restriction to pairs of good singles: a pair of two individually
+  mediocre victims is never considered (README, "Search cost", says how often a larger pool would
+  choose otherwise). With ``pool >= stones left`` the result is the exact top ``top``.
 - **3-4 victims** (flights only): greedy, exact scores: the best ``pool`` singles, then each set is
   grown one victim at a time from the ``top`` best sets of the previous size (beam search of width
   ``top``); the kept sets are scored exactly.
 
-Ties are broken by the victim points (ascending), so results are deterministic.
+Ties are broken by the victim points (ascending), so results are deterministic. Rankings are
+remembered per position after the path (``CapturePruner.ranked``; option ``cache``), which changes no
+result.
 """
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 
 import numpy as np
 
@@ -69,20 +74,30 @@ class CapturePruner:
     """``prune.capture``: square-victim pruning by the Eq. 9 capture score (papers/000 section 3.5.2).
 
     Options: ``top`` (sets kept for 2+ victims, default 20), ``pool`` (best singles paired for 2+
-    victims, default 30), ``split`` (1-victim high/low split: ``"mean"``, ``"mid"`` or ``"all"``).
-    See the module docstring for what is exact.
+    victims, default 12), ``split`` (1-victim high/low split: ``"mean"``, ``"mid"`` or ``"all"``),
+    ``cache`` (rankings remembered, most recently used first, default 4096; 0: none). See the module
+    docstring for what is exact.
+
+    A ranking depends only on the board after the path, the mover, its count, the number of victims
+    and the rules, so it is remembered under those (the board's bytes, not its hash: no collision can
+    return another position's victims); a search meets the same position after a path again through
+    transpositions. The cache is shared by the threads of one search (a lock guards it).
     """
 
     name = "prune.capture"
 
-    def __init__(self, top: int = 20, pool: int = 12, split: str = "mean"):
+    def __init__(self, top: int = 20, pool: int = 12, split: str = "mean", cache: int = 4096):
         if int(top) < 1:
             raise ValueError(f"prune.capture: top must be >= 1, got {top!r}")
         if int(pool) < 2:
             raise ValueError(f"prune.capture: pool must be >= 2, got {pool!r}")
         if split not in SPLITS:
             raise ValueError(f"prune.capture: split must be one of {', '.join(SPLITS)}, got {split!r}")
-        self.top, self.pool, self.split = int(top), int(pool), split
+        if int(cache) < 0:
+            raise ValueError(f"prune.capture: cache must be >= 0, got {cache!r}")
+        self.top, self.pool, self.split, self.cache = int(top), int(pool), split, int(cache)
+        self._cache: OrderedDict[bytes, tuple[np.ndarray, np.ndarray]] = OrderedDict()
+        self._lock = threading.Lock()
 
     def candidates(self, state: GameState, path, jump) -> tuple[list[tuple[int, ...]], np.ndarray]:
         """Victim sets (ascending tuples of the required size) best first, and their scores
@@ -99,7 +114,7 @@ class CapturePruner:
         board = state.board.copy()
         hops = play_path(board, state.side, arr, bool(jump))[0]
         k = min(int(ps.nsq[i]), state.counts[1 - state.side] - hops)
-        return self._rank(board, state.side, state.counts[state.side], k, state.ruleset.vector)
+        return _listed(*self.ranked(board, state.side, state.counts[state.side], k, state.ruleset.vector))
 
     def candidates_after(self, after: GameState, count: int) -> tuple[list[tuple[int, ...]], np.ndarray]:
         """:meth:`candidates` from the position **after the path** (its victims still on the board,
@@ -107,15 +122,40 @@ class CapturePruner:
         ``count`` victims, without generating the mover's paths again. Reads ``after.board``,
         ``after.side``, ``after.counts`` and ``after.ruleset`` only."""
         mover = 1 - after.side
-        return self._rank(np.asarray(after.board), mover, after.counts[mover], int(count), after.ruleset.vector)
+        return _listed(*self.ranked(np.asarray(after.board), mover, after.counts[mover], int(count),
+                                    after.ruleset.vector))
 
-    def _rank(self, board, me, n_me, k, rules) -> tuple[list[tuple[int, ...]], np.ndarray]:
+    def ranked(self, board, me, n_me, k, rules) -> tuple[np.ndarray, np.ndarray]:
+        """The ranking of :meth:`candidates` as arrays: ``(sets int16[n, k], scores float64[n])``,
+        best first, read-only (they may be the cache's). ``board`` ``int8[196]``: the position after
+        the path of ``me`` (0 White, 1 Black), who has ``n_me`` stones, with its ``k`` victims still on
+        the board; ``rules``: ``Ruleset.vector``."""
+        if self.cache == 0:
+            return self._rank(board, me, n_me, k, rules)
+        key = b"".join((np.ascontiguousarray(board, np.int8).tobytes(), bytes((me, k)), int(n_me).to_bytes(2, "little"),
+                        np.ascontiguousarray(rules).tobytes()))
+        with self._lock:
+            hit = self._cache.get(key)
+            if hit is not None:
+                self._cache.move_to_end(key)
+                return hit
+        ranking = self._rank(board, me, n_me, k, rules)
+        for a in ranking:
+            a.setflags(write=False)
+        with self._lock:
+            self._cache[key] = ranking
+            if len(self._cache) > self.cache:
+                self._cache.popitem(last=False)
+        return ranking
+
+    def _rank(self, board, me, n_me, k, rules) -> tuple[np.ndarray, np.ndarray]:
         """Rank the ``k``-victim sets on ``board`` (after the path of ``me``, who has ``n_me`` stones)."""
         left = np.flatnonzero(board == 2 - me).astype(np.int16)
         n_opp = len(left)
         score = lambda sets: victim_set_scores(board, me, n_me, n_opp, rules, sets)  # noqa: E731
         if k == 0:
-            return [()], score(np.empty((1, 0), np.int16))
+            empty = np.empty((1, 0), np.int16)
+            return empty, score(empty)
         singles = score(left.reshape(-1, 1))
         if k == 1:
             order = np.lexsort((left, -singles))
@@ -126,27 +166,29 @@ class CapturePruner:
             else:
                 cut = -np.inf
             order = order[singles[order] >= cut - 1e-9]
-            return [(v,) for v in left[order].tolist()], singles[order]
+            return left[order].reshape(-1, 1), singles[order]
         best = left[np.lexsort((left, -singles))[: self.pool]]
-        beam = [(int(v),) for v in best]
+        sets = best.reshape(-1, 1)
         for size in range(2, k + 1):
             if size == 2:  # every pair of the pool, in combinations order, ranked by (-score, points)
                 i, j = np.triu_indices(len(best), 1)
                 pairs = np.stack((np.minimum(best[i], best[j]), np.maximum(best[i], best[j])), axis=1)
                 sc = score(pairs)
                 order = np.lexsort((pairs[:, 1], pairs[:, 0], -sc))[: self.top]
-                beam = [(int(a), int(b)) for a, b in pairs[order].tolist()]
-                scores = sc[order]
+                sets, scores = pairs[order], sc[order]
                 continue
-            grown = {tuple(sorted(s + (int(v),))) for s in beam for v in best if int(v) not in s}
-            sets = sorted(grown)
-            arr = np.asarray(sets, np.int16)
+            grown = sorted({tuple(sorted(s + (int(v),))) for s in map(tuple, sets.tolist()) for v in best
+                            if int(v) not in s})
+            arr = np.asarray(grown, np.int16)
             sc = score(arr)
-            keys = [tuple(s) for s in sets]
-            order = sorted(range(len(sets)), key=lambda j: (-sc[j], keys[j]))[: self.top]
-            beam = [keys[j] for j in order]
-            scores = sc[order]
-        return beam, np.asarray(scores, np.float64)
+            order = sorted(range(len(grown)), key=lambda j: (-sc[j], grown[j]))[: self.top]
+            sets, scores = arr[order], sc[order]
+        return sets, np.asarray(scores, np.float64)
+
+
+def _listed(sets: np.ndarray, scores: np.ndarray) -> tuple[list[tuple[int, ...]], np.ndarray]:
+    """``(sets as a list of tuples of ints, a writable copy of scores)``: the protocol's form."""
+    return list(map(tuple, sets.tolist())), scores.copy()
 
 
 def best_victims(state: GameState, path, jump, pruner: CapturePruner | None = None) -> tuple[int, ...]:
