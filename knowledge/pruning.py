@@ -99,6 +99,12 @@ class CapturePruner:
         self._cache: OrderedDict[bytes, tuple[np.ndarray, np.ndarray]] = OrderedDict()
         self._lock = threading.Lock()
 
+    def __getstate__(self) -> dict:  # picklable as before the cache: the lock and the cache stay behind
+        return {"top": self.top, "pool": self.pool, "split": self.split, "cache": self.cache}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(**state)
+
     def candidates(self, state: GameState, path, jump) -> tuple[list[tuple[int, ...]], np.ndarray]:
         """Victim sets (ascending tuples of the required size) best first, and their scores
         (``float64[n]``, descending, higher better for the mover). Never empty. Raises
@@ -209,6 +215,6 @@ def make_expansion_pruner() -> ExpansionPruner:
 
 
 @register("prune.capture", "capture_pruner")
-def make_capture_pruner(top: int = 20, pool: int = 12, split: str = "mean") -> CapturePruner:
+def make_capture_pruner(top: int = 20, pool: int = 12, split: str = "mean", cache: int = 4096) -> CapturePruner:
     """JFA Eq. 7-9 victim pruning: high-value single victims, top-20 pairs."""
-    return CapturePruner(top=top, pool=pool, split=split)
+    return CapturePruner(top=top, pool=pool, split=split, cache=cache)

@@ -9,6 +9,7 @@ kernels and none of the board tables.
 from __future__ import annotations
 
 import math
+import pickle
 import random
 from itertools import combinations
 
@@ -412,6 +413,36 @@ def test_capture_pruner_two_victims_top_20_exact_with_full_pool():
     # the default pool (12 best singles) is an approximation but returns legal pairs, best first
     sets30, scores30 = CapturePruner().candidates(s, path, False)
     assert len(sets30) == 20 and scores30[0] <= scores[0] + 1e-9
+
+
+def test_capture_pruner_cache_changes_no_result():
+    """Rankings remembered per position after the path equal fresh ones, are shared read-only, and the
+    least recently used one is forgotten beyond ``cache`` entries; a pickled pruner starts empty."""
+    s = state_of([(2, 2), (3, 2), (2, 3), (2, 4), (3, 4), (4, 3)], [(9, 8), (10, 8), (9, 9), (11, 9)])
+    b = after_path(s.board, 0, (pt(4, 3), pt(3, 3)), False)
+    rules = s.ruleset.vector
+    cached, fresh = CapturePruner(cache=2), CapturePruner(cache=0)
+    first = {k: cached.ranked(b, 0, s.counts[0], k, rules) for k in (2, 1)}
+    for k, (sets, scores) in first.items():
+        want_sets, want_scores = fresh.ranked(b, 0, s.counts[0], k, rules)
+        assert sets.shape[1] == k and np.array_equal(sets, want_sets) and np.array_equal(scores, want_scores)
+        assert not sets.flags.writeable and not scores.flags.writeable
+        again = cached.ranked(b, 0, s.counts[0], k, rules)
+        assert again[0] is sets and again[1] is scores
+    cached.ranked(b, 0, s.counts[0], 0, rules)  # a third ranking: the least recently used (k=2) goes
+    assert cached.ranked(b, 0, s.counts[0], 1, rules)[0] is first[1][0]
+    assert cached.ranked(b, 0, s.counts[0], 2, rules)[0] is not first[2][0]
+    assert fresh.ranked(b, 0, s.counts[0], 1, rules)[0] is not fresh.ranked(b, 0, s.counts[0], 1, rules)[0]
+    # the protocol's lists are fresh objects each time, equal to the uncached pruner's
+    sets, scores = cached.candidates(s, (pt(4, 3), pt(3, 3)), False)
+    want_sets, want_scores = fresh.candidates(s, (pt(4, 3), pt(3, 3)), False)
+    assert sets == want_sets and np.array_equal(scores, want_scores)
+    scores[0] = -1.0  # writable copy: the cache is not changed
+    assert cached.candidates(s, (pt(4, 3), pt(3, 3)), False)[1][0] != -1.0
+    clone = pickle.loads(pickle.dumps(cached))
+    assert (clone.top, clone.pool, clone.split, clone.cache) == (20, 12, "mean", 2) and not clone._cache
+    with pytest.raises(ValueError, match="cache"):
+        CapturePruner(cache=-1)
 
 
 def test_capture_pruner_no_square_gives_the_empty_set():
