@@ -327,7 +327,8 @@ class Search:
                 mine = flag == UNEXPANDED
                 if mine:
                     tree.flag[node] = EXPANDING
-                    self._pending[node] = threading.Event()
+                    if self._pool is not None:  # only other search threads wait for the expansion
+                        self._pending[node] = threading.Event()
                 event = self._pending.get(node) if flag == EXPANDING else None
             if mine:
                 value = self._expand(tree, node, path)
