@@ -674,7 +674,7 @@ def pretrain(
     if not json_out:
         from train.arena import new_progress
 
-        progress = new_progress()
+        progress = new_progress(transient=True)
     if progress is not None:
         with progress:
             task = progress.add_task(f"{model} samples", total=len(games), score="")

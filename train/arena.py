@@ -583,9 +583,9 @@ def _progress_context(progress: Any):
         yield yield_bar
 
 
-def new_progress():
+def new_progress(transient: bool = False):
     """A rich ``Progress`` on stderr with columns: description, bar, games done/total, score of A
-    (``+wins =draws -losses``), elapsed and remaining time."""
+    (``+wins =draws -losses``), elapsed and remaining time; ``transient``: erased when it stops."""
     from rich.console import Console
     from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
                                TimeRemainingColumn)
@@ -593,7 +593,7 @@ def new_progress():
     return Progress(
         TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
         TextColumn("{task.fields[score]}"), TimeElapsedColumn(), TimeRemainingColumn(),
-        console=Console(stderr=True),
+        console=Console(stderr=True), transient=transient,
     )
 
 
