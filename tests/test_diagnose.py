@@ -61,3 +61,29 @@ def test_diagnose_on_records(tmp_path):
     assert "policy top-1" in format_report(report)
     with pytest.raises(DiagnoseError):
         diagnose(tmp_path, [tmp_path])
+
+
+def test_expert_regret_by_hand():
+    """Logits on the expert's best path give regret 0; on its worst, the score gap (a blunder when it
+    is a stone or more); paths are compared through their upper actions, as the search sees them."""
+    from core.state import GameState
+    from knowledge.agents import ExpertAgent
+    from nets.encoding import NUM_UPPER_ACTIONS, encode_paths
+    from train.diagnose import BLUNDER_UNITS, expert_regret
+
+    s = GameState.from_jfen("14/14/14/14/5WW7/5WB7/5BBW6/6WB6/7B6/14/14/14/14/14 w battle 0 200")
+    ps = s.paths()
+    acts = encode_paths(ps.pts, ps.off, ps.jump, ps.m).astype(np.int64)
+    scores, _ = ExpertAgent(plies=1).battle_scores(s)
+    gap = float(scores.max() - scores.min())
+    assert gap >= BLUNDER_UNITS  # the position has a move that loses a stone
+    rows = np.zeros((2, NUM_UPPER_ACTIONS), np.float32)
+    rows[0, acts[int(np.argmax(scores))]] = 5.0
+    rows[1, acts] = -5.0
+    worst = acts[int(np.argmin(scores))]
+    rows[1, worst] = 5.0
+    want_worst = float(scores.max() - scores[acts == worst].max())
+    r = expert_regret([s, s], [acts, acts], rows)
+    assert r["positions"] == 2
+    assert r["mean"] == pytest.approx(want_worst / 2)
+    assert r["blunder_rate"] == (0.5 if want_worst >= BLUNDER_UNITS else 0.0)

@@ -12,6 +12,11 @@
   accuracy ``P(sign v = z)``, the Brier score of ``p = (1 + v) / 2`` as the probability of a win (0.25
   is a coin's score, 0 perfect), and a reliability table (mean ``p`` and observed win rate in five bins);
   battle positions are also split by stage (first 50 battle plies, later);
+- **regret in the expert's units** (upper net): on the first ``regret_positions`` battle positions, the
+  expert's one-ply score (``knowledge.agents.ExpertAgent`` with ``plies=1``: captures, the reply safety
+  check, shapes; 10 units per stone) of the best legal path minus that of the net's most probable
+  path: the mean regret and the blunder rate (regret of at least one stone, 10 units). Top-1 agreement
+  counts every other move as wrong; the regret tells a harmless alternative from a move that hangs stones;
 - **victim choice** (the lower net, JFA Eq. 6): on every square capture of the records, whether the
   lower net's best set among the capture pruner's ``victims`` best sets is the set the expert took, beside
   the capture pruner's own first choice.
@@ -115,7 +120,28 @@ def _positions(records, kind: str, max_positions: int, rng: np.random.Generator)
     planes = np.stack([state_planes(s) for s, *_ in rows]) if rows else np.zeros((0, 1, 14, 14), np.float32)
     battle_ply = np.array([max(0, s.ply - 196) for s, *_ in rows], np.int64)
     return (planes, [r[1] for r in rows], np.array([r[2] for r in rows], np.int64),
-            np.array([r[3] for r in rows], np.float32), battle_ply)
+            np.array([r[3] for r in rows], np.float32), battle_ply, [r[0] for r in rows])
+
+
+BLUNDER_UNITS = 10.0  # one stone in the expert's battle score (knowledge.expert_kernels.BATTLE_WEIGHTS W_GAIN)
+
+
+def expert_regret(states, legal: Sequence[np.ndarray], logits: np.ndarray) -> dict[str, Any]:
+    """Regret of the net's most probable legal path by the expert's one-ply scores (module docstring):
+    ``{"positions", "mean", "blunder_rate"}`` (``None`` values without positions). ``legal[i]`` holds the
+    upper actions of ``states[i]``'s paths in ``state.paths()`` order; paths sharing the chosen action
+    count as the best-scoring of them."""
+    from knowledge.agents import ExpertAgent
+
+    expert = ExpertAgent(plies=1)
+    regrets = []
+    for s, acts, row in zip(states, legal, logits):
+        scores, _ = expert.battle_scores(s)
+        chosen = acts[int(np.argmax(row[acts]))]
+        regrets.append(float(scores.max() - scores[acts == chosen].max()))
+    r = np.array(regrets)
+    return {"positions": len(r), "mean": float(r.mean()) if len(r) else None,
+            "blunder_rate": float((r >= BLUNDER_UNITS).mean()) if len(r) else None}
 
 
 def _forward(model, planes: np.ndarray, batch: int = 256) -> tuple[np.ndarray, np.ndarray]:
@@ -132,11 +158,13 @@ def _forward(model, planes: np.ndarray, batch: int = 256) -> tuple[np.ndarray, n
     return np.concatenate(logits), np.concatenate(values)
 
 
-def policy_value_report(model, records, kind: str, max_positions: int = 4000, seed: int = 0) -> dict[str, Any]:
+def policy_value_report(model, records, kind: str, max_positions: int = 4000, seed: int = 0,
+                        regret_positions: int = 1000) -> dict[str, Any]:
     """Policy agreement and value calibration of one policy/value net (``kind`` ``slm`` or ``upper``)
-    on ``records`` (module docstring)."""
+    on ``records``, and for ``upper`` the expert regret on the first ``regret_positions`` positions
+    (module docstring)."""
     rng = np.random.default_rng(seed)
-    planes, legal, target, z, battle_ply = _positions(records, kind, max_positions, rng)
+    planes, legal, target, z, battle_ply, states = _positions(records, kind, max_positions, rng)
     logits, v = _forward(model, planes)
     top1, top3, nll = _masked_stats(logits, legal, target)
     out: dict[str, Any] = {
@@ -147,6 +175,9 @@ def policy_value_report(model, records, kind: str, max_positions: int = 4000, se
         "mean_legal": float(np.mean([len(np.unique(a)) for a in legal])) if legal else None,
         "value": value_calibration(v, z),
     }
+    if kind == "upper" and len(target) and regret_positions > 0:
+        k = min(regret_positions, len(states))
+        out["expert_regret"] = expert_regret(states[:k], legal[:k], logits[:k])
     if kind == "upper" and len(target):
         for name, sel in (("battle<50", battle_ply < 50), ("battle>=50", battle_ply >= 50)):
             out[name] = {"positions": int(sel.sum()), "top1": float(top1[sel].mean()) if sel.any() else None,
@@ -253,6 +284,10 @@ def format_report(report: dict[str, Any]) -> str:
         )
         lines.append(f"      value sign accuracy {pct(val['sign_accuracy'])}, Brier {num(val['brier'])} "
                      f"({val['n']} decided positions)")
+        if r.get("expert_regret"):
+            g = r["expert_regret"]
+            lines.append(f"      expert regret (one-ply score, 10 = a stone) mean {num(g['mean'], '{:.1f}')}, "
+                         f"blunders (>= 1 stone) {pct(g['blunder_rate'])} over {g['positions']} positions")
         for stage in ("battle<50", "battle>=50"):
             if stage in r:
                 s = r[stage]
