@@ -124,11 +124,15 @@ def _positions(records, kind: str, max_positions: int, rng: np.random.Generator)
 
 
 BLUNDER_UNITS = 10.0  # one stone in the expert's battle score (knowledge.expert_kernels.BATTLE_WEIGHTS W_GAIN)
+REGRET_CAP = 100.0  # ten stones: the mean is taken of min(regret, cap), since a missed win or a walk into a
+DECISIVE_UNITS = 5000.0  # loss scores 1e4-1e5 (W_WIN, W_LOSE) and would swamp it; those are counted apart
 
 
 def expert_regret(states, legal: Sequence[np.ndarray], logits: np.ndarray) -> dict[str, Any]:
     """Regret of the net's most probable legal path by the expert's one-ply scores (module docstring):
-    ``{"positions", "mean", "blunder_rate"}`` (``None`` values without positions). ``legal[i]`` holds the
+    ``{"positions", "mean", "blunder_rate", "decisive_rate"}`` (``None`` values without positions):
+    ``mean`` of the regret capped at :data:`REGRET_CAP`, the share of regrets of at least a stone, and
+    the share of at least :data:`DECISIVE_UNITS` (a missed win, or a move into a loss). ``legal[i]`` holds the
     upper actions of ``states[i]``'s paths in ``state.paths()`` order; paths sharing the chosen action
     count as the best-scoring of them."""
     from knowledge.agents import ExpertAgent
@@ -140,8 +144,10 @@ def expert_regret(states, legal: Sequence[np.ndarray], logits: np.ndarray) -> di
         chosen = acts[int(np.argmax(row[acts]))]
         regrets.append(float(scores.max() - scores[acts == chosen].max()))
     r = np.array(regrets)
-    return {"positions": len(r), "mean": float(r.mean()) if len(r) else None,
-            "blunder_rate": float((r >= BLUNDER_UNITS).mean()) if len(r) else None}
+    if not len(r):
+        return {"positions": 0, "mean": None, "blunder_rate": None, "decisive_rate": None}
+    return {"positions": len(r), "mean": float(np.minimum(r, REGRET_CAP).mean()),
+            "blunder_rate": float((r >= BLUNDER_UNITS).mean()), "decisive_rate": float((r >= DECISIVE_UNITS).mean())}
 
 
 def _forward(model, planes: np.ndarray, batch: int = 256) -> tuple[np.ndarray, np.ndarray]:
@@ -286,8 +292,9 @@ def format_report(report: dict[str, Any]) -> str:
                      f"({val['n']} decided positions)")
         if r.get("expert_regret"):
             g = r["expert_regret"]
-            lines.append(f"      expert regret (one-ply score, 10 = a stone) mean {num(g['mean'], '{:.1f}')}, "
-                         f"blunders (>= 1 stone) {pct(g['blunder_rate'])} over {g['positions']} positions")
+            lines.append(f"      expert regret (one-ply score, 10 = a stone, capped at 100) mean "
+                         f"{num(g['mean'], '{:.1f}')}, blunders (>= 1 stone) {pct(g['blunder_rate'])}, missed wins"
+                         f" or moves into a loss {pct(g['decisive_rate'])} over {g['positions']} positions")
         for stage in ("battle<50", "battle>=50"):
             if stage in r:
                 s = r[stage]
