@@ -193,9 +193,9 @@ class SearchOptions(AgentOptions):
         if value.strip().lower() == "none":
             return "none"
         try:
-            REGISTRY.entry(value, info.field_name)
+            REGISTRY.check(value, info.field_name)  # a name, or NAME:k=v with the plugin's own options
         except SpecError as exc:
-            raise ValueError(f"a plugin name or none: {exc}") from None
+            raise ValueError(f"a plugin spec or none: {exc}") from None
         return value
 
     backup: Literal["mean", "sarsa", "q", "hybrid"] = Field(_search_default("backup"), description="value backup: mean (JFA Eq. 3-5), sarsa, q or hybrid (papers/001 Eq. 2-5)")
@@ -216,7 +216,7 @@ class SearchOptions(AgentOptions):
             return "none"
         kind = "evaluator" if info.field_name == "value_eval" else "battle_prior"
         try:
-            REGISTRY.entry(value, kind)
+            REGISTRY.check(value, kind)
         except SpecError as exc:
             raise ValueError(f"a {kind.replace('_', ' ')} plugin name or none: {exc}") from None
         return value

@@ -259,3 +259,16 @@ def test_fuzz_agent_specs_give_options_or_one_spec_error_line(spec):
         validate_agent_spec(spec)
     except SpecError as exc:
         assert str(exc) and "\n" not in str(exc)
+
+
+def test_a_plugin_option_may_ride_in_a_search_agents_plugin_spec():
+    """``capture_pruner=prune.capture:pool=30``: the pruner is built with its own option; a bad plugin
+    name is refused when the options are parsed."""
+    import catalog  # noqa: F401
+    from knowledge.agents import make_agent
+    from knowledge.registry import SpecError
+
+    agent = make_agent("mcts:sims=4,capture_pruner=prune.capture:pool=30", seed=1)
+    assert agent.search.capture_pruner.pool == 30
+    with pytest.raises(SpecError, match="capture_pruner"):
+        make_agent("mcts:sims=4,capture_pruner=prune.nope:pool=30")
