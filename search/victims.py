@@ -7,12 +7,17 @@ victims still on the board (:func:`after_path`, or the search tree's child row a
 ``GameState.from_arrays``): the capture pruner ranks candidate sets there (``candidates_after``);
 the lower net, when given, scores the positions after each of the first ``limit`` sets and the best
 Q wins; with ``epsilon`` (self-play exploration) a uniformly random candidate is taken instead with
-that probability; without a lower net the pruner's best; without a pruner the lowest ``count``
-points (a deterministic fallback).
+that probability; without a lower net the pruner's best. Without a pruner (JFA Table 5's "no capture
+pruning") the lower net scores every set of ``count`` of the opponent's stones (``limit`` does not
+apply: it counts the pruner's ranked sets), as the paper's lower DQN does, unless there are more than
+:data:`MAX_ALL_SETS`; without a lower net, or beyond that many sets, the lowest ``count`` points are
+taken (a deterministic fallback).
 """
 
 from __future__ import annotations
 
+import itertools
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -20,6 +25,19 @@ import numpy as np
 from core.notation import Move
 from core.play import play, take_stones
 from core.state import GameState
+
+
+MAX_ALL_SETS = 4_950  # C(100, 2): every pair of a full side; three or more victims fall back beyond it
+
+
+def all_victim_sets(after: GameState, count: int) -> list[tuple[int, ...]]:
+    """Every set of ``count`` stones of ``after``'s side to move (the victims' side), ascending points
+    in lexicographic order; empty when there are more than :data:`MAX_ALL_SETS` or fewer stones
+    than ``count``."""
+    stones = [int(p) for p in np.flatnonzero(after.board == after.side + 1)]
+    if count > len(stones) or math.comb(len(stones), count) > MAX_ALL_SETS:
+        return []
+    return list(itertools.combinations(stones, count))
 
 
 class VictimChoice(NamedTuple):
@@ -66,7 +84,9 @@ def choose_victims(after: GameState, path, jump: bool, count: int, pruner=None, 
         if limit > 0:
             sets = sets[:limit]
     else:
-        sets = [tuple(int(p) for p in np.flatnonzero(after.board == after.side + 1)[:count])]
+        sets = all_victim_sets(after, count) if scorer is not None else []
+        if not sets:
+            sets = [tuple(int(p) for p in np.flatnonzero(after.board == after.side + 1)[:count])]
     if scorer is None:
         return VictimChoice(tuple(sets[0]), None, len(sets))
     from nets.encoding import encode_upper
