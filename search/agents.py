@@ -103,9 +103,11 @@ class SearchAgent:
     :class:`SearchResult` (every root move with its visits N, value Q and prior P).
     """
 
-    def __init__(self, name: str, search: Search, temperature: float = 0.0, seed: int = 0, owns_evaluator: bool = False):
+    def __init__(self, name: str, search: Search, temperature: float = 0.0, seed: int = 0, owns_evaluator: bool = False,
+                 layout_simulations: int | None = None):
         self.name = name
         self.search = search
+        self.layout_simulations = layout_simulations  # simulations per layout move (None: the search's)
         self.owns_evaluator = owns_evaluator  # close() also stops the evaluator (its inference thread)
         self.temperature = temperature
         self.rng = np.random.default_rng(seed)
@@ -118,6 +120,8 @@ class SearchAgent:
         """The move to play in ``state``; ``simulations`` (default: the agent's), ``seconds`` and ``stop``
         bound the search as in :meth:`Search.run`."""
         t0 = time.perf_counter()
+        if simulations is None and self.layout_simulations is not None and state.phase == PHASE_LAYOUT:
+            simulations = self.layout_simulations
         result = self.search.run(state, simulations, seconds, stop)
         move = result.sample(self.temperature, self.rng)
         self.last_think_time = time.perf_counter() - t0
@@ -256,6 +260,7 @@ class NetOptions(SearchOptions):
     """Options of the net agents ``jfa``, ``slm`` and ``hbm`` (module docstring)."""
 
     sims: int = Field(16, ge=1, le=SIMS_MAX, description="simulations per move")
+    layout_sims: int | None = Field(None, ge=1, le=SIMS_MAX, description="simulations per layout move (default: sims; 1 plays the SLM policy's best placement)")
     threads: int = Field(2, ge=1, le=256, description="WU-UCT search threads")
     batch: int = Field(8, ge=1, le=4096, description="evaluator batch size (positions per forward pass)")
     inference_threads: int = Field(2, ge=1, le=64, description="threads running the nets (nets.evaluator)")
@@ -392,7 +397,8 @@ def make_net_agent(name: str, o: NetOptions):
         # The lower net runs on the evaluator's inference threads, not in the search threads.
         scorer = NetVictimScorer(lower, evaluator=evaluator) if lower is not None else None
         search = Search(evaluator, o.search_config(victim_candidates=o.victims), victim_scorer=scorer)
-        searcher = SearchAgent(f"{name}:sims={o.sims}", search, o.temperature, o.seed, owns_evaluator=True)
+        searcher = SearchAgent(f"{name}:sims={o.sims}", search, o.temperature, o.seed, owns_evaluator=True,
+                               layout_simulations=o.layout_sims)
     if layout_search and battle_search:
         return searcher
     if not layout_search and o.layout == o.battle:  # one agent plays both phases (one generator)

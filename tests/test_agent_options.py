@@ -272,3 +272,26 @@ def test_a_plugin_option_may_ride_in_a_search_agents_plugin_spec():
     assert agent.search.capture_pruner.pool == 30
     with pytest.raises(SpecError, match="capture_pruner"):
         make_agent("mcts:sims=4,capture_pruner=prune.nope:pool=30")
+
+
+def test_layout_sims_sets_the_layout_search_only():
+    """``jfa:layout_sims=1``: a layout move is the SLM policy's most probable placement after one
+    simulation; battle moves keep ``sims``."""
+    import catalog  # noqa: F401
+    from core.state import GameState
+    from knowledge.agents import make_agent
+
+    agent = make_agent("jfa:sims=6,layout_sims=1,threads=1", seed=3)
+    try:
+        s = GameState.initial()
+        for _ in range(6):
+            move = agent.select(s)
+            r = agent.last_result
+            assert r.simulations == 1
+            assert move == r.moves[int(np.argmax(r.priors))]
+            s = s.apply(move)
+        battle = GameState.from_jfen("14/14/14/14/5WW7/5WB7/5BBW6/6WB6/7B6/14/14/14/14/14 w battle 0 200")
+        agent.select(battle)
+        assert agent.last_result.simulations == 6
+    finally:
+        agent.close()
