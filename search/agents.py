@@ -208,6 +208,7 @@ class SearchOptions(AgentOptions):
     trace_decay: float = Field(_search_default("trace_decay"), ge=0, le=1, description="SARSA(lambda) trace decay lambda (not given by the paper)")
     discount: float = Field(_search_default("discount"), ge=0, le=1, description="discount gamma of papers/001 Eq. 2 (not given by the paper)")
     reward_scale: float = Field(_search_default("reward_scale"), ge=0, le=10, description="weight of the Eq. 9-10 knowledge feedback in TD backups")
+    policy_temperature: float = Field(_search_default("policy_temperature"), ge=0.05, le=10, description="softmax temperature of the priors (< 1 sharpens, > 1 flattens)")
     value_eval: str = Field("none", description="evaluator plugin blended into battle leaf values (e.g. eval.expert), or none")
     value_mix: float = Field(0.5, ge=0, le=1, description="weight of value_eval in a battle leaf's value: (1 - w) evaluator + w plugin")
     battle_prior: str = Field("none", description="battle_prior plugin blended into the battle priors (e.g. prior.expert), or none")
@@ -235,7 +236,7 @@ class SearchOptions(AgentOptions):
                             sarsa_rate=self.sarsa_rate, q_rate=self.q_rate, trace_decay=self.trace_decay,
                             discount=self.discount, reward_scale=self.reward_scale,
                             value_evaluator=None if self.value_eval == "none" else self.value_eval,
-                            value_mix=self.value_mix,
+                            value_mix=self.value_mix, policy_temperature=self.policy_temperature,
                             battle_prior=None if self.battle_prior == "none" else self.battle_prior,
                             prior_mix=self.prior_mix, **extra)
 

@@ -90,7 +90,10 @@ class SearchConfig(BaseModel):
     ``battle_prior`` (a ``battle_prior`` plugin name such as ``prior.expert``, or ``None``) and
     ``prior_mix`` (``beta``) blend a knowledge prior into the priors of a battle node's kept children:
     ``P = (1 - beta) P_evaluator + beta P_plugin``, each renormalised over the kept paths first (before
-    root noise). Off by default.
+    root noise). Off by default. ``policy_temperature`` (``tau``) sharpens (``< 1``) or flattens
+    (``> 1``) the evaluator's priors over a node's children: ``P_i ∝ P_i ** (1 / tau)``, the same as
+    ``softmax(logits / tau)`` restricted to the children (Leela's policy softmax temperature); 1 leaves
+    them as they are.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -120,6 +123,7 @@ class SearchConfig(BaseModel):
     value_mix: float = Field(0.0, ge=0, le=1)
     battle_prior: str | None = None
     prior_mix: float = Field(0.5, ge=0, le=1)
+    policy_temperature: float = Field(1.0, ge=0.05, le=10)
 
 
 class SearchResult(NamedTuple):
@@ -536,6 +540,9 @@ class Search:
         else:
             children = self._battle_children(state)
         priors = shared_prior(policy, children.actions)
+        tau = self.config.policy_temperature
+        if tau != 1.0:
+            priors = np.power(priors.astype(np.float64), 1.0 / tau)
         total = priors.sum()
         priors = priors / total if total > 0 and np.isfinite(total) else np.full(children.k, 1.0 / children.k)
         if children.priors is not None:  # the battle prior plugin's, over the kept paths

@@ -171,3 +171,29 @@ def test_the_search_blends_the_battle_prior_into_the_kept_children(text, mix):
     got = np.array([result.priors[j] for j in range(len(result.moves))], np.float64)
     want = np.array([(1 - mix) / ps.m + mix * knowledge[index[(m.path, m.jump)]] for m in result.moves])
     assert got == pytest.approx(want, rel=1e-4, abs=1e-6)
+
+
+class _FixedPolicy:
+    """An evaluator with a fixed random policy over the layout's 196 actions, value 0."""
+
+    def __init__(self, seed: int):
+        from nets.evaluator import Evaluation
+
+        self._evaluation = Evaluation
+        p = np.random.default_rng(seed).random(196).astype(np.float32)
+        self.policy = p / p.sum()
+
+    def evaluate(self, states):
+        return [self._evaluation(self.policy, 0.0) for _ in states]
+
+
+@pytest.mark.parametrize("tau", [0.5, 1.0, 2.0])
+def test_policy_temperature_is_a_power_of_the_priors(tau):
+    state = GameState.initial()
+    ev = _FixedPolicy(seed=7)
+    cfg = SearchConfig(simulations=1, threads=1, reuse_tree=False, policy_temperature=tau)
+    with Search(ev, cfg) as search:
+        result = search.run(state)
+    legal = [m.path[0] for m in result.moves]
+    want = ev.policy[legal].astype(np.float64) ** (1 / tau)
+    assert np.asarray(result.priors, np.float64) == pytest.approx(want / want.sum(), rel=1e-5)
