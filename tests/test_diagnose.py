@@ -87,3 +87,16 @@ def test_expert_regret_by_hand():
     assert r["positions"] == 2
     assert r["mean"] == pytest.approx(min(want_worst, 100.0) / 2)
     assert r["blunder_rate"] == (0.5 if want_worst >= BLUNDER_UNITS else 0.0)
+
+
+def test_search_regret_of_the_expert_is_zero_by_its_own_one_ply_scores():
+    """bench.search_regret: the one-ply expert chooses the best path by its own scores, so its regret
+    is 0; the random agent's is not smaller."""
+    from bench.search_regret import regret_of, sample_positions
+    from train.diagnose import HELDOUT_RECORDS
+
+    states = sample_positions(str(HELDOUT_RECORDS), games=2, positions=12, seed=1)
+    assert len(states) == 12
+    mine = regret_of("expert:plies=1", states)
+    assert mine["positions"] == 12 and mine["mean"] == 0.0 and mine["blunder_rate"] == 0.0
+    assert regret_of("random", states)["mean"] >= 0.0
