@@ -179,6 +179,11 @@ class LowerVictimsAgent:
 
 
 # ============================================================================ options
+# The search options that name a plugin (or none), and the plugin kind each names.
+_PLUGIN_KINDS = {"expansion_pruner": "expansion_pruner", "capture_pruner": "capture_pruner",
+                 "value_eval": "evaluator", "battle_prior": "battle_prior"}
+
+
 class SearchOptions(AgentOptions):
     """Options of every search agent (defaults of ``c_puct`` and ``formula``: ``SearchConfig``'s)."""
 
@@ -190,17 +195,6 @@ class SearchOptions(AgentOptions):
     prune: bool = Field(True, description="knowledge pruners in the search (false: neither, whatever the two below say)")
     expansion_pruner: str = Field("prune.expansion", description="expansion pruner plugin of the search (JFA Table 1), or none")
     capture_pruner: str = Field("prune.capture", description="capture pruner plugin of the search (JFA Eq. 7-9), or none")
-
-    @field_validator("expansion_pruner", "capture_pruner")
-    @classmethod
-    def _pruner(cls, value: str, info) -> str:
-        if value.strip().lower() == "none":
-            return "none"
-        try:
-            REGISTRY.check(value, info.field_name)  # a name, or NAME:k=v with the plugin's own options
-        except SpecError as exc:
-            raise ValueError(f"a plugin spec or none: {exc}") from None
-        return value
 
     backup: Literal["mean", "sarsa", "q", "hybrid"] = Field(_search_default("backup"), description="value backup: mean (JFA Eq. 3-5), sarsa, q or hybrid (papers/001 Eq. 2-5)")
     sarsa_rate: float = Field(_search_default("sarsa_rate"), gt=0, le=1, description="SARSA(lambda) learning rate c1 (papers/001 Table 1)")
@@ -214,16 +208,16 @@ class SearchOptions(AgentOptions):
     battle_prior: str = Field("none", description="battle_prior plugin blended into the battle priors (e.g. prior.expert), or none")
     prior_mix: float = Field(0.5, ge=0, le=1, description="weight of battle_prior in a battle child's prior: (1 - w) policy + w plugin")
 
-    @field_validator("value_eval", "battle_prior")
+    @field_validator(*_PLUGIN_KINDS)
     @classmethod
-    def _knowledge_plugin(cls, value: str, info) -> str:
+    def _plugin_spec(cls, value: str, info) -> str:
         if value.strip().lower() == "none":
             return "none"
-        kind = "evaluator" if info.field_name == "value_eval" else "battle_prior"
+        kind = _PLUGIN_KINDS[info.field_name]
         try:
-            REGISTRY.check(value, kind)
+            REGISTRY.check(value, kind)  # a name, or NAME:k=v with the plugin's own options
         except SpecError as exc:
-            raise ValueError(f"a {kind.replace('_', ' ')} plugin name or none: {exc}") from None
+            raise ValueError(f"a plugin spec ({kind.replace('_', ' ')}) or none: {exc}") from None
         return value
 
     def _plugin(self, name: str) -> str | None:
