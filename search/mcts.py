@@ -543,8 +543,7 @@ class Search:
         tau = self.config.policy_temperature
         if tau != 1.0:
             priors = np.power(priors.astype(np.float64), 1.0 / tau)
-        total = priors.sum()
-        priors = priors / total if total > 0 and np.isfinite(total) else np.full(children.k, 1.0 / children.k)
+        priors = _normalised(priors)
         if children.priors is not None:  # the battle prior plugin's, over the kept paths
             mix = self.config.prior_mix
             priors = (1.0 - mix) * priors + mix * children.priors
@@ -560,9 +559,7 @@ class Search:
         pts, off, jump, squares, actions, pool_size = kept_children(ps.pts, ps.off, ps.jump, ps.nsq, keep)
         knowledge = None
         if self._prior_plugin is not None and len(keep):
-            p = np.asarray(self._prior_plugin.prior(state, ps), np.float64)[keep]
-            total = p.sum()
-            knowledge = p / total if total > 0 and np.isfinite(total) else np.full(len(keep), 1.0 / len(keep))
+            knowledge = _normalised(np.asarray(self._prior_plugin.prior(state, ps), np.float64)[keep])
         return _Children(len(off) - 1, pts, off, jump, squares, actions, knowledge, pool_size)
 
     # ------------------------------------------------------------------ results
@@ -593,6 +590,12 @@ class Search:
         value = float(np.nansum(q * visits) / total) if total else 0.0
         return SearchResult([self._move_of(int(c)) for c in idx], visits, q, tree.P[idx].copy(),
                             tree.action[idx].copy(), value, simulations, seconds)
+
+
+def _normalised(p: np.ndarray) -> np.ndarray:
+    """``p / p.sum()``, or uniform when the sum is not positive and finite (``p`` non-empty)."""
+    total = p.sum()
+    return p / total if total > 0 and np.isfinite(total) else np.full(len(p), 1.0 / len(p))
 
 
 def _same_position(tree: Tree, node: int, state: GameState) -> bool:
