@@ -477,10 +477,14 @@ def _run_locked(spec_a, spec_b, games, workers, seed, out: Path, ruleset, progre
     task_base = {"a": spec_a, "b": spec_b, "seed": seed, "ruleset": ruleset.model_dump(), "out_dir": str(out)}
     start = time.perf_counter()
     score = Counter({"w": 0, "d": 0, "l": 0})
-    points: dict[int, float] = {}
+    points: dict[int, float] = {}  # A's points by game index
+
+    def tally(index: int, result: str | None, a_colour: str) -> None:
+        points[index] = a_points(result, a_colour)
+        score[{1.0: "w", 0.5: "d", 0.0: "l"}[points[index]]] += 1
+
     for i, r in done.items():
-        score["d" if r.result in ("draw", None) else "w" if r.result == r.metadata["a_colour"] else "l"] += 1
-        points[i] = a_points(r.result, r.metadata["a_colour"])
+        tally(i, r.result, r.metadata["a_colour"])
 
     def decided() -> bool:
         return sprt is not None and sprt_of_games(points, *sprt).decision is not None
@@ -490,9 +494,7 @@ def _run_locked(spec_a, spec_b, games, workers, seed, out: Path, ruleset, progre
         task_id = bar.add_task(label, total=games, completed=len(done), score=_score_text(score)) if bar else None
 
         def finished(info: dict[str, Any]) -> None:
-            res, colour = info["result"], info["a_colour"]
-            score["d" if res in ("draw", None) else "w" if res == colour else "l"] += 1
-            points[info["index"]] = a_points(res, colour)
+            tally(info["index"], info["result"], info["a_colour"])
             if bar is not None:
                 bar.update(task_id, advance=1, score=_score_text(score))
 
@@ -524,7 +526,7 @@ def _run_locked(spec_a, spec_b, games, workers, seed, out: Path, ruleset, progre
     data = summarize_records(ordered, spec_a, spec_b)
     data = {"format": SUMMARY_FORMAT, "version": VERSION, **data, "games_requested": games,
             "complete": len(records) == games, "seed": seed, "ruleset": ruleset.model_dump()}
-    if sprt is not None:
+    if sprt is not None:  # from the records on disk, like the rest of the summary
         look = sprt_of_games({i: a_points(r.result, r.metadata["a_colour"]) for i, r in records.items()}, *sprt)
         data["sprt"] = {"elo0": sprt[0], "elo1": sprt[1], "alpha": sprt[2], "beta": sprt[3], **look.to_dict()}
     atomic_write_json(out / SUMMARY_FILE, data)
