@@ -143,6 +143,18 @@ def concat(parts: Sequence[Samples], kind: str | None = None) -> Samples:
                    np.concatenate([p.pi_val for p in parts]))
 
 
+def blend_teacher(actions: np.ndarray, values: np.ndarray, path_actions: np.ndarray, prior: np.ndarray,
+                  mix: float) -> tuple[np.ndarray, np.ndarray]:
+    """A policy target with a teacher's prior blended in (knowledge distillation): ``(1 - mix)`` times
+    ``values`` over ``actions`` (normalised to sum 1; the played move one-hot, or a search's visits)
+    plus ``mix`` times ``prior`` over ``path_actions`` (the upper actions of every legal path, the
+    teacher's ``prior(state, paths)`` order). Returns the concatenated ``(actions int64, values
+    float64)`` for :meth:`SampleBuilder.add_policy`, which merges duplicate actions."""
+    values = np.asarray(values, np.float64)
+    return (np.concatenate([np.asarray(actions, np.int64), np.asarray(path_actions, np.int64)]),
+            np.concatenate([(1.0 - mix) * values / values.sum(), mix * np.asarray(prior, np.float64)]))
+
+
 class SampleBuilder:
     """Collects samples one at a time (self-play, supervised conversion) and builds a :class:`Samples`."""
 

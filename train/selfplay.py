@@ -145,16 +145,15 @@ class _Game:
         self.searched += 1
         self.simulations += int(result.simulations)
         self.search_seconds += float(result.seconds)
-        actions, target = result.actions, result.visits.astype(np.float64)
-        if teacher is not None and state.phase != PHASE_LAYOUT and target.sum() > 0:
+        target = (result.actions, result.visits.astype(np.float64))
+        if teacher is not None and state.phase != PHASE_LAYOUT and target[1].sum() > 0:
             from nets.encoding import encode_paths
+            from train.samples import blend_teacher
 
             ps = state.paths()
-            mix = cfg.selfplay.teacher_mix
-            actions = np.concatenate([actions, encode_paths(ps.pts, ps.off, ps.jump, ps.m)])
-            target = np.concatenate([(1.0 - mix) * target / target.sum(),
-                                     mix * np.asarray(teacher.prior(state, ps), np.float64)])
-        builder.add_policy(state_planes(state), actions, target)
+            target = blend_teacher(*target, encode_paths(ps.pts, ps.off, ps.jump, ps.m), teacher.prior(state, ps),
+                                   cfg.selfplay.teacher_mix)
+        builder.add_policy(state_planes(state), *target)
         temp = cfg.selfplay.temperature if _phase_ply(state) < cfg.selfplay.temperature_plies else 0.0
         move = result.sample(temp, rng)
         self.play(move, {"visits": int(result.visits.sum()), "value": round(float(result.value), 4),

@@ -35,7 +35,7 @@ import numpy as np
 
 from core.errors import JiuError
 from core.rules import DEFAULT_RULESET, Ruleset
-from train.samples import SampleBuilder, Samples, concat
+from train.samples import SampleBuilder, Samples, blend_teacher, concat
 
 RECORD_SUFFIXES = (".json", ".jiu", ".txt", ".csv")
 
@@ -109,10 +109,10 @@ def samples_from_record(record, kind: str, teacher=None, teacher_mix: float = 0.
                 if ps.m < 2:
                     continue
                 acts = encode_paths(ps.pts, ps.off, ps.jump, ps.m).astype(np.int64)
-                pi = (acts == encode_upper(move)).astype(np.float64)
+                target = (acts, (acts == encode_upper(move)).astype(np.float64))
                 if teacher is not None and teacher_mix > 0:
-                    pi = (1.0 - teacher_mix) * pi / pi.sum() + teacher_mix * np.asarray(teacher.prior(s, ps), np.float64)
-                builder.add_policy(state_planes(s), acts, pi, ret[s.side])
+                    target = blend_teacher(*target, acts, teacher.prior(s, ps), teacher_mix)
+                builder.add_policy(state_planes(s), *target, ret[s.side])
             elif move.victims:
                 builder.add_lower(state_planes(states[i + 1]), encode_upper(move), ret[s.side])
     return builder.build()
