@@ -195,12 +195,12 @@ class SelfPlayConfig(_Section):
     teacher_mix: float = Field(0.5, ge=0, le=1)
 
     _specs = field_validator("reward", "capture_pruner", "expansion_pruner")(_spec)
+    _agents = field_validator("aux_agent")(_agent_spec)
 
     @field_validator("teacher")
     @classmethod
     def _teacher(cls, value: str | None) -> str | None:
         return None if value is not None and value.strip().lower() == "none" else _spec(value)
-    _agents = field_validator("aux_agent")(_agent_spec)
 
 
 class ReplayConfig(_Section):

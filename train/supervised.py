@@ -132,11 +132,14 @@ def samples_from_records(records: Sequence, kind: str, progress: Callable[[int],
               "cache": None if cache_dir is None else str(Path(cache_dir) / f"{_sample_key(r, kind, teacher, teacher_mix)}.npz")}
              for i, r in enumerate(records)]
     parts: list[Samples | None] = [None] * len(tasks)
+    converted = 0
 
     def done(result: tuple[int, Samples]) -> None:
+        nonlocal converted
         parts[result[0]] = result[1]
+        converted += 1
         if progress is not None:
-            progress(sum(p is not None for p in parts))
+            progress(converted)
 
     from train.workers import make_runner
 
