@@ -31,7 +31,7 @@ def regret_of(spec: str, states) -> dict:
     """``{"spec", "positions", "mean", "blunder_rate", "decisive_rate"}`` of agent ``spec`` on ``states``."""
     import catalog  # noqa: F401 - registers the agents
     from knowledge.agents import ExpertAgent, make_agent
-    from train.diagnose import BLUNDER_UNITS, DECISIVE_UNITS, REGRET_CAP
+    from train.diagnose import regret_summary
 
     expert, agent = ExpertAgent(plies=1), make_agent(spec, seed=0)
     regrets = []
@@ -46,9 +46,7 @@ def regret_of(spec: str, states) -> dict:
         close = getattr(agent, "close", None)
         if callable(close):
             close()
-    r = np.array(regrets)
-    return {"spec": spec, "positions": len(r), "mean": float(np.minimum(r, REGRET_CAP).mean()),
-            "blunder_rate": float((r >= BLUNDER_UNITS).mean()), "decisive_rate": float((r >= DECISIVE_UNITS).mean())}
+    return {"spec": spec, **regret_summary(regrets)}
 
 
 def main() -> None:  # pragma: no cover - command line

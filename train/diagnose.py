@@ -143,7 +143,13 @@ def expert_regret(states, legal: Sequence[np.ndarray], logits: np.ndarray) -> di
         scores, _ = expert.battle_scores(s)
         chosen = acts[int(np.argmax(row[acts]))]
         regrets.append(float(scores.max() - scores[acts == chosen].max()))
-    r = np.array(regrets)
+    return regret_summary(regrets)
+
+
+def regret_summary(regrets: Sequence[float]) -> dict[str, Any]:
+    """``{"positions", "mean", "blunder_rate", "decisive_rate"}`` of regrets in the expert's units (see
+    :func:`expert_regret`; ``None`` values when there are none)."""
+    r = np.asarray(regrets, np.float64)
     if not len(r):
         return {"positions": 0, "mean": None, "blunder_rate": None, "decisive_rate": None}
     return {"positions": len(r), "mean": float(np.minimum(r, REGRET_CAP).mean()),
