@@ -30,11 +30,16 @@ from core.state import GameState
 MAX_ALL_SETS = 4_950  # C(100, 2): every pair of a full side; three or more victims fall back beyond it
 
 
+def _victim_stones(after: GameState) -> list[int]:
+    """The points of ``after``'s side to move (the victims' side), ascending."""
+    return [int(p) for p in np.flatnonzero(after.board == after.side + 1)]
+
+
 def all_victim_sets(after: GameState, count: int) -> list[tuple[int, ...]]:
     """Every set of ``count`` stones of ``after``'s side to move (the victims' side), ascending points
     in lexicographic order; empty when there are more than :data:`MAX_ALL_SETS` or fewer stones
     than ``count``."""
-    stones = [int(p) for p in np.flatnonzero(after.board == after.side + 1)]
+    stones = _victim_stones(after)
     if count > len(stones) or math.comb(len(stones), count) > MAX_ALL_SETS:
         return []
     return list(itertools.combinations(stones, count))
@@ -86,7 +91,7 @@ def choose_victims(after: GameState, path, jump: bool, count: int, pruner=None, 
     else:
         sets = all_victim_sets(after, count) if scorer is not None else []
         if not sets:
-            sets = [tuple(int(p) for p in np.flatnonzero(after.board == after.side + 1)[:count])]
+            sets = [tuple(_victim_stones(after)[:count])]
     if scorer is None:
         return VictimChoice(tuple(sets[0]), None, len(sets))
     from nets.encoding import encode_upper
