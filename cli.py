@@ -7,6 +7,7 @@ Heavy modules are imported inside the commands so that ``legal`` starts fast.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -670,19 +671,16 @@ def pretrain(
     games = read_records(records, ruleset)
     if not games:
         fail("no records found in " + ", ".join(str(r) for r in records))
-    progress = None
-    if not json_out:
-        from train.arena import new_progress
+    from train.arena import new_progress
 
-        progress = new_progress(transient=True)
-    if progress is not None:
-        with progress:
+    progress = None if json_out else new_progress(transient=True)
+    with progress if progress is not None else contextlib.nullcontext():
+        update = None
+        if progress is not None:
             task = progress.add_task(f"{model} samples", total=len(games), score="")
-            samples = samples_from_records(games, model, lambda n: progress.update(task, completed=n), teacher=teacher,
-                                           teacher_mix=teacher_mix, workers=workers, cache_dir=samples_cache)
-    else:
-        samples = samples_from_records(games, model, teacher=teacher, teacher_mix=teacher_mix, workers=workers,
-                                       cache_dir=samples_cache)
+            update = lambda n: progress.update(task, completed=n)  # noqa: E731
+        samples = samples_from_records(games, model, update, teacher=teacher, teacher_mix=teacher_mix,
+                                       workers=workers, cache_dir=samples_cache)
     if len(samples) == 0:
         fail(f"the {len(games)} record(s) give no {model} samples")
     target = out if out is not None else Path("models") / "pretrained" / f"{model}.safetensors"
