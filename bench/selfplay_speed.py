@@ -1,9 +1,10 @@
 """Self-play speed of the default configuration: searched positions per second and CPU seconds per
 searched position, for the SLM (layout) and upper (battle) self-play games.
 
-``python -m bench.selfplay_speed [GAMES]`` plays ``GAMES`` (default 2) self-play games of each kind,
-in this process, with the default training configuration (``configs/default.toml``: 32 simulations, 4
-search threads) and the shipped nets, and prints one JSON object. It uses only the long-standing API
+``python -m bench.selfplay_speed [GAMES] [KEY=VALUE...]`` plays ``GAMES`` (default 2) self-play games
+of each kind, in this process, with the default training configuration (``configs/default.toml``: 32
+simulations, 4 search threads) changed by the ``KEY=VALUE`` overrides (``--set`` syntax, e.g.
+``selfplay.precision=float32``) and the shipped nets, and prints one JSON object. It uses only the long-standing API
 (``train.selfplay.play_slm_game`` / ``play_upper_game``, ``train.config.load_config``, ``nets.io.load``),
 so the same file times an older checkout: ``cd OLD && PYTHONPATH=. python NEW/bench/selfplay_speed.py``
 (issue 10's "self-play positions per second" against d930ed1). CPU time (``time.process_time``, all
@@ -18,7 +19,7 @@ import time
 from pathlib import Path
 
 
-def main(games: int = 2) -> dict:
+def main(games: int = 2, overrides: tuple[str, ...] = ()) -> dict:
     import torch
 
     from nets.io import load
@@ -30,7 +31,7 @@ def main(games: int = 2) -> dict:
     except ImportError:
         pass
     torch.set_num_threads(1)
-    cfg = load_config(None, ["ruleset.max_battle_plies=300"])
+    cfg = load_config(None, ["ruleset.max_battle_plies=300", *overrides])
     model_dir = Path("models") / "default"
     out = {}
     for kind, play in (("slm", play_slm_game), ("upper", play_upper_game)):
@@ -50,4 +51,4 @@ def main(games: int = 2) -> dict:
 
 
 if __name__ == "__main__":  # pragma: no cover - command line
-    print(json.dumps(main(int(sys.argv[1]) if len(sys.argv) > 1 else 2)))
+    print(json.dumps(main(int(sys.argv[1]) if len(sys.argv) > 1 else 2, tuple(sys.argv[2:]))))

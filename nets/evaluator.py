@@ -197,7 +197,9 @@ class NetEvaluator:
     ``num_threads`` (torch intra-op threads) and ``inference_threads`` (threads serving the queue, each
     running whole batches): see the module docstring. ``compiled`` (default): run the nets compiled by
     ``nets.inference.compile_for_inference`` (same outputs; faster, and the forward pass releases the
-    GIL); ``False`` runs the eager modules.
+    GIL); ``False`` runs the eager modules. ``precision``: ``"float32"`` (default), ``"bfloat16"`` or
+    ``"auto"`` (``nets.inference``: bfloat16 weights and activations, float32 in and out; raises
+    ``ValueError`` for another value).
     Use as a context manager or call :meth:`close`."""
 
     name = "net"
@@ -213,6 +215,7 @@ class NetEvaluator:
         compiled: bool = True,
         in_flight: int = 2,
         inference_threads: int = 1,
+        precision: str = "float32",
     ):
         if max_batch < 1:
             raise ValueError(f"max_batch must be >= 1, got {max_batch}")
@@ -225,7 +228,10 @@ class NetEvaluator:
             if net is not None:
                 net.eval()
         # what the inference thread runs (``nets`` stay the eager modules, e.g. for their configs)
-        self._forward = tuple(_runnable(net, compiled) for net in self.nets)
+        from nets.inference import resolve_precision
+
+        self.precision = resolve_precision(precision)
+        self._forward = tuple(_runnable(net, compiled, self.precision) for net in self.nets)
         self.max_batch = int(max_batch)
         self.max_wait = float(max_wait_ms) / 1000.0
         if clients is not None and clients < 1:
@@ -446,12 +452,16 @@ class NetEvaluator:
         return net_throughput(self.nets[phase], batch_size, seconds, forward=self._forward[phase])
 
 
-def _runnable(net: nn.Module | None, compiled: bool):
-    if net is None or not compiled:
-        return net
-    from nets.inference import compile_for_inference
+def _runnable(net: nn.Module | None, compiled: bool, precision: str = "float32"):
+    """What an inference thread runs for ``net``: compiled (``nets.inference``) or eager, in
+    ``precision`` (``float32``, ``bfloat16`` or ``auto``)."""
+    from nets.inference import compile_for_inference, eager_in_precision
 
-    return compile_for_inference(net)
+    if net is None:
+        return None
+    if compiled:
+        return compile_for_inference(net, precision)
+    return eager_in_precision(net, precision)
 
 
 def net_throughput(model: nn.Module, batch_size: int, seconds: float = 2.0, forward: Callable | None = None,
@@ -505,17 +515,17 @@ class NetVictimScorer:
     """The lower net as a :class:`VictimScorer`: one batched forward pass (chunks of ``max_batch``) over
     the candidates. ``evaluator``: a :class:`NetEvaluator` whose inference thread should run the passes
     (recommended: one thread runs PyTorch); without it the passes run in the calling thread under a
-    lock. The net is put in ``eval()`` mode; ``compiled`` as for :class:`NetEvaluator`."""
+    lock. The net is put in ``eval()`` mode; ``compiled`` and ``precision`` as for :class:`NetEvaluator`."""
 
     name = "lower"
 
     def __init__(self, lower: nn.Module, max_batch: int = 256, evaluator: NetEvaluator | None = None,
-                 compiled: bool = True):
+                 compiled: bool = True, precision: str = "float32"):
         _check_kind(lower, "lower", "NetVictimScorer")
         if max_batch < 1:
             raise ValueError(f"max_batch must be >= 1, got {max_batch}")
         self.lower = lower.eval()
-        self._forward_net = _runnable(self.lower, compiled)
+        self._forward_net = _runnable(self.lower, compiled, precision)
         self.max_batch = int(max_batch)
         self.evaluator = evaluator
         self._lock = threading.Lock()

@@ -16,6 +16,15 @@ eager net's weights are not seen (a learner hands the evaluator a fresh copy any
 TorchScript is deprecated in favour of ``torch.compile``/``torch.export``; ``torch.compile`` needs a C++
 toolchain and tens of seconds per net and batch-size family, against ~0.1 s here, and the project pins
 torch (``constraints-cpu.txt``), so the deprecation warnings are silenced at this one call site.
+
+**Precision** (``precision``, :data:`PRECISIONS`): ``"float32"`` (default) runs the net as trained;
+``"bfloat16"`` converts a copy of the weights to bfloat16 and casts the input planes to bfloat16 inside
+the compiled module (oneDNN's bfloat16 convolutions accumulate in float32), returning float32 outputs,
+so callers see the same types either way. On a CPU with native bfloat16 arithmetic (AVX-512 BF16,
+AMX) a pass costs about half as much (``python -m bench.inference_precision``); elsewhere it is
+emulated and slower. The outputs differ from float32 by bfloat16 rounding (8 significant bits of
+mantissa through the trunk; ``tests/test_inference_precision.py`` bounds the difference).
+``"auto"`` (:func:`resolve_precision`) picks bfloat16 when the CPU has it natively, else float32.
 """
 
 from __future__ import annotations
@@ -24,6 +33,8 @@ import warnings
 
 import torch
 from torch import nn
+
+from typing import Literal
 
 from core.board import SIZE
 from nets.encoding import NUM_UPPER_ACTIONS
@@ -41,13 +52,62 @@ def example_inputs(model: nn.Module, batch_size: int = 2) -> tuple[torch.Tensor,
     return (planes,)
 
 
-def compile_for_inference(model: nn.Module) -> torch.jit.ScriptModule:
-    """A frozen, fused TorchScript copy of ``model`` for inference (module docstring). ``model`` is put
-    in ``eval()`` mode (batch norm then uses its running statistics) and otherwise left unchanged.
-    Raises ``RuntimeError`` (from the tracer) for a net whose forward pass cannot be traced."""
+Precision = Literal["float32", "bfloat16", "auto"]
+PRECISIONS: tuple[str, ...] = ("float32", "bfloat16", "auto")
+
+
+def bfloat16_native() -> bool:
+    """Whether this CPU runs oneDNN's bfloat16 kernels natively (AVX-512 BF16 or AMX)."""
+    try:
+        return bool(torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):  # an older or a non-oneDNN build
+        return False
+
+
+def resolve_precision(precision: str) -> str:
+    """``"float32"`` or ``"bfloat16"`` for a :data:`PRECISIONS` value (``"auto"``: bfloat16 when
+    :func:`bfloat16_native`). Raises ``ValueError`` for anything else."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+    if precision == "auto":
+        return "bfloat16" if bfloat16_native() else "float32"
+    return precision
+
+
+class _Bfloat16(nn.Module):
+    """``net`` with bfloat16 weights behind float32 inputs and outputs (what gets traced)."""
+
+    def __init__(self, net: nn.Module):
+        super().__init__()
+        self.net = net
+
+    def forward(self, planes: torch.Tensor, *rest: torch.Tensor):
+        out = self.net(planes.to(torch.bfloat16), *rest)
+        if isinstance(out, tuple):
+            return tuple(o.float() for o in out)
+        return out.float()
+
+
+def eager_in_precision(model: nn.Module, precision: Precision = "float32") -> nn.Module:
+    """``model`` itself (eval mode) for float32, or an eager bfloat16 copy behind float32 inputs and
+    outputs (the uncompiled form of :func:`compile_for_inference`)."""
+    import copy
+
     model.eval()
+    if resolve_precision(precision) == "float32":
+        return model
+    return _Bfloat16(copy.deepcopy(model).to(torch.bfloat16)).eval()
+
+
+def compile_for_inference(model: nn.Module, precision: Precision = "float32") -> torch.jit.ScriptModule:
+    """A frozen, fused TorchScript copy of ``model`` for inference (module docstring), computing in
+    ``precision`` (float32 inputs and outputs either way). ``model`` is put in ``eval()`` mode (batch
+    norm then uses its running statistics) and otherwise left unchanged (bfloat16 converts a copy).
+    Raises ``ValueError`` for an unknown precision and ``RuntimeError`` (from the tracer) for a net
+    whose forward pass cannot be traced."""
+    runnable = eager_in_precision(model, precision)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         with torch.inference_mode():
-            traced = torch.jit.trace(model, example_inputs(model), check_trace=False)
+            traced = torch.jit.trace(runnable, example_inputs(model), check_trace=False)
             return torch.jit.optimize_for_inference(torch.jit.freeze(traced.eval()))

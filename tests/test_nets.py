@@ -41,7 +41,7 @@ from nets.evaluator import (
     VictimScorer,
     net_throughput,
 )
-from nets.inference import compile_for_inference
+from nets.inference import compile_for_inference, eager_in_precision, resolve_precision
 from nets.losses import dqn_loss, l2_penalty, policy_value_loss, policy_value_terms
 from nets.model import UPPER_CHANNELS, LowerNet, SLMNet, UpperNet, build, count_parameters, flatten_upper
 
@@ -616,6 +616,57 @@ def test_compiled_net_equals_eager(kind, tiny_nets, layout_states, battle_states
     with torch.no_grad():
         next(changed.parameters()).add_(1.0)
     assert not torch.allclose(outputs(compile_for_inference(changed), 2)[0], outputs(fast, 2)[0], atol=1e-4)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("compiled", [True, False])
+def test_bfloat16_inference_is_close_to_float32(kind, compiled, tiny_nets, layout_states, battle_states, after_moves):
+    """bfloat16 inference (compiled or eager) takes and returns float32, keeps the shapes, differs from
+    float32 by bfloat16 rounding only (probabilities and values within 0.05), and really is bfloat16
+    arithmetic (not bit-equal to float32). The float32 net is left unchanged."""
+    states = {"slm": layout_states, "upper": battle_states, "lower": after_moves}[kind][:6]
+    planes = batch_planes(states)
+    actions = [encode_upper(s.last_move) for s in states] if kind == "lower" else None
+    model = tiny_nets[kind]
+    before = copy.deepcopy(model.state_dict())
+    low = compile_for_inference(model, "bfloat16") if compiled else eager_in_precision(model, "bfloat16")
+    want, got = _forward(model, planes, actions), _forward(low, planes, actions)
+    want = want if isinstance(want, tuple) else (want,)
+    got = got if isinstance(got, tuple) else (got,)
+    for w, g in zip(want, got):
+        assert g.dtype == torch.float32 and g.shape == w.shape
+    if kind == "lower":
+        assert torch.allclose(got[0], want[0], atol=0.05), float((got[0] - want[0]).abs().max())
+    else:
+        p_w, p_g = torch.softmax(want[0], 1), torch.softmax(got[0], 1)
+        assert torch.allclose(p_g, p_w, atol=0.05), float((p_g - p_w).abs().max())
+        assert torch.allclose(got[1], want[1], atol=0.05), float((got[1] - want[1]).abs().max())
+    assert not all(torch.equal(w, g) for w, g in zip(want, got))
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+    assert next(model.parameters()).dtype == torch.float32
+
+
+def test_precision_names():
+    assert resolve_precision("float32") == "float32"
+    assert resolve_precision("bfloat16") == "bfloat16"
+    assert resolve_precision("auto") in ("float32", "bfloat16")
+    with pytest.raises(ValueError, match="precision"):
+        resolve_precision("float16")
+    with pytest.raises(ValueError, match="precision"):
+        NetEvaluator(None, None, precision="half")
+
+
+def test_bfloat16_evaluator_answers_like_float32(tiny_nets, battle_states, layout_states):
+    """The same states through float32 and bfloat16 evaluators: policies (legal mass included) and
+    values within bfloat16 rounding."""
+    states = battle_states[:4] + layout_states[:2]
+    with NetEvaluator(tiny_nets["slm"], tiny_nets["upper"], precision="float32") as f32, \
+            NetEvaluator(tiny_nets["slm"], tiny_nets["upper"], precision="bfloat16") as bf16:
+        assert bf16.precision == "bfloat16"
+        for a, b in zip(f32.evaluate(states), bf16.evaluate(states)):
+            assert a.policy.shape == b.policy.shape and b.policy.dtype == np.float32
+            assert np.abs(a.policy - b.policy).max() < 0.05
+            assert abs(a.value - b.value) < 0.05
 
 
 def test_compiled_fc_heads_equal_eager():

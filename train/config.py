@@ -35,6 +35,10 @@ field                           default                     meaning
 ``selfplay.simulations``        ``32``                      MCTS simulations per searched move
 ``selfplay.search_threads``     ``4``                       WU-UCT threads per game (batched evaluation)
 ``selfplay.max_batch``          ``8``                       evaluator batch size
+``selfplay.precision``          ``"auto"``                  net arithmetic of the self-play searches and the
+                                                            gate/curve agents: ``float32``, ``bfloat16`` or
+                                                            ``auto`` (bfloat16 on a CPU that has it natively;
+                                                            ``nets.inference``)
 ``selfplay.c_puct``             ``1.5``                     ``search.mcts.SearchConfig``'s default
 ``selfplay.dirichlet_alpha``    ``0.3``                     root noise (AlphaZero style)
 ``selfplay.dirichlet_epsilon``  ``0.25``
@@ -181,6 +185,7 @@ class SelfPlayConfig(_Section):
     simulations: int = Field(32, ge=1)
     search_threads: int = Field(4, ge=1, le=64)
     max_batch: int = Field(8, ge=1)
+    precision: Literal["float32", "bfloat16", "auto"] = "auto"
     c_puct: float = Field(SearchConfig.model_fields["c_puct"].default, gt=0)
     dirichlet_alpha: float = Field(0.3, gt=0)
     dirichlet_epsilon: float = Field(0.25, ge=0, le=1)

@@ -178,7 +178,8 @@ def _searched_moves(cfg, game, rng, builder, seed: int, slm_net, upper_net, unti
     from search.mcts import Search
 
     sp = cfg.selfplay
-    evaluator = NetEvaluator(slm_net, upper_net, max_batch=sp.max_batch, num_threads=1, clients=sp.search_threads)
+    evaluator = NetEvaluator(slm_net, upper_net, max_batch=sp.max_batch, num_threads=1, clients=sp.search_threads,
+                             precision=sp.precision)
     search = Search(evaluator, search_config(cfg, seed))
     teacher = None
     if upper_net is not None and sp.teacher is not None and sp.teacher_mix > 0:
@@ -268,7 +269,7 @@ def play_lower_game(cfg, lower_net, seed: int) -> tuple[_Game, Any, dict]:
     game = _Game(GameState.initial(cfg.ruleset))
     agents = (make_agent(cfg.selfplay.aux_agent, seed=s_aux), make_agent(cfg.selfplay.aux_agent, seed=s_aux + 1))
     pruner = REGISTRY.create(cfg.selfplay.capture_pruner, "capture_pruner")
-    scorer = NetVictimScorer(lower_net)
+    scorer = NetVictimScorer(lower_net, precision=cfg.selfplay.precision)
     builder = SampleBuilder("lower")
     sides: list[int] = []
     choices = 0
@@ -362,9 +363,9 @@ def net_agent_spec(kind: str, path: str | os.PathLike, cfg) -> str:
     if "," in p or "+" in p:
         raise ValueError(f"net path {p!r} contains ',' or '+', which agent specs cannot hold; use another run directory")
     if kind == "lower":
-        return f"hbm:battle=expert,lower={p},victims=0"
+        return f"hbm:battle=expert,lower={p},victims=0,precision={cfg.selfplay.precision}"
     search = (f"sims={cfg.gate.simulations},threads={cfg.gate.search_threads},batch={cfg.selfplay.max_batch},"
-              "inference_threads=1,torch_threads=1")
+              f"inference_threads=1,torch_threads=1,precision={cfg.selfplay.precision}")
     if kind == "slm":
         return f"slm:slm={p},{search}"
     return f"hbm:upper={p},lower=none,{search}"
