@@ -70,6 +70,40 @@ class ExpansionPruner:
         return best_level_indices(self.levels(state, paths))
 
 
+class ExpertPruner:
+    """``prune.expert``: keep the ``top`` paths the expert agent scores best (an expansion pruner).
+
+    The scores are ``knowledge.agents.ExpertAgent.battle_scores`` (its one-ply score with the reply
+    safety check, ``plies=2``: refined two plies deep; the Table 1 level is part of the score; one stone
+    = 10 units). ``keep(state, paths)`` -> ascending ``int64[min(top, m)]`` indices (ties broken by the
+    lower index; ``arange(m)`` in the layout). ``paths`` must be ``state.paths()`` (same order); a
+    different count raises ``ValueError``. ``top`` in 1..10,000, ``plies`` 1 or 2, else ``ValueError``.
+    Use: a search that may choose only among the expert's best candidates, the net ranking them
+    (``jfa:expansion_pruner=prune.expert:top=4``); the search then never plays a path the expert ranks
+    below its ``top``-th."""
+
+    name = "prune.expert"
+
+    def __init__(self, top: int = 4, plies: int = 1):
+        from knowledge.agents import ExpertAgent  # the agent module imports this one
+
+        if not 1 <= int(top) <= 10_000:
+            raise ValueError(f"prune.expert: top must be in 1..10000, got {top!r}")
+        if plies not in (1, 2):
+            raise ValueError(f"prune.expert: plies must be 1 or 2, got {plies!r}")
+        self.top = int(top)
+        self._expert = ExpertAgent(plies=plies)
+
+    def keep(self, state: GameState, paths: PathSet) -> np.ndarray:
+        if state.phase == PHASE_LAYOUT or paths.m <= self.top:
+            return np.arange(paths.m, dtype=np.int64)
+        scores, _ = self._expert.battle_scores(state)
+        if len(scores) != paths.m:
+            raise ValueError(f"prune.expert: {paths.m} paths given but the position has {len(scores)}")
+        order = np.lexsort((np.arange(paths.m), -scores))  # best score first, then the lower index
+        return np.sort(order[: self.top]).astype(np.int64)
+
+
 class CapturePruner:
     """``prune.capture``: square-victim pruning by the Eq. 9 capture score (papers/000 section 3.5.2).
 
@@ -212,6 +246,12 @@ _DEFAULT_CAPTURE = CapturePruner()
 def make_expansion_pruner() -> ExpansionPruner:
     """JFA Table 1: keep only the paths of the best non-empty level."""
     return ExpansionPruner()
+
+
+@register("prune.expert", "expansion_pruner")
+def make_expert_pruner(top: int = 4, plies: int = 1) -> ExpertPruner:
+    """Keep the expert's ``top`` best-scored paths (its one-ply score with the reply check; plies=2 deeper)."""
+    return ExpertPruner(top=top, plies=plies)
 
 
 @register("prune.capture", "capture_pruner")

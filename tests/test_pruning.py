@@ -479,3 +479,34 @@ def test_capture_pruner_flight_forming_four_squares():
     assert np.all(np.diff(scores) <= 0)
     for v in sets:
         s.check_move(Move(path, False, v))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), top=st.integers(1, 12), plies=st.sampled_from([1, 2]))
+def test_expert_pruner_keeps_the_experts_best_paths(data, top, plies):
+    """``prune.expert`` keeps the ``top`` paths of highest expert score (lower index on ties), in
+    ascending order, checked against a sort of the expert's own scores."""
+    from knowledge.agents import ExpertAgent
+    from knowledge.pruning import ExpertPruner
+
+    state = GameState.from_jfen(data.draw(played_positions()))
+    if state.phase != PHASE_BATTLE or state.is_terminal() or state.paths().m == 0:
+        return
+    ps = state.paths()
+    got = ExpertPruner(top=top, plies=plies).keep(state, ps)
+    scores = ExpertAgent(plies=plies).battle_scores(state)[0]
+    want = sorted(sorted(range(ps.m), key=lambda i: (-scores[i], i))[:top])
+    assert got.dtype == np.int64 and got.tolist() == want
+    assert int(np.argmax(scores)) in got.tolist()
+
+
+def test_expert_pruner_options_and_registration():
+    from knowledge.pruning import ExpertPruner
+
+    assert REGISTRY.create("prune.expert:top=3", "expansion_pruner").top == 3
+    with pytest.raises(ValueError, match="top"):
+        ExpertPruner(top=0)
+    with pytest.raises(ValueError, match="plies"):
+        ExpertPruner(plies=3)
+    state = GameState.initial()
+    assert ExpertPruner(top=2).keep(state, state.paths()).tolist() == list(range(state.paths().m))
