@@ -95,7 +95,9 @@ def test_a_trained_slm_kind_net_replaces_the_knowledge_evaluator():
     from nets.evaluator import NetEvaluator
     from search.agents import MODELS_DIR
 
-    agent = make_agent(f"shape:sims=2,net={MODELS_DIR / 'default' / 'slm.safetensors'}")
+    shipped = MODELS_DIR / "shape" / "slm.safetensors"  # the ShapeAgent net (models/shape/README.md)
+    assert shipped.is_file()
+    agent = make_agent(f"shape:sims=2,net={shipped}")
     try:
         assert isinstance(agent.layout_agent.search.evaluator, NetEvaluator)
         state = GameState.initial()
