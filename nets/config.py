@@ -37,7 +37,7 @@ train and run on two CPU cores (exact parameter counts and measured throughput: 
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -46,6 +46,9 @@ from nets.features import NUM_PLANES
 ENCODING_VERSION = 1
 
 Kind = Literal["slm", "upper", "lower"]
+# The arithmetic nets run in at inference (``nets.inference``; "auto": bfloat16 where the CPU has it natively).
+Precision = Literal["float32", "bfloat16", "auto"]
+PRECISIONS: tuple[str, ...] = get_args(Precision)
 KINDS: tuple[str, ...] = ("slm", "upper", "lower")
 PRESET_NAMES: tuple[str, ...] = ("paper", "tiny")
 

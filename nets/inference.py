@@ -17,13 +17,13 @@ TorchScript is deprecated in favour of ``torch.compile``/``torch.export``; ``tor
 toolchain and tens of seconds per net and batch-size family, against ~0.1 s here, and the project pins
 torch (``constraints-cpu.txt``), so the deprecation warnings are silenced at this one call site.
 
-**Precision** (``precision``, :data:`PRECISIONS`): ``"float32"`` (default) runs the net as trained;
+**Precision** (``precision``, ``nets.config.PRECISIONS``): ``"float32"`` (default) runs the net as trained;
 ``"bfloat16"`` converts a copy of the weights to bfloat16 and casts the input planes to bfloat16 inside
 the compiled module (oneDNN's bfloat16 convolutions accumulate in float32), returning float32 outputs,
 so callers see the same types either way. On a CPU with native bfloat16 arithmetic (AVX-512 BF16,
 AMX) a pass costs about half as much (``python -m bench.inference_precision``); elsewhere it is
 emulated and slower. The outputs differ from float32 by bfloat16 rounding (8 significant bits of
-mantissa through the trunk; ``tests/test_inference_precision.py`` bounds the difference).
+mantissa through the trunk; ``tests/test_nets.py`` bounds the difference).
 ``"auto"`` (:func:`resolve_precision`) picks bfloat16 when the CPU has it natively, else float32.
 """
 
@@ -34,9 +34,8 @@ import warnings
 import torch
 from torch import nn
 
-from typing import Literal
-
 from core.board import SIZE
+from nets.config import PRECISIONS, Precision
 from nets.encoding import NUM_UPPER_ACTIONS
 from nets.features import NUM_PLANES
 
@@ -52,10 +51,6 @@ def example_inputs(model: nn.Module, batch_size: int = 2) -> tuple[torch.Tensor,
     return (planes,)
 
 
-Precision = Literal["float32", "bfloat16", "auto"]
-PRECISIONS: tuple[str, ...] = ("float32", "bfloat16", "auto")
-
-
 def bfloat16_native() -> bool:
     """Whether this CPU runs oneDNN's bfloat16 kernels natively (AVX-512 BF16 or AMX)."""
     try:
@@ -65,7 +60,7 @@ def bfloat16_native() -> bool:
 
 
 def resolve_precision(precision: str) -> str:
-    """``"float32"`` or ``"bfloat16"`` for a :data:`PRECISIONS` value (``"auto"``: bfloat16 when
+    """``"float32"`` or ``"bfloat16"`` for a ``nets.config.PRECISIONS`` value (``"auto"``: bfloat16 when
     :func:`bfloat16_native`). Raises ``ValueError`` for anything else."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")

@@ -49,6 +49,7 @@ from core.notation import Move
 from core.state import GameState
 from knowledge.agents import AgentOptions, PhasedAgent, validate_agent_spec, make_agent
 from knowledge.registry import REGISTRY, SpecError, register
+from nets.config import Precision
 from search.mcts import Search, SearchConfig, SearchResult
 
 MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
@@ -260,7 +261,7 @@ class NetOptions(SearchOptions):
     batch: int = Field(8, ge=1, le=4096, description="evaluator batch size (positions per forward pass)")
     inference_threads: int = Field(2, ge=1, le=64, description="threads running the nets (nets.evaluator)")
     torch_threads: int | None = Field(None, ge=1, le=256, description="torch intra-op threads (default: nets.evaluator.default_num_threads)")
-    precision: Literal["float32", "bfloat16", "auto"] = Field("float32", description="net arithmetic: float32, bfloat16 (faster on a CPU with native bfloat16) or auto (bfloat16 where native; nets.inference)")
+    precision: Precision = Field("float32", description="net arithmetic: float32, bfloat16 (faster on a CPU with native bfloat16) or auto (bfloat16 where native; nets.inference)")
     slm: str | None = Field(None, description="SLM weights file (default: models/default/slm.safetensors)")
     upper: str | None = Field(None, description="HBM upper weights file (default: models/default/upper.safetensors)")
     lower: str | None = Field(None, description="HBM lower weights file, or none (default: the shipped one for the searched battle, none for a battle agent)")

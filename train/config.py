@@ -130,6 +130,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
 from core.errors import JiuError
 from core.rules import Ruleset
+from nets.config import Precision
 from search.mcts import SearchConfig
 
 KINDS: tuple[str, ...] = ("slm", "upper", "lower")
@@ -185,7 +186,7 @@ class SelfPlayConfig(_Section):
     simulations: int = Field(32, ge=1)
     search_threads: int = Field(4, ge=1, le=64)
     max_batch: int = Field(8, ge=1)
-    precision: Literal["float32", "bfloat16", "auto"] = "auto"
+    precision: Precision = "auto"
     c_puct: float = Field(SearchConfig.model_fields["c_puct"].default, gt=0)
     dirichlet_alpha: float = Field(0.3, gt=0)
     dirichlet_epsilon: float = Field(0.25, ge=0, le=1)
