@@ -240,6 +240,27 @@ def test_training_evaluation_specs_are_valid_agent_specs(tmp_path):
         validate_agent_spec(spec)
 
 
+def test_upper_evaluation_spec_searches_with_the_selfplay_knowledge(tmp_path):
+    from knowledge.registry import REGISTRY, parse_spec
+    from train.config import ConfigError, TrainConfig, validate_config
+    from train.selfplay import net_agent_spec, search_config
+
+    cfg = TrainConfig.model_validate({"selfplay": {"expansion_pruner": "prune.expert:top=3", "value_eval": "eval.expert",
+                                                   "value_mix": 0.75}})
+    name, raw = parse_spec(net_agent_spec("upper", tmp_path / "upper.safetensors", cfg))
+    options = REGISTRY.entry(name, "agent").parse(raw)
+    played, selfplay = options.search_config(), search_config(cfg, seed=0)
+    for field in ("expansion_pruner", "capture_pruner", "value_evaluator", "value_mix"):
+        assert getattr(played, field) == getattr(selfplay, field), field
+    assert played.value_evaluator == "eval.expert" and played.value_mix == 0.75
+    plain = TrainConfig.model_validate({"selfplay": {"value_eval": "none"}})
+    assert plain.selfplay.value_eval is None and search_config(plain, seed=0).value_evaluator is None
+    name, raw = parse_spec(net_agent_spec("upper", tmp_path / "upper.safetensors", plain))
+    assert REGISTRY.entry(name, "agent").parse(raw).search_config().value_evaluator is None
+    with pytest.raises((ConfigError, ValueError), match="value_eval|at most one option"):
+        validate_config({"selfplay": {"value_eval": "eval.expert:a=1,b=2"}})
+
+
 # ----------------------------------------------------------------------------- fuzz
 _NAMES = ["random", "greedy", "minimax", "expert", "mcts", "jfa", "slm", "hbm", "nope"]
 _KEYS = ["seed", "sims", "threads", "c_puct", "temperature", "top", "noise", "depth", "time", "victims", "layout",

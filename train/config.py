@@ -57,7 +57,11 @@ field                           default                     meaning
                                                             agent's knowledge distilled with the visits
 ``selfplay.teacher_mix``        ``0.5``                     weight of the teacher in that target
 ``selfplay.capture_pruner``     ``"prune.capture"``         candidate victim sets (JFA Eq. 7-9)
-``selfplay.expansion_pruner``   ``"prune.expansion"``       JFA Table 1 pruning in the search (or ``None``)
+``selfplay.expansion_pruner``   ``"prune.expansion"``       JFA Table 1 pruning in the search (or ``None``;
+                                                            ``prune.expert:top=4``: the expert's 4 best paths)
+``selfplay.value_eval``         ``None``                    an ``evaluator`` plugin (``eval.expert``) blended
+                                                            into every battle leaf's value (or ``None``)
+``selfplay.value_mix``          ``0.5``                     its weight: ``(1 - w) v_net + w v_plugin``
 ``replay.window``               ``20000``                   the learner samples the most recent N samples
 ``replay.symmetries``           ``[0, 1, 2, 3]``            board symmetries drawn per sample at training
                                                             time (``nets.symmetry``; ``[0, 1]`` = the paper's
@@ -197,11 +201,29 @@ class SelfPlayConfig(_Section):
     lower_epsilon: float = Field(0.1, ge=0, le=1)
     capture_pruner: str = "prune.capture"
     expansion_pruner: str | None = "prune.expansion"
+    value_eval: str | None = None
+    value_mix: float = Field(0.5, ge=0, le=1)
     teacher: str | None = None
     teacher_mix: float = Field(0.5, ge=0, le=1)
 
-    _specs = field_validator("reward", "capture_pruner", "expansion_pruner")(_spec)
+    _specs = field_validator("reward")(_spec)
     _agents = field_validator("aux_agent")(_agent_spec)
+
+    @field_validator("capture_pruner", "expansion_pruner", "value_eval")
+    @classmethod
+    def _search_plugin(cls, value: str | None) -> str | None:
+        """A plugin of the self-play search: the gate and the curve play the same search through an agent
+        spec (``train.selfplay.net_agent_spec``), whose options are separated by commas, so the plugin
+        spec holds at most one option of its own."""
+        _spec(value)
+        if value is not None and "," in value:
+            raise ValueError(f"{value!r}: a search plugin takes at most one option here (the gate's agent spec holds it)")
+        return value
+
+    @field_validator("value_eval", mode="before")
+    @classmethod
+    def _no_value_eval(cls, value):
+        return None if isinstance(value, str) and value.strip().lower() == "none" else value
 
     @field_validator("teacher")
     @classmethod
@@ -489,6 +511,7 @@ def resolve_names(config: TrainConfig) -> None:
     plugins = [("selfplay.reward", config.selfplay.reward, "reward"),
                ("selfplay.capture_pruner", config.selfplay.capture_pruner, "capture_pruner"),
                ("selfplay.expansion_pruner", config.selfplay.expansion_pruner, "expansion_pruner"),
+               ("selfplay.value_eval", config.selfplay.value_eval, "evaluator"),
                ("selfplay.teacher", config.selfplay.teacher, "battle_prior")]
     for field, spec, kind in plugins:
         if spec is None:

@@ -86,6 +86,7 @@ def search_config(cfg, seed: int):
     return SearchConfig(simulations=sp.simulations, threads=sp.search_threads, c_puct=sp.c_puct,
                         dirichlet_alpha=sp.dirichlet_alpha, dirichlet_epsilon=sp.dirichlet_epsilon,
                         expansion_pruner=sp.expansion_pruner, capture_pruner=sp.capture_pruner,
+                        value_evaluator=sp.value_eval, value_mix=sp.value_mix,
                         reuse_tree=sp.dirichlet_epsilon == 0, seed=seed)
 
 
@@ -358,7 +359,9 @@ def net_agent_spec(kind: str, path: str | os.PathLike, cfg) -> str:
     """The arena spec of the evaluation agent playing with the net at ``path`` (greedy: temperature 0;
     one inference and one torch thread per agent, as the self-play searches): ``slm:slm=PATH,...``,
     ``hbm:upper=PATH,lower=none,...`` or ``hbm:battle=expert,lower=PATH,victims=0`` (``search.agents``).
-    Raises ``ValueError`` if the path cannot go into a spec (it contains ``,`` or ``+``)."""
+    The upper net's agent searches with the self-play search's knowledge (``selfplay.expansion_pruner``,
+    ``capture_pruner``, ``value_eval``, ``value_mix``), so that the gate and the curve measure the search
+    that made the games. Raises ``ValueError`` if the path cannot go into a spec (it contains ``,`` or ``+``)."""
     p = str(Path(path).resolve())
     if "," in p or "+" in p:
         raise ValueError(f"net path {p!r} contains ',' or '+', which agent specs cannot hold; use another run directory")
@@ -368,4 +371,7 @@ def net_agent_spec(kind: str, path: str | os.PathLike, cfg) -> str:
               f"inference_threads=1,torch_threads=1,precision={cfg.selfplay.precision}")
     if kind == "slm":
         return f"slm:slm={p},{search}"
-    return f"hbm:upper={p},lower=none,{search}"
+    sp = cfg.selfplay
+    knowledge = (f"expansion_pruner={sp.expansion_pruner or 'none'},capture_pruner={sp.capture_pruner},"
+                 f"value_eval={sp.value_eval or 'none'},value_mix={sp.value_mix}")
+    return f"hbm:upper={p},lower=none,{search},{knowledge}"
