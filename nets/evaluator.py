@@ -470,7 +470,8 @@ def net_throughput(model: nn.Module, batch_size: int, seconds: float = 2.0, forw
     random binary planes (a lower net also gets random upper actions), measured for about ``seconds``
     after two warm-up passes. ``forward``: what to time instead of ``model`` itself, taking the same
     inputs (e.g. ``nets.inference.compile_for_inference(model)``). ``callers``: threads running passes
-    concurrently (as ``NetEvaluator``'s ``inference_threads``); the total is returned."""
+    concurrently (as ``NetEvaluator``'s ``inference_threads``); the total is returned. The window lasts
+    until at least one pass has finished, so the rate is never 0 for a short ``seconds`` on a busy machine."""
     from nets.inference import example_inputs
 
     if batch_size < 1:
@@ -501,6 +502,8 @@ def net_throughput(model: nn.Module, batch_size: int, seconds: float = 2.0, forw
         start.wait()
         t0 = time.perf_counter()
         time.sleep(seconds)
+        while sum(counts) == 0 and any(t.is_alive() for t in threads):  # at least one pass, also on a loaded machine
+            time.sleep(0.001)
         n = sum(counts)  # passes finished in the window (one in progress per caller is not counted)
         elapsed = time.perf_counter() - t0
         done.set()

@@ -25,11 +25,17 @@ all the pruner's sets). The training pipeline's evaluation agents are specs of t
 ``hbm:upper=PATH,lower=none,...`` (upper-net search without lower net, expert layout) and
 ``hbm:battle=expert,lower=PATH,victims=0`` (the expert's moves, victims by the lower net).
 
+The net agents' battle search uses the expert's knowledge by default: the expansion pruner
+``prune.expert:top=4`` (the 4 paths the expert's one-ply score with the reply check ranks best; the
+upper net's policy ranks them) and the expert's leaf evaluation ``eval.expert`` as the value of every
+battle leaf (``value_mix=1``; ``value_mix=w`` blends ``(1 - w)`` of the upper net's value in). The
+paper's HBM search is ``expansion_pruner=prune.expansion,value_eval=none`` (JFA Table 1 pruning, the
+net's value); the README's "The shipped model" has the matches that chose these defaults.
+
 ``victims`` defaults to 1, the pruner's best set: the shipped lower net was trained by supervision on
-the expert's captures only, so it has never seen the other sets it would rank, and with ``victims=8``
-``jfa`` won 4 of 22 games against ``greedy`` and 6 of 10 with ``victims=1`` (README, "The shipped
-model"); a lower net trained by self-play (``python cli.py selfplay --model lower``) is what
-``victims=8`` is for.
+the expert's captures only, so it has never seen the other sets it would rank (README, "The shipped
+model", for the matches); a lower net trained by self-play (``python cli.py selfplay --model lower``)
+is what ``victims=8`` is for.
 """
 
 from __future__ import annotations
@@ -256,6 +262,9 @@ class NetOptions(SearchOptions):
     """Options of the net agents ``jfa``, ``slm`` and ``hbm`` (module docstring)."""
 
     sims: int = Field(16, ge=1, le=SIMS_MAX, description="simulations per move")
+    expansion_pruner: str = Field("prune.expert:top=4", description="expansion pruner plugin of the battle search (default: the expert's 4 best paths; prune.expansion: JFA Table 1), or none")
+    value_eval: str = Field("eval.expert", description="evaluator plugin blended into battle leaf values (default: the expert's leaf evaluation), or none")
+    value_mix: float = Field(1.0, ge=0, le=1, description="weight of value_eval in a battle leaf's value: (1 - w) net + w plugin")
     layout_sims: int | None = Field(None, ge=1, le=SIMS_MAX, description="simulations per layout move (default: sims; 1 plays the SLM policy's best placement)")
     threads: int = Field(2, ge=1, le=256, description="WU-UCT search threads")
     batch: int = Field(8, ge=1, le=4096, description="evaluator batch size (positions per forward pass)")
