@@ -57,6 +57,14 @@ from search.victims import choose_victims
 _NO_HISTORY = np.empty(0, np.uint64)
 _NO_HISTORY.setflags(write=False)
 
+# The battle search of the net agents (``search.agents.NetOptions``) and of self-play
+# (``train.config.SelfPlayConfig``): the expert's 4 best paths per node and the expert's leaf evaluation
+# as every battle leaf's value (README, "The shipped model", for the matches that chose them). The
+# paper's HBM search is ``prune.expansion`` with no value plugin, ``SearchConfig``'s own defaults.
+NET_EXPANSION_PRUNER = "prune.expert:top=4"
+NET_VALUE_EVAL = "eval.expert"
+NET_VALUE_MIX = 1.0
+
 
 class SearchConfig(BaseModel):
     """Search settings (validated, frozen).

@@ -57,11 +57,13 @@ field                           default                     meaning
                                                             agent's knowledge distilled with the visits
 ``selfplay.teacher_mix``        ``0.5``                     weight of the teacher in that target
 ``selfplay.capture_pruner``     ``"prune.capture"``         candidate victim sets (JFA Eq. 7-9)
-``selfplay.expansion_pruner``   ``"prune.expansion"``       JFA Table 1 pruning in the search (or ``None``;
-                                                            ``prune.expert:top=4``: the expert's 4 best paths)
-``selfplay.value_eval``         ``None``                    an ``evaluator`` plugin (``eval.expert``) blended
-                                                            into every battle leaf's value (or ``None``)
-``selfplay.value_mix``          ``0.5``                     its weight: ``(1 - w) v_net + w v_plugin``
+``selfplay.expansion_pruner``   ``"prune.expert:top=4"``    the battle search's expansion pruner: the expert's
+                                                            4 best paths, as the shipped ``jfa``
+                                                            (``search.mcts.NET_EXPANSION_PRUNER``);
+                                                            ``prune.expansion``: JFA Table 1; or ``None``
+``selfplay.value_eval``         ``"eval.expert"``           an ``evaluator`` plugin blended into every battle
+                                                            leaf's value (``None``: the net's value alone)
+``selfplay.value_mix``          ``1.0``                     its weight: ``(1 - w) v_net + w v_plugin``
 ``replay.window``               ``20000``                   the learner samples the most recent N samples
 ``replay.symmetries``           ``[0, 1, 2, 3]``            board symmetries drawn per sample at training
                                                             time (``nets.symmetry``; ``[0, 1]`` = the paper's
@@ -135,7 +137,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 from core.errors import JiuError
 from core.rules import Ruleset
 from nets.config import Precision
-from search.mcts import SearchConfig
+from search.mcts import NET_EXPANSION_PRUNER, NET_VALUE_EVAL, NET_VALUE_MIX, SearchConfig
 
 KINDS: tuple[str, ...] = ("slm", "upper", "lower")
 MODELS: tuple[str, ...] = (*KINDS, "cycle")
@@ -200,9 +202,9 @@ class SelfPlayConfig(_Section):
     reward: str = "reward.first_square"
     lower_epsilon: float = Field(0.1, ge=0, le=1)
     capture_pruner: str = "prune.capture"
-    expansion_pruner: str | None = "prune.expansion"
-    value_eval: str | None = None
-    value_mix: float = Field(0.5, ge=0, le=1)
+    expansion_pruner: str | None = NET_EXPANSION_PRUNER
+    value_eval: str | None = NET_VALUE_EVAL
+    value_mix: float = Field(NET_VALUE_MIX, ge=0, le=1)
     teacher: str | None = None
     teacher_mix: float = Field(0.5, ge=0, le=1)
 
