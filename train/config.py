@@ -208,7 +208,7 @@ class SelfPlayConfig(_Section):
     teacher: str | None = None
     teacher_mix: float = Field(0.5, ge=0, le=1)
 
-    _specs = field_validator("reward")(_spec)
+    _specs = field_validator("reward", "teacher")(_spec)
     _agents = field_validator("aux_agent")(_agent_spec)
 
     @field_validator("capture_pruner", "expansion_pruner", "value_eval")
@@ -222,15 +222,11 @@ class SelfPlayConfig(_Section):
             raise ValueError(f"{value!r}: a search plugin takes at most one option here (the gate's agent spec holds it)")
         return value
 
-    @field_validator("value_eval", mode="before")
+    @field_validator("value_eval", "teacher", mode="before")
     @classmethod
-    def _no_value_eval(cls, value):
+    def _none_word(cls, value):
+        """``"none"`` (a TOML file has no null) means no plugin."""
         return None if isinstance(value, str) and value.strip().lower() == "none" else value
-
-    @field_validator("teacher")
-    @classmethod
-    def _teacher(cls, value: str | None) -> str | None:
-        return None if value is not None and value.strip().lower() == "none" else _spec(value)
 
 
 class ReplayConfig(_Section):
