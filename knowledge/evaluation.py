@@ -95,14 +95,33 @@ class ExpertEvaluator:
     can be captured there; ``eval.shape`` values layouts). ``value(state)`` for the side to move is
     ``tanh(score / scale)`` (``scale`` in the expert's units, default 40: a lead of three stones gives
     0.63), the game result in a terminal position, and 0 in the layout.
+
+    ``plies=2`` values a position by the expert's own two-ply search from it instead of the static
+    leaf: the best, over the expert's ``top`` candidate paths (one-ply score with the reply check), of
+    the worst leaf value after the opponent's replies (``knowledge.expert_kernels.search_scores``, the
+    expert agent's move choice; ``replies`` as the agent's). A search using it sees two plies beyond
+    each of its own leaves, at the cost of one expert decision per leaf. ``plies`` 1 or 2, ``top``
+    1..1,000, ``replies`` 1..100,000, else ``ValueError``.
     """
 
     name = "eval.expert"
 
-    def __init__(self, scale: float = 40.0):
+    def __init__(self, scale: float = 40.0, plies: int = 1, top: int = 8, replies: int = 48):
         if not (math.isfinite(scale) and scale > 0):
             raise ValueError(f"eval.expert: scale must be a finite number > 0, got {scale!r}")
+        if plies not in (1, 2):
+            raise ValueError(f"eval.expert: plies must be 1 or 2, got {plies!r}")
+        if not 1 <= top <= 1000:
+            raise ValueError(f"eval.expert: top must be in 1..1000, got {top!r}")
+        if not 1 <= replies <= 100_000:
+            raise ValueError(f"eval.expert: replies must be in 1..100000, got {replies!r}")
         self.scale = float(scale)
+        self.plies = int(plies)
+        self._expert = None
+        if self.plies == 2:
+            from knowledge.agents import ExpertAgent  # the agent module imports this one
+
+            self._expert = ExpertAgent(plies=2, top=int(top), replies=int(replies))
 
     def score(self, state: GameState, player: int) -> float:
         if player not in (0, 1):
@@ -110,8 +129,11 @@ class ExpertEvaluator:
         if state.phase != PHASE_BATTLE:
             return 0.0
         me = state.side
-        v = float(leaf_value(state.board, me, state.counts[me], state.counts[1 - me], state.ruleset.vector,
-                             BATTLE_WEIGHTS, EVAL_WEIGHTS))
+        if self._expert is not None and state.paths().m > 0:
+            v = float(self._expert.battle_scores(state)[0].max())
+        else:
+            v = float(leaf_value(state.board, me, state.counts[me], state.counts[1 - me], state.ruleset.vector,
+                                 BATTLE_WEIGHTS, EVAL_WEIGHTS))
         return v if player == me else -v
 
     def value(self, state: GameState) -> float:
@@ -124,6 +146,7 @@ class ExpertEvaluator:
 
 
 @register("eval.expert", "evaluator")
-def make_expert_evaluator(scale: float = 40.0) -> ExpertEvaluator:
-    """The expert's leaf evaluation (material, capture threats, shapes) as a tanh value; battle only."""
-    return ExpertEvaluator(scale=scale)
+def make_expert_evaluator(scale: float = 40.0, plies: int = 1, top: int = 8, replies: int = 48) -> ExpertEvaluator:
+    """The expert's leaf evaluation (material, capture threats, shapes) as a tanh value; battle only;
+    plies=2: the value of the expert's two-ply search from the position."""
+    return ExpertEvaluator(scale=scale, plies=plies, top=top, replies=replies)

@@ -197,3 +197,55 @@ def test_policy_temperature_is_a_power_of_the_priors(tau):
     legal = [m.path[0] for m in result.moves]
     want = ev.policy[legal].astype(np.float64) ** (1 / tau)
     assert np.asarray(result.priors, np.float64) == pytest.approx(want / want.sum(), rel=1e-5)
+
+
+def reference_two_ply(state: GameState, top: int) -> float:
+    """The expert's two-ply value of ``state`` for its side to move, the slow way: its ``top`` best paths
+    by the one-ply score (stable order), each played with the expert's own victims, then every reply of
+    the opponent played likewise and the leaf valued by :func:`reference_leaf`; a path's value is its
+    worst reply (a reply taking us below ``loss_below`` is ``-W_WIN``; no reply, or the opponent below
+    ``loss_below``, is ``one-ply + W_WIN``), plus 0.01 times its one-ply score; the value is the best path's."""
+    from core.notation import Move
+
+    w_win, loss_below, me = BATTLE_WEIGHTS[9], state.ruleset.loss_below, state.side
+    ps = state.paths()
+    one = ExpertAgent(plies=1).battle_scores(state)[0]
+    chooser = ExpertAgent(victims="kernel")
+    best = -math.inf
+    for i in sorted(range(ps.m), key=lambda j: -one[j])[:top]:
+        path, jump = ps.path(i), bool(ps.jump[i])
+        after = state._play(Move(path, jump, chooser.victims(state, path, jump, int(ps.nsq[i]))))
+        replies = after.paths()
+        if after.counts[1 - me] < loss_below or replies.m == 0:
+            best = max(best, one[i] + w_win)
+            continue
+        leaves = []
+        for j in range(replies.m):
+            rpath, rjump = replies.path(j), bool(replies.jump[j])
+            leaf = after._play(Move(rpath, rjump, chooser.victims(after, rpath, rjump, int(replies.nsq[j]))))
+            if leaf.counts[me] < loss_below:
+                leaves = [-w_win]
+                break
+            leaves.append(reference_leaf(leaf.to_jfen()))
+        best = max(best, min(leaves) + EVAL_WEIGHTS[3] * one[i])
+    return best
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
+@given(text=st.one_of(battle_boards(), played_positions()), top=st.integers(1, 2))
+def test_two_ply_expert_value_matches_the_reference(text, top):
+    state = GameState.from_jfen(text)
+    if state.phase != PHASE_BATTLE or state.is_terminal() or state.paths().m == 0:
+        return
+    ev = ExpertEvaluator(plies=2, top=top, replies=100_000)  # every reply: no pre-score cut
+    me = state.side
+    want = reference_two_ply(state, top)
+    assert ev.score(state, me) == pytest.approx(want)
+    assert ev.score(state, 1 - me) == pytest.approx(-want)
+    assert ev.value(state) == pytest.approx(math.tanh(want / ev.scale))
+
+
+def test_two_ply_expert_value_refuses_bad_options():
+    for bad in ({"plies": 3}, {"plies": 0}, {"top": 0}, {"top": 1001}, {"replies": 0}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            ExpertEvaluator(**bad)
