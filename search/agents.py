@@ -56,7 +56,7 @@ from core.state import GameState
 from knowledge.agents import AgentOptions, PhasedAgent, validate_agent_spec, make_agent
 from knowledge.registry import REGISTRY, SpecError, register
 from nets.config import Precision
-from search.mcts import NET_EXPANSION_PRUNER, NET_VALUE_EVAL, NET_VALUE_MIX, Search, SearchConfig, SearchResult
+from search.mcts import NET_C_PUCT, NET_EXPANSION_PRUNER, NET_VALUE_EVAL, NET_VALUE_MIX, Search, SearchConfig, SearchResult
 
 MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
 
@@ -262,8 +262,9 @@ class NetOptions(SearchOptions):
     """Options of the net agents ``jfa``, ``slm`` and ``hbm`` (module docstring)."""
 
     sims: int = Field(16, ge=1, le=SIMS_MAX, description="simulations per move")
+    c_puct: float = Field(NET_C_PUCT, gt=0, le=1000, description="exploration constant of Eq. 1 (lower than mcts': the knowledge values decide)")
     expansion_pruner: str = Field(NET_EXPANSION_PRUNER, description="expansion pruner plugin of the battle search (default: the expert's 4 best paths; prune.expansion: JFA Table 1), or none")
-    value_eval: str = Field(NET_VALUE_EVAL, description="evaluator plugin blended into battle leaf values (default: the expert's leaf evaluation), or none")
+    value_eval: str = Field(NET_VALUE_EVAL, description="evaluator plugin blended into battle leaf values (default: the expert's two-ply search value), or none")
     value_mix: float = Field(NET_VALUE_MIX, ge=0, le=1, description="weight of value_eval in a battle leaf's value: (1 - w) net + w plugin")
     layout_sims: int | None = Field(None, ge=1, le=SIMS_MAX, description="simulations per layout move (default: sims; 1 plays the SLM policy's best placement)")
     threads: int = Field(2, ge=1, le=256, description="WU-UCT search threads")

@@ -57,13 +57,16 @@ from search.victims import choose_victims
 _NO_HISTORY = np.empty(0, np.uint64)
 _NO_HISTORY.setflags(write=False)
 
-# The battle search of the net agents (``search.agents.NetOptions``) and of self-play
-# (``train.config.SelfPlayConfig``): the expert's 4 best paths per node and the expert's leaf evaluation
-# as every battle leaf's value (README, "The shipped model", for the matches that chose them). The
-# paper's HBM search is ``prune.expansion`` with no value plugin, ``SearchConfig``'s own defaults.
+# The search of the net agents (``search.agents.NetOptions``) and of self-play
+# (``train.config.SelfPlayConfig``): the expert's 4 best paths per battle node, every battle leaf valued
+# by the expert's own two-ply search from it, and a lower exploration constant than ``SearchConfig``'s,
+# so that at 16 simulations those values, not the priors, decide the visits (README, "The shipped
+# model", for the matches that chose them). The paper's HBM search is ``prune.expansion`` with no value
+# plugin and ``c_puct`` 1.5, ``SearchConfig``'s own defaults.
 NET_EXPANSION_PRUNER = "prune.expert:top=4"
-NET_VALUE_EVAL = "eval.expert"
+NET_VALUE_EVAL = "eval.expert:plies=2"
 NET_VALUE_MIX = 1.0
+NET_C_PUCT = 0.5
 
 
 class SearchConfig(BaseModel):

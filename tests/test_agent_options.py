@@ -115,14 +115,18 @@ def test_every_agent_has_options_with_every_number_bounded():
 
 
 def test_search_defaults_live_in_search_config():
+    """``mcts`` searches with ``SearchConfig``'s defaults; the net agents and self-play with the net search's
+    ``search.mcts.NET_C_PUCT``, each written once."""
+    from search.mcts import NET_C_PUCT
     from train.config import SelfPlayConfig
 
     default = SearchConfig()
-    for name in ("mcts", "jfa", "slm", "hbm"):
+    assert NET_C_PUCT != default.c_puct  # else this test could not tell the two apart
+    for name, c_puct in (("mcts", default.c_puct), ("jfa", NET_C_PUCT), ("slm", NET_C_PUCT), ("hbm", NET_C_PUCT)):
         _, opts = REGISTRY.check(name, "agent")
-        assert opts.c_puct == default.c_puct and opts.formula == default.formula
-        assert opts.search_config().c_puct == default.c_puct
-    assert SelfPlayConfig().c_puct == default.c_puct
+        assert opts.c_puct == c_puct and opts.formula == default.formula
+        assert opts.search_config().c_puct == c_puct
+    assert SelfPlayConfig().c_puct == NET_C_PUCT
     agent = make_agent("mcts:sims=2")
     assert agent.search.config.c_puct == default.c_puct
     agent.close()
@@ -246,13 +250,13 @@ def test_upper_evaluation_spec_searches_with_the_selfplay_knowledge(tmp_path):
     from train.selfplay import net_agent_spec, search_config
 
     cfg = TrainConfig.model_validate({"selfplay": {"expansion_pruner": "prune.expert:top=3", "value_eval": "eval.expert",
-                                                   "value_mix": 0.75}})
+                                                   "value_mix": 0.75, "c_puct": 0.8}})
     name, raw = parse_spec(net_agent_spec("upper", tmp_path / "upper.safetensors", cfg))
     options = REGISTRY.entry(name, "agent").parse(raw)
     played, selfplay = options.search_config(), search_config(cfg, seed=0)
-    for field in ("expansion_pruner", "capture_pruner", "value_evaluator", "value_mix"):
+    for field in ("expansion_pruner", "capture_pruner", "value_evaluator", "value_mix", "c_puct"):
         assert getattr(played, field) == getattr(selfplay, field), field
-    assert played.value_evaluator == "eval.expert" and played.value_mix == 0.75
+    assert played.value_evaluator == "eval.expert" and played.value_mix == 0.75 and played.c_puct == 0.8
     plain = TrainConfig.model_validate({"selfplay": {"value_eval": "none"}})
     assert plain.selfplay.value_eval is None and search_config(plain, seed=0).value_evaluator is None
     name, raw = parse_spec(net_agent_spec("upper", tmp_path / "upper.safetensors", plain))

@@ -39,7 +39,8 @@ field                           default                     meaning
                                                             gate/curve agents: ``float32``, ``bfloat16`` or
                                                             ``auto`` (bfloat16 on a CPU that has it natively;
                                                             ``nets.inference``)
-``selfplay.c_puct``             ``1.5``                     ``search.mcts.SearchConfig``'s default
+``selfplay.c_puct``             ``0.5``                     the net agents' (``search.mcts.NET_C_PUCT``; the
+                                                            gate and curve agents search with it too)
 ``selfplay.dirichlet_alpha``    ``0.3``                     root noise (AlphaZero style)
 ``selfplay.dirichlet_epsilon``  ``0.25``
 ``selfplay.temperature``        ``1.0``                     move sampling temperature for the first
@@ -61,8 +62,10 @@ field                           default                     meaning
                                                             4 best paths, as the shipped ``jfa``
                                                             (``search.mcts.NET_EXPANSION_PRUNER``);
                                                             ``prune.expansion``: JFA Table 1; or ``None``
-``selfplay.value_eval``         ``"eval.expert"``           an ``evaluator`` plugin blended into every battle
-                                                            leaf's value (``None``: the net's value alone)
+``selfplay.value_eval``         ``"eval.expert:plies=2"``   an ``evaluator`` plugin blended into every battle
+                                                            leaf's value (``search.mcts.NET_VALUE_EVAL``: the
+                                                            expert's two-ply search value; ``None``: the net's
+                                                            value alone)
 ``selfplay.value_mix``          ``1.0``                     its weight: ``(1 - w) v_net + w v_plugin``
 ``replay.window``               ``20000``                   the learner samples the most recent N samples
 ``replay.symmetries``           ``[0, 1, 2, 3]``            board symmetries drawn per sample at training
@@ -137,7 +140,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 from core.errors import JiuError
 from core.rules import Ruleset
 from nets.config import Precision
-from search.mcts import NET_EXPANSION_PRUNER, NET_VALUE_EVAL, NET_VALUE_MIX, SearchConfig
+from search.mcts import NET_C_PUCT, NET_EXPANSION_PRUNER, NET_VALUE_EVAL, NET_VALUE_MIX
 
 KINDS: tuple[str, ...] = ("slm", "upper", "lower")
 MODELS: tuple[str, ...] = (*KINDS, "cycle")
@@ -193,7 +196,7 @@ class SelfPlayConfig(_Section):
     search_threads: int = Field(4, ge=1, le=64)
     max_batch: int = Field(8, ge=1)
     precision: Precision = "auto"
-    c_puct: float = Field(SearchConfig.model_fields["c_puct"].default, gt=0)
+    c_puct: float = Field(NET_C_PUCT, gt=0, le=1000)
     dirichlet_alpha: float = Field(0.3, gt=0)
     dirichlet_epsilon: float = Field(0.25, ge=0, le=1)
     temperature: float = Field(1.0, ge=0)
