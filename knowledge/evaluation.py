@@ -69,12 +69,18 @@ class ShapeEvaluator:
             s += self.material * state.counts[player]
         return float(s)
 
+    def margin(self, state: GameState) -> float:
+        """The side to move's advantage in this evaluator's units: its score minus the opponent's;
+        ``value`` is ``tanh(margin / scale)`` outside terminal battle positions."""
+        p = state.side
+        return self.score(state, p) - self.score(state, 1 - p)
+
     def value(self, state: GameState) -> float:
         p = state.side
         if state.phase == PHASE_BATTLE and state.is_terminal():
             w = state.winner()
             return 0.0 if w == DRAW else (1.0 if w == p else -1.0)
-        return math.tanh((self.score(state, p) - self.score(state, 1 - p)) / self.scale)
+        return math.tanh(self.margin(state) / self.scale)
 
 
 @register("eval.shape", "evaluator")
@@ -136,13 +142,18 @@ class ExpertEvaluator:
                                  BATTLE_WEIGHTS, EVAL_WEIGHTS))
         return v if player == me else -v
 
+    def margin(self, state: GameState) -> float:
+        """The side to move's advantage in the expert's units (``score(state, state.side)``; 0 in the
+        layout); ``value`` is ``tanh(margin / scale)`` outside terminal positions."""
+        return self.score(state, state.side)
+
     def value(self, state: GameState) -> float:
         if state.phase != PHASE_BATTLE:
             return 0.0
         if state.is_terminal():
             w = state.winner()
             return 0.0 if w == DRAW else (1.0 if w == state.side else -1.0)
-        return math.tanh(self.score(state, state.side) / self.scale)
+        return math.tanh(self.margin(state) / self.scale)
 
 
 @register("eval.expert", "evaluator")

@@ -56,7 +56,8 @@ from core.state import GameState
 from knowledge.agents import AgentOptions, PhasedAgent, validate_agent_spec, make_agent
 from knowledge.registry import REGISTRY, SpecError, register
 from nets.config import Precision
-from search.mcts import NET_C_PUCT, NET_EXPANSION_PRUNER, NET_VALUE_EVAL, NET_VALUE_MIX, Search, SearchConfig, SearchResult
+from search.mcts import (NET_C_PUCT, NET_EXPANSION_PRUNER, NET_VALUE_CENTER, NET_VALUE_EVAL, NET_VALUE_MIX, Search,
+                         SearchConfig, SearchResult)
 
 MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
 
@@ -212,6 +213,7 @@ class SearchOptions(AgentOptions):
     policy_temperature: float = Field(_search_default("policy_temperature"), ge=0.05, le=10, description="softmax temperature of the priors (< 1 sharpens, > 1 flattens)")
     value_eval: str = Field("none", description="evaluator plugin blended into battle leaf values (e.g. eval.expert), or none")
     value_mix: float = Field(0.5, ge=0, le=1, description="weight of value_eval in a battle leaf's value: (1 - w) evaluator + w plugin")
+    value_center: bool = Field(_search_default("value_center"), description="value_eval relative to the root's (SearchConfig.value_center)")
     battle_prior: str = Field("none", description="battle_prior plugin blended into the battle priors (e.g. prior.expert), or none")
     prior_mix: float = Field(0.5, ge=0, le=1, description="weight of battle_prior in a battle child's prior: (1 - w) policy + w plugin")
 
@@ -237,7 +239,8 @@ class SearchOptions(AgentOptions):
                             sarsa_rate=self.sarsa_rate, q_rate=self.q_rate, trace_decay=self.trace_decay,
                             discount=self.discount, reward_scale=self.reward_scale,
                             value_evaluator=None if self.value_eval == "none" else self.value_eval,
-                            value_mix=self.value_mix, policy_temperature=self.policy_temperature,
+                            value_mix=self.value_mix, value_center=self.value_center,
+                            policy_temperature=self.policy_temperature,
                             battle_prior=None if self.battle_prior == "none" else self.battle_prior,
                             prior_mix=self.prior_mix, **extra)
 
@@ -266,6 +269,7 @@ class NetOptions(SearchOptions):
     expansion_pruner: str = Field(NET_EXPANSION_PRUNER, description="expansion pruner plugin of the battle search (default: the expert's 4 best paths; prune.expansion: JFA Table 1), or none")
     value_eval: str = Field(NET_VALUE_EVAL, description="evaluator plugin blended into battle leaf values (default: the expert's two-ply search value), or none")
     value_mix: float = Field(NET_VALUE_MIX, ge=0, le=1, description="weight of value_eval in a battle leaf's value: (1 - w) net + w plugin")
+    value_center: bool = Field(NET_VALUE_CENTER, description="value_eval relative to the root's, so that a search far ahead still tells moves apart (SearchConfig.value_center)")
     layout_sims: int | None = Field(None, ge=1, le=SIMS_MAX, description="simulations per layout move (default: sims; 1 plays the SLM policy's best placement)")
     threads: int = Field(2, ge=1, le=256, description="WU-UCT search threads")
     batch: int = Field(8, ge=1, le=4096, description="evaluator batch size (positions per forward pass)")

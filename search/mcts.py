@@ -26,6 +26,7 @@ does not batch, it is the serial MCTS baseline.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -66,6 +67,7 @@ _NO_HISTORY.setflags(write=False)
 NET_EXPANSION_PRUNER = "prune.expert:top=4"
 NET_VALUE_EVAL = "eval.expert:plies=2"
 NET_VALUE_MIX = 1.0
+NET_VALUE_CENTER = True
 NET_C_PUCT = 0.5
 
 
@@ -105,6 +107,16 @@ class SearchConfig(BaseModel):
     (``> 1``) the evaluator's priors over a node's children: ``P_i ∝ P_i ** (1 / tau)``, the same as
     ``softmax(logits / tau)`` restricted to the children (Leela's policy softmax temperature); 1 leaves
     them as they are.
+
+    ``value_center`` takes the value plugin's evaluation relative to the root's: a battle leaf's plugin
+    value is ``tanh((margin(leaf) - margin(root)) / scale)`` for the leaf's side to move (``margin`` and
+    ``scale`` of the plugin, ``knowledge.evaluation``; the root's margin negated for the other side),
+    and a drawn battle leaf is worth ``tanh((0 - margin(root)) / scale)`` (the plugin's even position
+    against the root's); wins and losses stay +1 and -1. Without it a search far ahead or behind sees
+    every leaf near +1 or -1 (``tanh`` saturates: a lead of 12 stones is 0.995 with ``eval.expert``), so
+    it cannot tell moves apart nor see a draw by repetition as the loss of a won game (KataGo's score
+    utility is centred on the root's expected score for the same reason). Values stored in a tree kept
+    for the next move keep the old root's centre. Off by default; needs a plugin with ``margin``.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -135,6 +147,7 @@ class SearchConfig(BaseModel):
     battle_prior: str | None = None
     prior_mix: float = Field(0.5, ge=0, le=1)
     policy_temperature: float = Field(1.0, ge=0.05, le=10)
+    value_center: bool = False
 
 
 class SearchResult(NamedTuple):
@@ -212,6 +225,9 @@ class Search:
         self._rewards: dict[int, float] = {}  # knowledge feedback per node of the current tree (TD backups)
         self._value_plugin = (REGISTRY.create(cfg.value_evaluator, "evaluator")
                               if cfg.value_evaluator is not None and cfg.value_mix > 0 else None)
+        if cfg.value_center and self._value_plugin is not None and not hasattr(self._value_plugin, "margin"):
+            raise ValueError(f"search: value_center needs a value plugin with a margin; {cfg.value_evaluator!r} has none")
+        self._root_margin = 0.0  # the value plugin's margin of the root for its side to move (value_center)
         self._prior_plugin = (REGISTRY.create(cfg.battle_prior, "battle_prior")
                               if cfg.battle_prior is not None and cfg.prior_mix > 0 else None)
         if cfg.backup != "mean":
@@ -249,6 +265,8 @@ class Search:
         self._claimed = 0
         self._reuse_or_new(state)
         self._root_state = state
+        self._root_margin = (float(self._value_plugin.margin(state))
+                             if self._centred() and state.phase == PHASE_BATTLE and not state.is_terminal() else 0.0)
         if self.tree.flag[0] == EXPANDED and self.config.dirichlet_epsilon > 0:
             self._noise_root()  # a reused root: its priors were expanded without noise
         tree = self.tree
@@ -470,6 +488,8 @@ class Search:
             state = self._state_at(tree, node, path)
             if state.is_terminal():
                 value = terminal_value(state)
+                if self._centred() and state.phase == PHASE_BATTLE and state.winner() == DRAW:
+                    value = self._centred_value(state, 0.0)
                 with tree.lock(node):
                     tree.terminal_value[node] = value
                     tree.flag[node] = TERMINAL
@@ -478,7 +498,9 @@ class Search:
             value = float(evaluation.value)
             if self._value_plugin is not None and state.phase == PHASE_BATTLE:
                 mix = self.config.value_mix
-                value = (1.0 - mix) * value + mix * float(self._value_plugin.value(state))
+                plugin = (self._centred_value(state, float(self._value_plugin.margin(state))) if self._centred()
+                          else float(self._value_plugin.value(state)))
+                value = (1.0 - mix) * value + mix * plugin
             moves = self._children(state, evaluation.policy, root=node == 0)
             try:
                 start, pool = tree.allocate(moves.k, moves.pool_size)
@@ -503,6 +525,14 @@ class Search:
             event = self._pending.pop(node, None)
             if event is not None:
                 event.set()
+
+    def _centred(self) -> bool:
+        return self.config.value_center and self._value_plugin is not None
+
+    def _centred_value(self, state: GameState, margin: float) -> float:
+        """``tanh((margin - the root's margin for state's side to move) / scale)`` (``value_center``)."""
+        root = self._root_margin if state.side == self._root_state.side else -self._root_margin
+        return math.tanh((margin - root) / self._value_plugin.scale)
 
     def _resolve(self, tree: Tree, node: int) -> None:
         """Choose the pending square victims of the edge into ``node`` (JFA Eq. 6,

@@ -249,3 +249,43 @@ def test_two_ply_expert_value_refuses_bad_options():
     for bad in ({"plies": 3}, {"plies": 0}, {"top": 0}, {"top": 1001}, {"replies": 0}):
         with pytest.raises(ValueError, match=next(iter(bad))):
             ExpertEvaluator(**bad)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+@given(text=played_positions(), mix=st.sampled_from([0.25, 1.0]))
+def test_a_centred_plugin_value_is_relative_to_the_roots(text, mix):
+    """``value_center``: the first child's leaf value is ``mix * tanh((margin(child) - margin(root) for the
+    child's side) / scale)``, the root's margin negated since the child's side is the root's opponent."""
+    state = GameState.from_jfen(text)
+    if state.is_terminal() or state.phase != PHASE_BATTLE:
+        return
+    cfg = SearchConfig(simulations=2, threads=1, reuse_tree=False, seed=0, value_evaluator="eval.expert",
+                       value_mix=mix, value_center=True, expansion_pruner=None, capture_pruner=None)
+    with Search(UniformEvaluator(), cfg) as search:
+        result = search.run(state)
+    i = int(np.flatnonzero(result.visits > 0)[0])
+    child = state.apply(result.moves[i])
+    ev = ExpertEvaluator()
+    if child.is_terminal():
+        if child.winner() not in (0, 1):  # a draw is worth the even position against the root's margin
+            assert result.q[i] == pytest.approx(-math.tanh((0.0 + ev.margin(state)) / ev.scale), abs=1e-12)
+        return
+    want = mix * math.tanh((ev.margin(child) + ev.margin(state)) / ev.scale)  # for the child's side to move
+    assert result.q[i] == pytest.approx(-want, abs=1e-12)  # q is for the root's side
+
+
+def test_centring_needs_a_plugin_with_a_margin(monkeypatch):
+    from knowledge.registry import REGISTRY, Entry
+
+    class NoMargin:
+        scale = 1.0
+
+        def value(self, state):
+            return 0.0
+
+    REGISTRY.names()  # the knowledge plugins are registered first
+    monkeypatch.setitem(REGISTRY._entries, "eval.no-margin", Entry("eval.no-margin", "evaluator", NoMargin, ""))
+    cfg = SearchConfig(value_evaluator="eval.no-margin", value_mix=1.0, value_center=True)
+    with pytest.raises(ValueError, match="margin"):
+        Search(UniformEvaluator(), cfg)
+    Search(UniformEvaluator(), cfg.model_copy(update={"value_center": False})).close()

@@ -67,6 +67,8 @@ field                           default                     meaning
                                                             expert's two-ply search value; ``None``: the net's
                                                             value alone)
 ``selfplay.value_mix``          ``1.0``                     its weight: ``(1 - w) v_net + w v_plugin``
+``selfplay.value_center``       ``true``                    the plugin's value relative to the root's
+                                                            (``search.mcts.SearchConfig.value_center``)
 ``replay.window``               ``20000``                   the learner samples the most recent N samples
 ``replay.symmetries``           ``[0, 1, 2, 3]``            board symmetries drawn per sample at training
                                                             time (``nets.symmetry``; ``[0, 1]`` = the paper's
@@ -140,7 +142,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 from core.errors import JiuError
 from core.rules import Ruleset
 from nets.config import Precision
-from search.mcts import NET_C_PUCT, NET_EXPANSION_PRUNER, NET_VALUE_EVAL, NET_VALUE_MIX
+from search.mcts import NET_C_PUCT, NET_EXPANSION_PRUNER, NET_VALUE_CENTER, NET_VALUE_EVAL, NET_VALUE_MIX
 
 KINDS: tuple[str, ...] = ("slm", "upper", "lower")
 MODELS: tuple[str, ...] = (*KINDS, "cycle")
@@ -208,6 +210,7 @@ class SelfPlayConfig(_Section):
     expansion_pruner: str | None = NET_EXPANSION_PRUNER
     value_eval: str | None = NET_VALUE_EVAL
     value_mix: float = Field(NET_VALUE_MIX, ge=0, le=1)
+    value_center: bool = NET_VALUE_CENTER
     teacher: str | None = None
     teacher_mix: float = Field(0.5, ge=0, le=1)
 

@@ -86,7 +86,7 @@ def search_config(cfg, seed: int):
     return SearchConfig(simulations=sp.simulations, threads=sp.search_threads, c_puct=sp.c_puct,
                         dirichlet_alpha=sp.dirichlet_alpha, dirichlet_epsilon=sp.dirichlet_epsilon,
                         expansion_pruner=sp.expansion_pruner, capture_pruner=sp.capture_pruner,
-                        value_evaluator=sp.value_eval, value_mix=sp.value_mix,
+                        value_evaluator=sp.value_eval, value_mix=sp.value_mix, value_center=sp.value_center,
                         reuse_tree=sp.dirichlet_epsilon == 0, seed=seed)
 
 
@@ -360,7 +360,7 @@ def net_agent_spec(kind: str, path: str | os.PathLike, cfg) -> str:
     one inference and one torch thread per agent, as the self-play searches): ``slm:slm=PATH,...``,
     ``hbm:upper=PATH,lower=none,...`` or ``hbm:battle=expert,lower=PATH,victims=0`` (``search.agents``).
     The upper net's agent searches with the self-play search's knowledge (``selfplay.expansion_pruner``,
-    ``capture_pruner``, ``value_eval``, ``value_mix``) and exploration constant (``c_puct``), so that the gate and the curve measure the search
+    ``capture_pruner``, ``value_eval``, ``value_mix``, ``value_center``) and exploration constant (``c_puct``), so that the gate and the curve measure the search
     that made the games. Raises ``ValueError`` if the path cannot go into a spec (it contains ``,`` or ``+``)."""
     p = str(Path(path).resolve())
     if "," in p or "+" in p:
@@ -373,5 +373,6 @@ def net_agent_spec(kind: str, path: str | os.PathLike, cfg) -> str:
         return f"slm:slm={p},{search}"
     sp = cfg.selfplay
     knowledge = (f"expansion_pruner={sp.expansion_pruner or 'none'},capture_pruner={sp.capture_pruner},"
-                 f"value_eval={sp.value_eval or 'none'},value_mix={sp.value_mix},c_puct={sp.c_puct}")
+                 f"value_eval={sp.value_eval or 'none'},value_mix={sp.value_mix},value_center={sp.value_center},"
+                 f"c_puct={sp.c_puct}")
     return f"hbm:upper={p},lower=none,{search},{knowledge}"
