@@ -70,7 +70,7 @@ from knowledge.pruning_kernels import path_levels
 from core.state import GameState
 from knowledge.evaluation import ShapeEvaluator
 from knowledge.priors import GaussianPrior
-from knowledge.pruning import CapturePruner, best_victims
+from knowledge.pruning import CapturePruner, ThreatCapturePruner, best_victims
 from knowledge.registry import REGISTRY, SEED_MAX, Options, SpecError, register
 
 __all__ = [
@@ -394,6 +394,7 @@ class ExpertAgent(_Agent):
         self.layout_weights = np.array(LAYOUT_WEIGHTS if layout_weights is None else layout_weights, np.float64)
         self.prior = GaussianPrior()
         self.capture_pruner = CapturePruner(top=1, pool=int(pool))
+        self.threat_pruner = ThreatCapturePruner(top=1, pool=int(pool))
 
     def layout_scores(self, state: GameState) -> np.ndarray:
         """``float64[196]`` layout scores of the legal placements (``-inf`` elsewhere), before noise:
@@ -463,19 +464,20 @@ class ExpertAgent(_Agent):
         """Square victims of a legal path forming ``nsq`` squares. Rule ``"threat"`` (default): when
         the opponent would have a capturing reply, the stones behind its threats go first, Dalian
         shuttles first (``knowledge.expert_kernels.threat_victims``); otherwise ``best_victims`` (JFA Eq. 9, breaks the
-        opponent's Dalians, squares and gates). ``"eq9"``: always ``best_victims``; ``"kernel"``: always
-        the kernel's rule."""
+        opponent's Dalians, squares and gates): the first set of ``prune.threat``. ``"eq9"``: always
+        ``best_victims``; ``"kernel"``: always the kernel's rule."""
         if nsq <= 0:
             return ()
-        if self.victim_rule != "eq9":
+        if self.victim_rule == "threat":  # the threat pruner's first set (knowledge.pruning.ThreatCapturePruner)
+            return self.threat_pruner.candidates(state, path, jump)[0][0]
+        if self.victim_rule == "kernel":
             s = state.side
             k = min(nsq, len(state.victims_left(path, jump)))
             if k == 0:
                 return ()
-            out, n_threat = threat_victims(state.board, s, state.counts[s], state.counts[1 - s], state.ruleset.vector,
-                                           np.asarray(path, np.int16), jump, k)
-            if self.victim_rule == "kernel" or (n_threat > 0 and len(out) == k):
-                return tuple(int(v) for v in out)
+            out, _ = threat_victims(state.board, s, state.counts[s], state.counts[1 - s], state.ruleset.vector,
+                                    np.asarray(path, np.int16), jump, k)
+            return tuple(int(v) for v in out)
         return _victims(state, path, jump, nsq, self.capture_pruner)
 
 

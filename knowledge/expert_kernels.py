@@ -400,11 +400,18 @@ def threat_victims(board, side, n_own, n_opp, rules, path, is_jump, k):
             b[(path[t - 1] + path[t]) // 2] = EMPTY
             hops += 1
     b[path[path.shape[0] - 1]] = side + 1
+    return threat_victims_after(b, side, n_own, n_opp - hops, rules, k)
+
+
+@kernel
+def threat_victims_after(after, side, n_own, n_opp, rules, k):
+    """:func:`threat_victims` from the board ``after`` the path of ``side`` (``int8[196]``, its victims
+    still on it; ``n_opp`` the opponent's stones there); ``after`` is not modified."""
+    b = after.copy()
     pts, off, nsq, jump = new_path_buffers(256)
     value = np.zeros(NUM_POINTS)
     out = np.empty(max(k, 1), np.int16)
-    n, n_threat, pts, off, nsq, jump = _take_victims(b, side, n_own, n_opp - hops, rules, k, pts, off, nsq, jump,
-                                                     value, out)
+    n, n_threat, pts, off, nsq, jump = _take_victims(b, side, n_own, n_opp, rules, k, pts, off, nsq, jump, value, out)
     return np.sort(out[:n]), n_threat
 
 

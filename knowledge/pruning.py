@@ -5,6 +5,8 @@
 - ``prune.capture`` (kind ``capture_pruner``): rank the square-victim sets of a square-forming path
   by the Eq. 9 capture score (read as ``f(player) - 1.5 f(opponent)``, higher better) and keep the
   high-value ones (one victim) or the top ``top`` (two or more victims).
+- ``prune.threat`` (kind ``capture_pruner``): the expert agent's square victims first (the stones
+  behind the opponent's immediate capture threats), then ``prune.capture``'s ranking.
 - :func:`best_victims`: the capture pruner's best victim set, for agents.
 
 Capture pruning, exactly what is exact and what approximates (``CapturePruner.candidates``):
@@ -41,6 +43,7 @@ from core.board import PHASE_LAYOUT, POINT_NAMES
 from core.errors import IllegalMoveError
 from core.movegen import find_path
 from core.play import play_path
+from knowledge.expert_kernels import threat_victims, threat_victims_after
 from knowledge.pruning_kernels import best_level_indices, path_levels, victim_set_scores
 from core.state import GameState, PathSet
 from knowledge.registry import register
@@ -226,6 +229,62 @@ class CapturePruner:
         return sets, np.asarray(scores, np.float64)
 
 
+class ThreatCapturePruner:
+    """``prune.threat``: the expert agent's square victims first, then :class:`CapturePruner`'s ranking.
+
+    While the victims' side has a capturing reply, the expert takes the stone behind its strongest
+    threat (Dalian shuttles first; ``knowledge.expert_kernels.threat_victims``), so that the capture
+    also parries; this pruner puts that set first when every one of its victims was taken that way
+    (the rule of ``knowledge.agents.ExpertAgent.victims``, ``victims="threat"``), ahead of the Eq. 9
+    ranking (without such a threat the ranking alone, as the expert). The expert's one-ply score of a
+    path (``prune.expert``) assumes these victims, so a search pruned by it plays the captures it
+    scored. Scores are the Eq. 9 scores of each set (the first set's computed like the others'); the
+    order is this pruner's, best first. Options: those of ``prune.capture``.
+    """
+
+    name = "prune.threat"
+
+    def __init__(self, top: int = 20, pool: int = 12, split: str = "mean", cache: int = 4096):
+        self._ranking = CapturePruner(top=top, pool=pool, split=split, cache=cache)
+
+    def candidates(self, state: GameState, path, jump) -> tuple[list[tuple[int, ...]], np.ndarray]:
+        sets, scores = self._ranking.candidates(state, path, jump)  # checks the path
+        s, k = state.side, len(sets[0])
+        if k == 0:
+            return sets, scores
+        threat, n_threat = threat_victims(state.board, s, state.counts[s], state.counts[1 - s], state.ruleset.vector,
+                                          np.asarray(path, np.int16), bool(jump), k)
+        board = state.board.copy()
+        play_path(board, s, np.asarray(path, np.int16), bool(jump))
+        return self._first(sets, scores, threat, n_threat, board, s, state.counts[s], state.ruleset.vector)
+
+    def candidates_after(self, after: GameState, count: int) -> tuple[list[tuple[int, ...]], np.ndarray]:
+        sets, scores = self._ranking.candidates_after(after, count)
+        mover, k = 1 - after.side, len(sets[0])
+        if k == 0:
+            return sets, scores
+        board = np.asarray(after.board)
+        threat, n_threat = threat_victims_after(board, mover, after.counts[mover], after.counts[after.side],
+                                                after.ruleset.vector, k)
+        return self._first(sets, scores, threat, n_threat, board, mover, after.counts[mover], after.ruleset.vector)
+
+    @staticmethod
+    def _first(sets, scores, threat, n_threat, board, me, n_me, rules) -> tuple[list[tuple[int, ...]], np.ndarray]:
+        """``sets``/``scores`` with the threat set first when all its victims parried a threat."""
+        first = tuple(int(v) for v in threat)
+        if n_threat == 0 or len(first) != len(sets[0]):
+            return sets, scores
+        if first in sets:
+            j = sets.index(first)
+            own = scores[j]
+            rest = [i for i in range(len(sets)) if i != j]
+        else:
+            n_opp = int(np.count_nonzero(np.asarray(board) == 2 - me))
+            own = float(victim_set_scores(board, me, n_me, n_opp, rules, np.asarray([first], np.int16))[0])
+            rest = list(range(len(sets)))
+        return [first] + [sets[i] for i in rest], np.concatenate(([own], scores[rest]))
+
+
 def _listed(sets: np.ndarray, scores: np.ndarray) -> tuple[list[tuple[int, ...]], np.ndarray]:
     """``(sets as a list of tuples of ints, a writable copy of scores)``: the protocol's form."""
     return list(map(tuple, sets.tolist())), scores.copy()
@@ -252,6 +311,12 @@ def make_expansion_pruner() -> ExpansionPruner:
 def make_expert_pruner(top: int = 4, plies: int = 1) -> ExpertPruner:
     """Keep the expert's ``top`` best-scored paths (its one-ply score with the reply check; plies=2 deeper)."""
     return ExpertPruner(top=top, plies=plies)
+
+
+@register("prune.threat", "capture_pruner")
+def make_threat_pruner(top: int = 20, pool: int = 12, split: str = "mean", cache: int = 4096) -> ThreatCapturePruner:
+    """The expert's victims first (the stones behind the opponent's capture threats), then prune.capture's."""
+    return ThreatCapturePruner(top=top, pool=pool, split=split, cache=cache)
 
 
 @register("prune.capture", "capture_pruner")

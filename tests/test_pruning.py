@@ -510,3 +510,141 @@ def test_expert_pruner_options_and_registration():
         ExpertPruner(plies=3)
     state = GameState.initial()
     assert ExpertPruner(top=2).keep(state, state.paths()).tolist() == list(range(state.paths().m))
+
+
+# ============================================================================ the expert's threat victims
+def ref_threat_victim(board, side: int, ruleset: Ruleset) -> int:
+    """The stone of ``side``'s opponent whose removal best defuses its capturing replies: the origin of its
+    strongest capture (10 per stone taken, +5 for a step out of one of its squares, +0.01 per capture
+    from that origin seen so far, in the move generator's order: the first best wins), or -1."""
+    op_side, op = 1 - side, 2 - side
+    counts = (int(np.count_nonzero(board == 1)), int(np.count_nonzero(board == 2)))
+    ps = GameState(board.copy(), op_side, PHASE_BATTLE, 0, NUM_POINTS, relaxed(ruleset), counts=counts).paths()
+    seen: dict[int, float] = {}
+    best, victim = 0.0, -1
+    for j in range(ps.m):
+        path, jump = ps.path(j), bool(ps.jump[j])
+        hops = len(path) - 1 if jump else 0
+        taken = hops + min(int(ps.nsq[j]), counts[side] - hops)
+        if taken <= 0:
+            continue
+        o = path[0]
+        v = 10.0 * taken + (5.0 if not jump and ref_squares_containing(board, o, op) > 0 else 0.0)
+        seen[o] = seen.get(o, 0.0) + 0.01
+        v += seen[o]
+        if v > best:
+            best, victim = v, o
+    return victim
+
+
+def ref_shape_victim(board, side: int) -> int:
+    """The opponent stone in the most opponent-only cells with 3 or 4 of its stones, each such cell
+    counting (its stones - 2); the lowest point on ties; -1 when the opponent has no stone."""
+    op = 2 - side
+    value = np.zeros(NUM_POINTS)
+    for c0 in range(N - 1):
+        for r0 in range(N - 1):
+            corners = [pt(c0 + dc, r0 + dr) for dc in (0, 1) for dr in (0, 1)]
+            mine = sum(board[q] == side + 1 for q in corners)
+            theirs = sum(board[q] == op for q in corners)
+            if mine == 0 and theirs >= 3:
+                for q in corners:
+                    if board[q] == op:
+                        value[q] += theirs - 2
+    stones = [p for p in range(NUM_POINTS) if board[p] == op]
+    return max(stones, key=lambda p: (value[p], -p)) if stones else -1
+
+
+def ref_threat_victims(after, side: int, k: int, ruleset: Ruleset) -> tuple[tuple[int, ...], int]:
+    """The expert's ``k`` victims on the board ``after`` the path: threat victims while there are
+    threats, then shape victims; ``(ascending victims, how many parried a threat)``."""
+    b = np.array(after, np.int8)
+    out, n_threat = [], 0
+    for _ in range(k):
+        victim = ref_threat_victim(b, side, ruleset)
+        if victim >= 0:
+            n_threat += 1
+        else:
+            victim = ref_shape_victim(b, side)
+        if victim < 0:
+            break
+        b[victim] = 0
+        out.append(victim)
+    return tuple(sorted(out)), n_threat
+
+
+def _square_forming(state: GameState, limit: int = 6):
+    ps = state.paths()
+    idx = [i for i in range(ps.m) if ps.nsq[i] > 0]
+    return [(ps.path(i), bool(ps.jump[i]), int(ps.nsq[i])) for i in idx[:limit]]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(text=played_positions())
+def test_threat_victims_match_the_reference(text):
+    from knowledge.expert_kernels import threat_victims, threat_victims_after
+
+    state = GameState.from_jfen(text)
+    if state.phase != PHASE_BATTLE or state.is_terminal():
+        return
+    s = state.side
+    for path, jump, nsq in _square_forming(state):
+        after = after_path(state.board, s, path, jump)
+        n_opp = int(np.count_nonzero(after == 2 - s))
+        k = min(nsq, n_opp)
+        want = ref_threat_victims(after, s, k, state.ruleset)
+        got, n_threat = threat_victims(state.board, s, state.counts[s], state.counts[1 - s], state.ruleset.vector,
+                                       np.asarray(path, np.int16), jump, k)
+        assert (tuple(int(v) for v in got), int(n_threat)) == want
+        got, n_threat = threat_victims_after(after, s, state.counts[s], n_opp, state.ruleset.vector, k)
+        assert (tuple(int(v) for v in got), int(n_threat)) == want
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(text=played_positions())
+def test_threat_pruner_puts_the_experts_parrying_set_first(text):
+    """``prune.threat``: the reference's threat set first when all its victims parried a threat, else
+    ``prune.capture``'s order; the same sets as ``prune.capture`` plus that one; the same from the
+    position after the path; each set scored by Eq. 9 (``victim_set_scores``)."""
+    from search.victims import after_path as after_state
+
+    state = GameState.from_jfen(text)
+    if state.phase != PHASE_BATTLE or state.is_terminal():
+        return
+    threat, capture = REGISTRY.create("prune.threat", "capture_pruner"), CapturePruner()
+    s = state.side
+    for path, jump, nsq in _square_forming(state):
+        base_sets, base_scores = capture.candidates(state, path, jump)
+        sets, scores = threat.candidates(state, path, jump)
+        k = len(base_sets[0])
+        after = after_path(state.board, s, path, jump)
+        first, n_threat = ref_threat_victims(after, s, k, state.ruleset)
+        if k > 0 and n_threat > 0 and len(first) == k:
+            assert sets[0] == first
+            assert set(sets) == set(base_sets) | {first} and len(sets) == len(set(sets))
+        else:
+            assert sets == base_sets and np.array_equal(scores, base_scores)
+        n_opp = int(np.count_nonzero(after == 2 - s))
+        want = victim_set_scores(after, s, state.counts[s], n_opp, state.ruleset.vector, np.asarray(sets, np.int16).reshape(len(sets), k))
+        assert np.allclose(scores, want)
+        assert threat.candidates_after(after_state(state, path, jump, k), k)[0] == sets
+
+
+def test_threat_victims_match_the_reference_in_expert_games():
+    """The same on positions of real games (``data/heldout-expert``), where captures parry threats."""
+    from bench.search_regret import sample_positions
+    from knowledge.expert_kernels import threat_victims
+    from train.diagnose import HELDOUT_RECORDS
+
+    checked = parried = 0
+    for state in sample_positions(str(HELDOUT_RECORDS), 6, 60, seed=3):
+        s = state.side
+        for path, jump, nsq in _square_forming(state, 2):
+            after = after_path(state.board, s, path, jump)
+            k = min(nsq, int(np.count_nonzero(after == 2 - s)))
+            want = ref_threat_victims(after, s, k, state.ruleset)
+            got, n_threat = threat_victims(state.board, s, state.counts[s], state.counts[1 - s], state.ruleset.vector,
+                                           np.asarray(path, np.int16), jump, k)
+            assert (tuple(int(v) for v in got), int(n_threat)) == want
+            checked, parried = checked + 1, parried + (n_threat > 0)
+    assert checked >= 20 and parried >= 5  # the sample exercises both rules
