@@ -433,12 +433,12 @@ class ExpertAgent(_Agent):
             return Move((self._argmax(self.layout_scores(state), self.layout_noise),))
         ps = state.paths()
         scores, _ = self.battle_scores(state)
-        self._repetition_adjust(state, ps, scores)
+        self.repetition_adjust(state, ps, scores)
         i = self._argmax(scores, self.noise)
         path, jump = ps.path(i), bool(ps.jump[i])
         return Move(path, jump, self.victims(state, path, jump, int(ps.nsq[i])))
 
-    def _repetition_adjust(self, state: GameState, ps, scores: np.ndarray, top: int = 12) -> None:
+    def repetition_adjust(self, state: GameState, ps, scores: np.ndarray, top: int = 12) -> None:
         """Repetition awareness for the best ``top`` quiet paths (only quiet moves can repeat a position):
         a move that would end the game by the repetition rule scores ``-1000 * sign(stone lead)`` (avoid
         it when ahead, take it when behind); when ahead, a move back to a position seen before costs

@@ -78,7 +78,10 @@ class ExpertPruner:
 
     The scores are ``knowledge.agents.ExpertAgent.battle_scores`` (its one-ply score with the reply
     safety check, ``plies=2``: refined two plies deep; the Table 1 level is part of the score; one stone
-    = 10 units). ``keep(state, paths)`` -> ascending ``int64[min(top, m)]`` indices (ties broken by the
+    = 10 units) with the expert's own repetition awareness (``ExpertAgent.repetition_adjust``, from the
+    state's history: a quiet path ending the game by repetition ranks first for a side behind and last
+    for a side ahead), so a search pruned by it sees the draw an opponent behind would take.
+    ``keep(state, paths)`` -> ascending ``int64[min(top, m)]`` indices (ties broken by the
     lower index; ``arange(m)`` in the layout). ``paths`` must be ``state.paths()`` (same order); a
     different count raises ``ValueError``. ``top`` in 1..10,000, ``plies`` 1 or 2, else ``ValueError``.
     Use: a search that may choose only among the expert's best candidates, the net ranking them
@@ -103,6 +106,7 @@ class ExpertPruner:
         scores, _ = self._expert.battle_scores(state)
         if len(scores) != paths.m:
             raise ValueError(f"prune.expert: {paths.m} paths given but the position has {len(scores)}")
+        self._expert.repetition_adjust(state, paths, scores)
         order = np.lexsort((np.arange(paths.m), -scores))  # best score first, then the lower index
         return np.sort(order[: self.top]).astype(np.int64)
 
