@@ -25,12 +25,14 @@ all the pruner's sets). The training pipeline's evaluation agents are specs of t
 ``hbm:upper=PATH,lower=none,...`` (upper-net search without lower net, expert layout) and
 ``hbm:battle=expert,lower=PATH,victims=0`` (the expert's moves, victims by the lower net).
 
-The net agents' battle search uses the expert's knowledge by default: the expansion pruner
-``prune.expert:top=4`` (the 4 paths the expert's one-ply score with the reply check ranks best; the
-upper net's policy ranks them) and the expert's leaf evaluation ``eval.expert`` as the value of every
-battle leaf (``value_mix=1``; ``value_mix=w`` blends ``(1 - w)`` of the upper net's value in). The
-paper's HBM search is ``expansion_pruner=prune.expansion,value_eval=none`` (JFA Table 1 pruning, the
-net's value); the README's "The shipped model" has the matches that chose these defaults.
+The net agents' battle search uses the expert's knowledge by default (``search.mcts.NET_*``): the
+expansion pruner ``prune.expert:top=4`` (the 4 paths the expert's one-ply score with the reply check
+and its repetition check ranks best; the upper net's policy ranks them), the expert's two-ply search
+value ``eval.expert:plies=2`` as the value of every battle leaf (``value_mix=1``; ``value_mix=w``
+blends ``(1 - w)`` of the upper net's value in), taken relative to the root's (``value_center``), and
+``c_puct`` 0.5 in both phases. The paper's HBM search is
+``c_puct=1.5,expansion_pruner=prune.expansion,value_eval=none`` (JFA Table 1 pruning, the net's
+value); the README's "The shipped model" has the matches that chose these defaults.
 
 ``victims`` defaults to 1, the pruner's best set: the shipped lower net was trained by supervision on
 the expert's captures only, so it has never seen the other sets it would rank (README, "The shipped

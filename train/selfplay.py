@@ -360,7 +360,8 @@ def net_agent_spec(kind: str, path: str | os.PathLike, cfg) -> str:
     one inference and one torch thread per agent, as the self-play searches): ``slm:slm=PATH,...``,
     ``hbm:upper=PATH,lower=none,...`` or ``hbm:battle=expert,lower=PATH,victims=0`` (``search.agents``).
     The upper net's agent searches with the self-play search's knowledge (``selfplay.expansion_pruner``,
-    ``capture_pruner``, ``value_eval``, ``value_mix``, ``value_center``) and exploration constant (``c_puct``), so that the gate and the curve measure the search
+    ``capture_pruner``, ``value_eval``, ``value_mix``, ``value_center``), and both searching agents with its
+    exploration constant (``selfplay.c_puct``), so that the gate and the curve measure the search
     that made the games. Raises ``ValueError`` if the path cannot go into a spec (it contains ``,`` or ``+``)."""
     p = str(Path(path).resolve())
     if "," in p or "+" in p:
@@ -368,11 +369,10 @@ def net_agent_spec(kind: str, path: str | os.PathLike, cfg) -> str:
     if kind == "lower":
         return f"hbm:battle=expert,lower={p},victims=0,precision={cfg.selfplay.precision}"
     search = (f"sims={cfg.gate.simulations},threads={cfg.gate.search_threads},batch={cfg.selfplay.max_batch},"
-              f"inference_threads=1,torch_threads=1,precision={cfg.selfplay.precision}")
+              f"inference_threads=1,torch_threads=1,precision={cfg.selfplay.precision},c_puct={cfg.selfplay.c_puct}")
     if kind == "slm":
         return f"slm:slm={p},{search}"
     sp = cfg.selfplay
     knowledge = (f"expansion_pruner={sp.expansion_pruner or 'none'},capture_pruner={sp.capture_pruner},"
-                 f"value_eval={sp.value_eval or 'none'},value_mix={sp.value_mix},value_center={sp.value_center},"
-                 f"c_puct={sp.c_puct}")
+                 f"value_eval={sp.value_eval or 'none'},value_mix={sp.value_mix},value_center={sp.value_center}")
     return f"hbm:upper={p},lower=none,{search},{knowledge}"
