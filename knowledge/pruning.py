@@ -242,8 +242,9 @@ class ThreatCapturePruner:
     (the rule of ``knowledge.agents.ExpertAgent.victims``, ``victims="threat"``), ahead of the Eq. 9
     ranking (without such a threat the ranking alone, as the expert). The expert's one-ply score of a
     path (``prune.expert``) assumes these victims, so a search pruned by it plays the captures it
-    scored. Scores are the Eq. 9 scores of each set (the first set's computed like the others'); the
-    order is this pruner's, best first. Options: those of ``prune.capture``.
+    scored. Scores are the Eq. 9 scores of each set, except that the threat set, put first, scores at
+    least the best of the others (scores descend, best first, as every capture pruner's). Options: those
+    of ``prune.capture``.
     """
 
     name = "prune.threat"
@@ -286,7 +287,7 @@ class ThreatCapturePruner:
             n_opp = int(np.count_nonzero(np.asarray(board) == 2 - me))
             own = float(victim_set_scores(board, me, n_me, n_opp, rules, np.asarray([first], np.int16))[0])
             rest = list(range(len(sets)))
-        return [first] + [sets[i] for i in rest], np.concatenate(([own], scores[rest]))
+        return [first] + [sets[i] for i in rest], np.concatenate(([max(own, float(scores.max()))], scores[rest]))
 
 
 def _listed(sets: np.ndarray, scores: np.ndarray) -> tuple[list[tuple[int, ...]], np.ndarray]:
