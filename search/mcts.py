@@ -38,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from core.board import DRAW, PHASE_BATTLE, PHASE_LAYOUT
 from core.notation import Move
 from core.state import GameState
+from core.status import ONGOING
 from search.tree import (
     EXPANDED,
     EXPANDING,
@@ -47,6 +48,7 @@ from search.tree import (
     UNEXPANDED,
     Tree,
     TreeFullError,
+    children_status,
     kept_children,
     resolve_victims,
     select_node,
@@ -117,6 +119,14 @@ class SearchConfig(BaseModel):
     it cannot tell moves apart nor see a draw by repetition as the loss of a won game (KataGo's score
     utility is centred on the root's expected score for the same reason). Values stored in a tree kept
     for the next move keep the old root's centre. Off by default; needs a plugin with ``margin``.
+
+    ``terminal_bound`` (on by default): an expanded battle leaf's value is at least the best result its
+    side to move reaches with one move among its kept children that ends the game (a win on stones or by
+    adjudication: +1; a draw by repetition or at the ply cap: 0, or the centred draw value above), found
+    with the rule book's terminal test on the children (``search.tree.children_status``). A static or
+    net value cannot see that the side behind may repeat the position at once; at a few simulations the
+    search rarely visits that reply, so the move allowing it looked as good as any (README, "The
+    shipped model"). The children are not marked terminal: a visit still finds them by expansion.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -148,6 +158,7 @@ class SearchConfig(BaseModel):
     prior_mix: float = Field(0.5, ge=0, le=1)
     policy_temperature: float = Field(1.0, ge=0.05, le=10)
     value_center: bool = False
+    terminal_bound: bool = True
 
 
 class SearchResult(NamedTuple):
@@ -516,6 +527,8 @@ class Search:
                 node, start, pool, moves.pts, moves.off, moves.jump, moves.squares,
                 moves.actions, moves.priors, moves.k,
             )
+            if self.config.terminal_bound and state.phase == PHASE_BATTLE:
+                value = max(value, self._terminal_bound(tree, state, start, moves.k))
             with tree.lock(node):
                 tree.first_child[node] = start
                 tree.n_children[node] = moves.k
@@ -525,6 +538,18 @@ class Search:
             event = self._pending.pop(node, None)
             if event is not None:
                 event.set()
+
+    def _terminal_bound(self, tree: Tree, state: GameState, start: int, k: int) -> float:
+        """The best value for ``state``'s side to move among its ``k`` children at ``start`` that end the
+        game (``terminal_bound``), or -1 when none does (no bound)."""
+        reason, winner = children_status(tree.side, tree.counts, tree.ply, tree.quiet, tree.hash, tree.pending,
+                                         start, k, state.history, len(state.history), state.ruleset.vector)
+        ends = winner[reason != ONGOING]
+        if (ends == state.side).any():
+            return 1.0
+        if (ends == DRAW).any():
+            return self._centred_value(state, 0.0) if self._centred() else 0.0
+        return -1.0
 
     def _centred(self) -> bool:
         return self.config.value_center and self._value_plugin is not None

@@ -38,6 +38,7 @@ import numpy as np
 from core.board import NUM_POINTS
 from core.jit import kernel
 from core.play import play, take_stones
+from core.status import battle_status
 from nets.encoding import encode_path
 
 UNEXPANDED, EXPANDING, EXPANDED, TERMINAL = 0, 1, 2, 3
@@ -182,6 +183,35 @@ def write_children(
             move_pool[pool_start + used + j] = path[j]
         used += path.shape[0] + n_vic
     return used
+
+
+@kernel
+def children_status(side, counts, ply, quiet, hash_, pending, start, k, history, n_history, rules):
+    """The game status of battle children ``start .. start + k - 1`` of one node, with the rule book's
+    terminal test (``core.status.battle_status``, one implementation): returns ``(reason int8[k],
+    winner int8[k])`` (``core.status`` codes; ``winner`` -2 while ongoing).
+
+    A child's pending square victims (``pending``) are counted as taken from its side to move; its
+    repetition history is the parent's ``history[:n_history]`` (``uint64``, the parent's position last)
+    followed by the child's hash, cut to its last ``quiet + 1`` entries (only the child's own after a
+    capture). The child's side to move is assumed to have a legal move, so a loss by having none is
+    not reported (the search finds it when the child is expanded)."""
+    reason = np.zeros(k, np.int8)
+    winner = np.full(k, -2, np.int8)
+    buf = np.empty(n_history + 1, np.uint64)
+    buf[:n_history] = history[:n_history]
+    cnt = np.empty(2, np.int64)
+    for i in range(k):
+        c = start + i
+        cnt[0] = counts[c, 0]
+        cnt[1] = counts[c, 1]
+        cnt[side[c]] -= pending[c]
+        buf[n_history] = hash_[c]
+        first = max(0, n_history - quiet[c])
+        r, w = battle_status(side[c], cnt, ply[c], buf[first:], n_history + 1 - first, True, rules)
+        reason[i] = r
+        winner[i] = w
+    return reason, winner
 
 
 @kernel

@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import math
 import random
 import time
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 from core import GameState
 from core.jfen import format_jfen
 from core.board import POINT_BY_NAME
+from core.notation import Move
 from nets.evaluator import Evaluation, UniformEvaluator
 from search.mcts import Search, SearchConfig
 from search.tree import EXPANDED
-from tests.strategies import random_battle_jfen
+from tests.strategies import played_positions, random_battle_jfen, rulesets
 
 
 def _jfen(white: list[str], black: list[str], side: str = "w") -> str:
@@ -246,3 +250,97 @@ def test_net_agents_stop_their_evaluator_thread_on_close():
     assert threads and all(t.is_alive() for t in threads)
     agent.close()
     assert not any(t.is_alive() for t in threads)
+
+
+# ============================================================================ terminal bound
+class _ConstantEvaluator:
+    """Uniform policy, value ``value`` for every position."""
+
+    name = "constant"
+
+    def __init__(self, value: float):
+        self.value = value
+
+    def evaluate(self, states):
+        from nets.evaluator import UNIFORM_POLICY
+
+        return [Evaluation(UNIFORM_POLICY[s.phase], self.value) for s in states]
+
+
+def _with_repeated_child(state: GameState, rng: random.Random, times: int) -> GameState:
+    """``state`` with a history in which the position after one of its quiet steps already occurred
+    ``times`` times (its ``quiet`` counter made to match), or ``state`` when it has no quiet step."""
+    ps = state.paths()
+    quiet = [i for i in range(ps.m) if not ps.jump[i] and not ps.nsq[i]]
+    if not quiet or times == 0:
+        return state
+    child = state.apply(Move(ps.path(rng.choice(quiet))))
+    history = np.array([child.hash] * times + [state.hash], np.uint64)
+    return GameState.from_arrays(state.board.copy(), state.side, state.phase, len(history) - 1, state.ply,
+                                 state.counts, state.hash, history, state.ruleset)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(jfen=played_positions(), ruleset=rulesets(), at_cap=st.booleans(), times=st.integers(0, 2), seed=st.integers(0, 99))
+def test_children_status_and_the_terminal_bound_match_the_game_after_each_child(jfen, ruleset, at_cap, times, seed):
+    """``children_status`` on the children an expansion writes (square victims still pending) against
+    ``GameState.apply`` with any legal victims and its ``outcome``; the expanded leaf's value is
+    ``max(evaluator value, best game end among the children)`` with ``terminal_bound`` and the
+    evaluator's value without it."""
+    from core.board import NUM_POINTS
+    from core.rules import Ruleset
+    from core.status import END_REASONS
+    from search.tree import children_status
+
+    state = GameState.from_jfen(jfen)
+    if at_cap:  # every child reaches the ply cap
+        ruleset = Ruleset(**{**ruleset.model_dump(), "max_battle_plies": max(1, state.ply - NUM_POINTS + 1)})
+    state = GameState.from_jfen(jfen, ruleset)
+    assume(state.phase == 1 and not state.is_terminal())
+    state = _with_repeated_child(state, random.Random(seed), times)
+    assume(not state.is_terminal())
+    values = {}
+    for bound in (True, False):
+        search = Search(_ConstantEvaluator(-0.5), SearchConfig(expansion_pruner=None, terminal_bound=bound))
+        search._root_state = state
+        search._new_tree(state)
+        values[bound] = search._expand(search.tree, 0, [0])
+    tree = search.tree
+    first, k = int(tree.first_child[0]), int(tree.n_children[0])
+    reason, winner = children_status(tree.side, tree.counts, tree.ply, tree.quiet, tree.hash, tree.pending, first, k,
+                                     state.history, len(state.history), ruleset.vector)
+    ends = []
+    for i in range(k):
+        c = first + i
+        o, n = int(tree.move_off[c]), int(tree.move_npath[c])
+        path, jump = tuple(int(p) for p in tree.move_pool[o:o + n]), bool(tree.move_jump[c])
+        victims = tuple(sorted(state.victims_left(path, jump)))[: int(tree.pending[c])]
+        outcome = state.apply(Move(path, jump, victims)).outcome()
+        assume(outcome.reason != "no-move")  # the kernel assumes the child's side can move
+        assert END_REASONS[reason[i]] == outcome.reason, (i, path, victims)
+        assert winner[i] == (outcome.winner if outcome.terminal else -2)
+        if outcome.terminal:
+            ends.append(1.0 if outcome.winner == state.side else 0.0 if outcome.winner == -1 else -1.0)
+    assert values[True] == max([-0.5] + ends)
+    assert values[False] == -0.5
+
+
+def test_terminal_bound_sees_the_draw_the_side_behind_can_force():
+    """A side behind on stones that can end the game by repetition: with the centred value plugin its
+    leaf is worth at least the centred draw (``tanh((0 - margin(root)) / scale)`` for it), which is
+    above its own static value, and exactly its static value without the bound."""
+    from tests.test_pruning import _shuffle_to_a_draw
+
+    state, draw = next(filter(None, (_shuffle_to_a_draw(40, 30, seed) for seed in range(40))))
+    values = {}
+    for bound in (True, False):
+        config = SearchConfig(simulations=1, expansion_pruner="prune.expert:top=4", value_evaluator="eval.expert",
+                              value_mix=1.0, value_center=True, terminal_bound=bound)
+        with Search(UniformEvaluator(), config) as search:
+            search.run(state, simulations=1)  # the root's margin is the centre: a draw is worth -tanh(margin/scale)
+            plugin = search._value_plugin
+            values[bound] = float(search.tree.W[0]) * (1 if search.tree.mover[0] == state.side else -1)
+    draw_value = math.tanh(-plugin.margin(state) / plugin.scale)
+    assert draw_value > 0  # behind: the draw is better than the centre
+    assert values[False] == pytest.approx(0.0)  # the root's own centred value
+    assert values[True] == pytest.approx(draw_value)
