@@ -38,7 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from core.board import DRAW, PHASE_BATTLE, PHASE_LAYOUT
 from core.notation import Move
 from core.state import GameState
-from core.status import ONGOING
+from core.status import END_PLY_CAP, ONGOING
 from search.tree import (
     EXPANDED,
     EXPANDING,
@@ -123,10 +123,11 @@ class SearchConfig(BaseModel):
     ``terminal_bound`` (on by default): an expanded battle leaf's value is at least the best result its
     side to move reaches with one move among its kept children that ends the game (a win on stones or by
     adjudication: +1; a draw by repetition or at the ply cap: 0, or the centred draw value above), found
-    with the rule book's terminal test on the children (``search.tree.children_status``). A static or
-    net value cannot see that the side behind may repeat the position at once; at a few simulations the
-    search rarely visits that reply, so the move allowing it looked as good as any (README, "The
-    shipped model"). The children are not marked terminal: a visit still finds them by expansion.
+    with the rule book's terminal test on the children (``search.tree.children_status``), and those
+    children are marked terminal with their result, which selection uses as an unvisited child's Q in
+    place of first-play urgency. A static or net value cannot see that the side behind may repeat the
+    position at once, and at a few simulations the search rarely visits that reply when its prior is
+    low, so the move allowing it looked as good as any (README, "The shipped model").
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -382,7 +383,8 @@ class Search:
         self._backup(tree, path, value, int(tree.side[node]))
 
     def _select(self, tree: Tree, node: int) -> int:
-        return select_node(tree.N, tree.O, tree.W, tree.P, tree.first_child, tree.n_children, tree.side, tree.mover,
+        return select_node(tree.N, tree.O, tree.W, tree.P, tree.flag, tree.terminal_value, tree.first_child,
+                           tree.n_children, tree.side, tree.mover,
                            node, self.config.c_puct, self.fpu_reduction, self.formula)
 
     def _backup(self, tree: Tree, path: list[int], value: float, leaf_side: int) -> None:
@@ -540,23 +542,36 @@ class Search:
                 event.set()
 
     def _terminal_bound(self, tree: Tree, state: GameState, start: int, k: int) -> float:
-        """The best value for ``state``'s side to move among its ``k`` children at ``start`` that end the
-        game (``terminal_bound``), or -1 when none does (no bound)."""
+        """``terminal_bound``: the best value for ``state``'s side to move among its ``k`` children at
+        ``start`` that end the game, or -1 when none does. Children whose end is exact whatever their
+        moves (on stones, by repetition, at the ply cap checked first) are marked ``TERMINAL`` with
+        their result, so that selection knows it before a visit (``search.tree.select_child``); a ply-cap
+        end checked after the no-move loss waits for its visit (``children_status`` assumes a move)."""
         reason, winner = children_status(tree.side, tree.counts, tree.ply, tree.quiet, tree.hash, tree.pending,
                                          start, k, state.history, len(state.history), state.ruleset.vector)
-        ends = winner[reason != ONGOING]
-        if (ends == state.side).any():
-            return 1.0
-        if (ends == DRAW).any():
-            return self._centred_value(state, 0.0) if self._centred() else 0.0
-        return -1.0
+        cap_first = state.ruleset.end_order == "cap-first"
+        bound = -1.0
+        for i in np.flatnonzero(reason != ONGOING):
+            c, w = start + int(i), int(winner[i])
+            child_side = int(tree.side[c])
+            value = 0.0 if w == DRAW and not self._centred() else (
+                self._centred_for(child_side, 0.0) if w == DRAW else (1.0 if w == child_side else -1.0))
+            bound = max(bound, -value)
+            if reason[i] != END_PLY_CAP or cap_first:
+                tree.terminal_value[c] = value
+                tree.flag[c] = TERMINAL
+        return bound
 
     def _centred(self) -> bool:
         return self.config.value_center and self._value_plugin is not None
 
     def _centred_value(self, state: GameState, margin: float) -> float:
         """``tanh((margin - the root's margin for state's side to move) / scale)`` (``value_center``)."""
-        root = self._root_margin if state.side == self._root_state.side else -self._root_margin
+        return self._centred_for(state.side, margin)
+
+    def _centred_for(self, side: int, margin: float) -> float:
+        """``tanh((margin - the root's margin for side) / scale)`` (``value_center``)."""
+        root = self._root_margin if side == self._root_state.side else -self._root_margin
         return math.tanh((margin - root) / self._value_plugin.scale)
 
     def _resolve(self, tree: Tree, node: int) -> None:

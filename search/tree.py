@@ -102,12 +102,14 @@ class Tree:
 
 
 @kernel
-def select_child(N, O, W, P, first, n, parent_visits, c_puct, fpu_value, formula):
+def select_child(N, O, W, P, flag, terminal_value, side, mover, first, n, parent_visits, c_puct, fpu_value, formula):
     """Index (absolute node id) of the child maximising JFA Eq. 1 with unobserved counts.
 
     ``formula`` ``FORMULA_PUCT``: ``Q + c P sqrt(N(s) + O(s)) / (1 + N(s,a) + O(s,a))`` (default);
     ``FORMULA_PRINTED``: the paper's printed ``(Q + c P) sqrt(N(s) + O(s)) / (1 + N(s,a) + O(s,a))``.
-    ``parent_visits`` is ``N(s) + O(s)``; an unvisited child's Q is ``fpu_value`` (first-play urgency).
+    ``parent_visits`` is ``N(s) + O(s)``; an unvisited child's Q is ``fpu_value`` (first-play urgency),
+    or its game result when it is already known to end the game (``flag`` ``TERMINAL``: its
+    ``terminal_value``, for its side to move, seen from its ``mover``).
     Q values are from the point of view of the side choosing here (the children's ``mover``).
     """
     best = first
@@ -115,7 +117,12 @@ def select_child(N, O, W, P, first, n, parent_visits, c_puct, fpu_value, formula
     sq = np.sqrt(max(parent_visits, 1.0))
     for i in range(first, first + n):
         visits = N[i]
-        q = W[i] / visits if visits > 0 else fpu_value
+        if visits > 0:
+            q = W[i] / visits
+        elif flag[i] == TERMINAL:
+            q = terminal_value[i] if side[i] == mover[i] else -terminal_value[i]
+        else:
+            q = fpu_value
         denom = 1.0 + visits + O[i]
         if formula == FORMULA_PUCT:
             score = q + c_puct * P[i] * sq / denom
@@ -128,7 +135,8 @@ def select_child(N, O, W, P, first, n, parent_visits, c_puct, fpu_value, formula
 
 
 @kernel
-def select_node(N, O, W, P, first_child, n_children, side, mover, node, c_puct, fpu_reduction, formula):
+def select_node(N, O, W, P, flag, terminal_value, first_child, n_children, side, mover, node, c_puct, fpu_reduction,
+                formula):
     """:func:`select_child` over the children of the expanded ``node``: first-play urgency is the
     node's mean value for the side choosing there (0 before any visit) minus ``fpu_reduction``.
     Returns the chosen child's node id."""
@@ -138,8 +146,8 @@ def select_node(N, O, W, P, first_child, n_children, side, mover, node, c_puct, 
         q_parent = W[node] / n_visits
         if mover[node] != side[node]:
             q_parent = -q_parent
-    return select_child(N, O, W, P, first_child[node], n_children[node], float(n_visits + O[node]), c_puct,
-                        q_parent - fpu_reduction, formula)
+    return select_child(N, O, W, P, flag, terminal_value, side, mover, first_child[node], n_children[node],
+                        float(n_visits + O[node]), c_puct, q_parent - fpu_reduction, formula)
 
 
 @kernel

@@ -189,7 +189,8 @@ def test_shared_prior_splits_an_action_among_the_children_sharing_it():
 
 @pytest.mark.parametrize("formula", [0, 1])
 def test_select_node_matches_a_naive_puct_scan(formula):
-    """``select_node`` against Eq. 1 written out in Python, first-play urgency included."""
+    """``select_node`` against Eq. 1 written out in Python, first-play urgency and the known results of
+    unvisited terminal children included."""
     import math
 
     from search.tree import select_node
@@ -203,6 +204,8 @@ def test_select_node_matches_a_naive_puct_scan(formula):
         P = rng.dirichlet(np.ones(n)).astype(np.float32)
         side = rng.integers(0, 2, n).astype(np.int8)
         mover = rng.integers(0, 2, n).astype(np.int8)
+        flag = rng.choice(np.array([0, 3], np.int8), n)  # UNEXPANDED or TERMINAL
+        terminal_value = rng.choice(np.array([-1.0, 0.0, 0.4, 1.0], np.float32), n)
         first = np.full(n, 2, np.int32)
         count = np.full(n, n - 2, np.int32)
         node = int(rng.integers(0, 2))
@@ -211,11 +214,16 @@ def test_select_node_matches_a_naive_puct_scan(formula):
         sq = math.sqrt(max(float(N[node] + O[node]), 1.0))
         scores = []
         for c in range(2, n):
-            q = float(W[c]) / int(N[c]) if N[c] > 0 else fpu
+            if N[c] > 0:
+                q = float(W[c]) / int(N[c])
+            elif flag[c] == 3:  # the child's result, for its side to move, seen by the side choosing here
+                q = float(terminal_value[c]) * (1 if side[c] == mover[c] else -1)
+            else:
+                q = fpu
             u = 1.5 * float(P[c]) * sq / (1 + int(N[c]) + int(O[c]))
             scores.append(q + u if formula == 0 else (q + 1.5 * float(P[c])) * sq / (1 + int(N[c]) + int(O[c])))
         want = 2 + max(range(n - 2), key=lambda i: (scores[i], -i))
-        assert select_node(N, O, W, P, first, count, side, mover, node, 1.5, 0.2, formula) == want
+        assert select_node(N, O, W, P, flag, terminal_value, first, count, side, mover, node, 1.5, 0.2, formula) == want
 
 
 def test_bench_search_reports_every_figure_and_its_settings():
