@@ -511,8 +511,11 @@ class Search:
             value = float(evaluation.value)
             if self._value_plugin is not None and state.phase == PHASE_BATTLE:
                 mix = self.config.value_mix
-                plugin = (self._centred_value(state, float(self._value_plugin.margin(state))) if self._centred()
-                          else float(self._value_plugin.value(state)))
+                if self._centred():  # the root's margin is already known (run)
+                    margin = self._root_margin if node == 0 else float(self._value_plugin.margin(state))
+                    plugin = self._centred_value(state, margin)
+                else:
+                    plugin = float(self._value_plugin.value(state))
                 value = (1.0 - mix) * value + mix * plugin
             moves = self._children(state, evaluation.policy, root=node == 0)
             try:
