@@ -216,6 +216,9 @@ class SearchOptions(AgentOptions):
     value_eval: str = Field("none", description="evaluator plugin blended into battle leaf values (e.g. eval.expert), or none")
     value_mix: float = Field(0.5, ge=0, le=1, description="weight of value_eval in a battle leaf's value: (1 - w) evaluator + w plugin")
     value_center: bool = Field(_search_default("value_center"), description="value_eval relative to the root's (SearchConfig.value_center)")
+    root: Literal["puct", "gumbel"] = Field(_search_default("root_selection"), description="root selection: Eq. 1 (puct) or Gumbel top-m with sequential halving (gumbel; SearchConfig.root_selection)")
+    gumbel_m: int = Field(_search_default("gumbel_m"), ge=1, le=4096, description="root=gumbel: children considered at the root")
+    gumbel_scale: float = Field(_search_default("gumbel_scale"), ge=0, le=10, description="root=gumbel: Gumbel noise scale (0: deterministic play)")
     terminal_bound: bool = Field(_search_default("terminal_bound"), description="a battle leaf is worth at least its side's best move that ends the game, e.g. a draw by repetition (SearchConfig.terminal_bound)")
     battle_prior: str = Field("none", description="battle_prior plugin blended into the battle priors (e.g. prior.expert), or none")
     prior_mix: float = Field(0.5, ge=0, le=1, description="weight of battle_prior in a battle child's prior: (1 - w) policy + w plugin")
@@ -243,6 +246,7 @@ class SearchOptions(AgentOptions):
                             discount=self.discount, reward_scale=self.reward_scale,
                             value_evaluator=None if self.value_eval == "none" else self.value_eval,
                             value_mix=self.value_mix, value_center=self.value_center, terminal_bound=self.terminal_bound,
+                            root_selection=self.root, gumbel_m=self.gumbel_m, gumbel_scale=self.gumbel_scale,
                             policy_temperature=self.policy_temperature,
                             battle_prior=None if self.battle_prior == "none" else self.battle_prior,
                             prior_mix=self.prior_mix, **extra)

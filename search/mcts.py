@@ -128,6 +128,21 @@ class SearchConfig(BaseModel):
     place of first-play urgency. A static or net value cannot see that the side behind may repeat the
     position at once, and at a few simulations the search rarely visits that reply when its prior is
     low, so the move allowing it looked as good as any (README, "The shipped model").
+
+    ``root_selection`` ``"gumbel"``: Gumbel root search (Danihelka et al. 2022, "Policy improvement by
+    planning with Gumbel", sections 3-4; mctx's ``gumbel_muzero_policy``). The root's ``gumbel_m`` best
+    children by ``g + logits`` (``logits = log P``; ``g`` Gumbel(0, 1) noise times ``gumbel_scale``, drawn
+    once per search: 0 for play, 1 for self-play exploration) share the simulations by sequential
+    halving: ``ceil(log2 m)`` phases, each giving every remaining child ``max(1, n / (phases * remaining))``
+    more visits of this search's ``n``, then keeping the better half by ``g + logits + sigma(q)``; the
+    move played is the survivor (when the search stops early: the best of the most visited remaining ones).
+    ``sigma(q) = (gumbel_c_visit + max_b N(b)) * gumbel_c_scale * q`` (50 and 0.1, mctx's defaults), ``q``
+    the *completed* Q (a visited
+    child's mean value, an unvisited one's the root's mean value: the paper's ``v_mix`` with the root's
+    mean in place of the net's value) rescaled to [0, 1] over the root's children. Below the root,
+    selection stays Eq. 1. The result also carries the improved policy
+    ``softmax(logits + sigma(completed q))`` over every root child, the paper's policy-training target
+    (``SearchResult.target``). Root Dirichlet noise is not used with it (the Gumbel noise explores).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -160,13 +175,20 @@ class SearchConfig(BaseModel):
     policy_temperature: float = Field(1.0, ge=0.05, le=10)
     value_center: bool = False
     terminal_bound: bool = True
+    root_selection: Literal["puct", "gumbel"] = "puct"
+    gumbel_m: int = Field(16, ge=1, le=4096)
+    gumbel_scale: float = Field(0.0, ge=0, le=10)
+    gumbel_c_visit: float = Field(50.0, ge=0, le=1e6)
+    gumbel_c_scale: float = Field(0.1, gt=0, le=1e3)
 
 
 class SearchResult(NamedTuple):
     """Root statistics after a search: ``moves`` (root children), ``visits`` int32, ``q`` float64 (mean
     value for the side to move at the root; ``nan`` if unvisited), ``priors`` float32, ``actions`` int32
     (net action indices), ``value`` (root value estimate for the side to move), ``simulations`` run,
-    ``seconds`` elapsed."""
+    ``seconds`` elapsed; with Gumbel root search (``SearchConfig.root_selection``) also ``chosen``, the
+    index of the move it chose (-1 otherwise), and ``improved``, its improved policy over ``moves``
+    (float32, sums to 1; ``None`` otherwise)."""
 
     moves: list[Move]
     visits: np.ndarray
@@ -176,16 +198,21 @@ class SearchResult(NamedTuple):
     value: float
     simulations: int
     seconds: float
+    chosen: int = -1
+    improved: np.ndarray | None = None
 
     def best(self) -> Move:
-        """The most visited move (ties: higher prior)."""
+        """The Gumbel search's choice, else the most visited move (ties: higher prior)."""
+        if self.chosen >= 0:
+            return self.moves[self.chosen]
         order = np.lexsort((-self.priors, -self.visits))
         return self.moves[int(order[0])]
 
     def sample(self, temperature: float, rng: np.random.Generator) -> Move:
         """A move drawn with probability proportional to ``visits ** (1 / temperature)``; the most
-        visited move when ``temperature`` is 0."""
-        if temperature <= 0 or self.visits.sum() == 0:
+        visited move when ``temperature`` is 0. A Gumbel search's choice whatever the temperature (its
+        Gumbel noise is the sampling: ``SearchConfig.gumbel_scale``)."""
+        if temperature <= 0 or self.visits.sum() == 0 or self.chosen >= 0:
             return self.best()
         weights = self.visits.astype(np.float64) ** (1.0 / temperature)
         return self.moves[int(rng.choice(len(self.moves), p=weights / weights.sum()))]
@@ -194,6 +221,11 @@ class SearchResult(NamedTuple):
         """Visit distribution over the root children (float32, sums to 1)."""
         total = self.visits.sum()
         return (self.visits / total).astype(np.float32) if total else np.full(len(self.moves), 1 / len(self.moves), np.float32)
+
+    def target(self) -> np.ndarray:
+        """The policy-training target over the root children (float32, sums to 1): the Gumbel search's
+        improved policy, else the visit distribution."""
+        return self.improved if self.improved is not None else self.policy()
 
 
 def terminal_value(state: GameState) -> float:
@@ -240,6 +272,9 @@ class Search:
         if cfg.value_center and self._value_plugin is not None and not hasattr(self._value_plugin, "margin"):
             raise ValueError(f"search: value_center needs a value plugin with a margin; {cfg.value_evaluator!r} has none")
         self._root_margin = 0.0  # the value plugin's margin of the root for its side to move (value_center)
+        self._gumbel = cfg.root_selection == "gumbel"
+        self._gumbel_lock = threading.Lock()
+        self._halving: _Halving | None = None  # this search's Gumbel root schedule (set once the root is expanded)
         self._prior_plugin = (REGISTRY.create(cfg.battle_prior, "battle_prior")
                               if cfg.battle_prior is not None and cfg.prior_mix > 0 else None)
         if cfg.backup != "mean":
@@ -279,8 +314,9 @@ class Search:
         self._root_state = state
         self._root_margin = (float(self._value_plugin.margin(state))
                              if self._centred() and state.phase == PHASE_BATTLE and not state.is_terminal() else 0.0)
-        if self.tree.flag[0] == EXPANDED and self.config.dirichlet_epsilon > 0:
+        if self.tree.flag[0] == EXPANDED and self.config.dirichlet_epsilon > 0 and not self._gumbel:
             self._noise_root()  # a reused root: its priors were expanded without noise
+        self._halving = None
         tree = self.tree
         start_n = int(tree.N[0])
         t0 = time.perf_counter()
@@ -358,7 +394,7 @@ class Search:
         while True:
             flag = tree.flag[node]
             if flag == EXPANDED:
-                child = self._select(tree, node)
+                child = self._gumbel_child(tree) if node == 0 and self._gumbel else self._select(tree, node)
                 with tree.lock(child):
                     tree.O[child] += 1  # Eq. 2
                 path.append(child)
@@ -386,6 +422,52 @@ class Search:
         return select_node(tree.N, tree.O, tree.W, tree.P, tree.flag, tree.terminal_value, tree.first_child,
                            tree.n_children, tree.side, tree.mover,
                            node, self.config.c_puct, self.fpu_reduction, self.formula)
+
+    # ------------------------------------------------------------------ Gumbel root search
+    def _gumbel_child(self, tree: Tree) -> int:
+        """The root child of the next simulation under sequential halving (``root_selection`` gumbel):
+        the remaining child with the fewest simulations started in this search; when every one has
+        reached the phase's target, the better half is kept first (by ``g + logits + sigma(q)``)."""
+        with self._gumbel_lock:
+            h = self._halving
+            if h is None:
+                h = self._halving = self._start_halving(tree)
+            if len(h.remaining) > 1 and min(h.started[c] for c in h.remaining) >= h.target:
+                keep = -(-len(h.remaining) // 2)
+                score = self._gumbel_scores(tree, h)
+                h.remaining = sorted(h.remaining, key=lambda c: -score[c - h.first])[:keep]
+                h.target += max(1, h.budget // (h.phases * len(h.remaining)))
+            child = min(h.remaining, key=lambda c: h.started[c])  # ties: the better-ranked child
+            h.started[child] += 1
+            return child
+
+    def _start_halving(self, tree: Tree) -> "_Halving":
+        cfg = self.config
+        first, k = int(tree.first_child[0]), int(tree.n_children[0])
+        logits = np.log(np.maximum(tree.P[first:first + k].astype(np.float64), 1e-12))
+        noise = self.rng.gumbel(size=k) * cfg.gumbel_scale if cfg.gumbel_scale > 0 else np.zeros(k)
+        m = min(cfg.gumbel_m, k)
+        ranked = [first + int(i) for i in np.argsort(-(noise + logits), kind="stable")[:m]]
+        phases = max(1, math.ceil(math.log2(m))) if m > 1 else 1
+        budget = max(1, self._remaining + 1)  # this simulation and those not yet started
+        return _Halving(first, k, logits, noise, ranked, dict.fromkeys(ranked, 0),
+                        max(1, budget // (phases * m)), phases, budget)
+
+    def _completed_sigma(self, tree: Tree, first: int, k: int) -> np.ndarray:
+        """``sigma(completed q)`` of the root's children (float64[k], see ``SearchConfig``)."""
+        cfg = self.config
+        visits = tree.N[first:first + k].astype(np.float64)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            q = tree.W[first:first + k] / visits  # the children's mover is the root's side to move
+        root_mean = -float(tree.W[0] / tree.N[0]) if tree.N[0] > 0 else 0.0  # W[0] is for the root's mover
+        completed = np.where(visits > 0, q, root_mean)
+        lo, hi = float(completed.min()), float(completed.max())
+        scaled = (completed - lo) / (hi - lo) if hi > lo else np.zeros(k)
+        return (cfg.gumbel_c_visit + visits.max()) * cfg.gumbel_c_scale * scaled
+
+    def _gumbel_scores(self, tree: Tree, h: "_Halving") -> np.ndarray:
+        """``g + logits + sigma(completed q)`` of the root's children (float64[k])."""
+        return h.noise + h.logits + self._completed_sigma(tree, h.first, h.k)
 
     def _backup(self, tree: Tree, path: list[int], value: float, leaf_side: int) -> None:
         """Complete update (JFA Eq. 3-5): ``value`` is for ``leaf_side``; each node's ``W`` is kept from
@@ -631,7 +713,7 @@ class Search:
         if children.priors is not None:  # the battle prior plugin's, over the kept paths
             mix = self.config.prior_mix
             priors = (1.0 - mix) * priors + mix * children.priors
-        if root and self.config.dirichlet_epsilon > 0:
+        if root and self.config.dirichlet_epsilon > 0 and not self._gumbel:
             eps = self.config.dirichlet_epsilon
             priors = (1 - eps) * priors + eps * self.rng.dirichlet(np.full(children.k, self.config.dirichlet_alpha))
         return children._replace(priors=priors.astype(np.float32))
@@ -672,8 +754,17 @@ class Search:
             q = np.where(visits > 0, tree.W[idx] / np.maximum(visits, 1), np.nan)
         total = visits.sum()
         value = float(np.nansum(q * visits) / total) if total else 0.0
+        chosen, improved = -1, None
+        h = self._halving
+        if self._gumbel and h is not None and h.first == first:
+            score = self._gumbel_scores(tree, h)
+            top = max(int(tree.N[c]) for c in h.remaining)  # a search stopped mid-phase: the most visited
+            chosen = max((c for c in h.remaining if tree.N[c] == top), key=lambda c: score[c - first]) - first
+            z = h.logits + self._completed_sigma(tree, first, n)
+            improved = np.exp(z - z.max())
+            improved = (improved / improved.sum()).astype(np.float32)
         return SearchResult([self._move_of(int(c)) for c in idx], visits, q, tree.P[idx].copy(),
-                            tree.action[idx].copy(), value, simulations, seconds)
+                            tree.action[idx].copy(), value, simulations, seconds, chosen, improved)
 
 
 def _normalised(p: np.ndarray) -> np.ndarray:
@@ -685,6 +776,19 @@ def _normalised(p: np.ndarray) -> np.ndarray:
 def _same_position(tree: Tree, node: int, state: GameState) -> bool:
     return (int(tree.side[node]) == state.side and int(tree.phase[node]) == state.phase
             and int(tree.ply[node]) == state.ply and np.array_equal(tree.board[node], state.board))
+
+
+class _Halving:
+    """Sequential halving at the root of one Gumbel search: the root's children ``first .. first + k - 1``,
+    their ``logits`` and Gumbel ``noise`` (float64[k]), the ``remaining`` child ids (best first),
+    simulations ``started`` per considered child in this search, the phase's cumulative ``target``
+    per child, the number of ``phases`` and the search's simulation ``budget``."""
+
+    __slots__ = ("first", "k", "logits", "noise", "remaining", "started", "target", "phases", "budget")
+
+    def __init__(self, first, k, logits, noise, remaining, started, target, phases, budget):
+        self.first, self.k, self.logits, self.noise = first, k, logits, noise
+        self.remaining, self.started, self.target, self.phases, self.budget = remaining, started, target, phases, budget
 
 
 class _Children(NamedTuple):

@@ -352,3 +352,106 @@ def test_terminal_bound_sees_the_draw_the_side_behind_can_force():
     assert draw_value > 0  # behind: the draw is better than the centre
     assert values[False] == pytest.approx(0.0)  # the root's own centred value
     assert values[True] == pytest.approx(draw_value)
+
+
+# ============================================================================ Gumbel root search
+def _halving_visits(n: int, m: int) -> list[int]:
+    """Visits per considered child (sorted) of sequential halving with ``n`` simulations over ``m``
+    children, one simulation at a time: each phase raises every remaining child to the phase's target
+    ``max(1, n // (phases * remaining))`` more, then the better half goes on (which half does not change
+    the counts); the last child takes what is left."""
+    phases = max(1, math.ceil(math.log2(m))) if m > 1 else 1
+    counts, remaining, target = [0] * m, list(range(m)), max(1, n // (phases * m))
+    for _ in range(n):
+        if len(remaining) > 1 and all(counts[c] >= target for c in remaining):
+            remaining = remaining[: -(-len(remaining) // 2)]
+            target += max(1, n // (phases * len(remaining)))
+        c = min(remaining, key=lambda i: counts[i])
+        counts[c] += 1
+    return sorted(counts)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**16), m=st.integers(1, 9), sims=st.integers(1, 60), scale=st.sampled_from([0.0, 1.0]))
+def test_gumbel_root_search_halves_and_improves_the_policy(seed, m, sims, scale):
+    """Gumbel root search (``root_selection="gumbel"``) against the paper's formulas written out: the
+    considered children are the top ``m`` by ``g + log P`` (Gumbel noise from the search's generator),
+    their visits follow sequential halving, the choice is the best most-visited child by
+    ``g + log P + sigma(completed q)`` and the improved policy is ``softmax(log P + sigma(completed q))``."""
+    from nets.evaluator import KnowledgeEvaluator
+
+    rng = random.Random(seed)
+    state = GameState.from_jfen(random_battle_jfen(rng, rng.choice([20, 60]), rng.choice([20, 60]), 4))
+    assume(not state.is_terminal())
+    config = SearchConfig(simulations=sims + 1, root_selection="gumbel", gumbel_m=m, gumbel_scale=scale, seed=seed,
+                          expansion_pruner="prune.expert:top=6")
+    with Search(KnowledgeEvaluator(), config) as search:
+        result = search.run(state)
+        tree = search.tree
+        root_mean = -float(tree.W[0] / tree.N[0])
+    k = len(result.moves)
+    noise = np.random.default_rng(seed).gumbel(size=k) * scale if scale > 0 else np.zeros(k)
+    logits = np.log(np.maximum(result.priors.astype(np.float64), 1e-12))
+    considered = set(np.argsort(-(noise + logits), kind="stable")[: min(m, k)].tolist())
+    assert {i for i in range(k) if result.visits[i] > 0} <= considered
+    assert sorted(int(result.visits[i]) for i in considered) == _halving_visits(sims, min(m, k))
+    completed = np.where(result.visits > 0, result.q, root_mean)
+    lo, hi = completed.min(), completed.max()
+    sigma = (50 + result.visits.max()) * 0.1 * ((completed - lo) / (hi - lo) if hi > lo else np.zeros(k))
+    most = [i for i in range(k) if result.visits[i] == result.visits.max()]
+    assert result.chosen == max(most, key=lambda i: noise[i] + logits[i] + sigma[i])
+    assert result.best() == result.moves[result.chosen]
+    z = logits + sigma
+    assert np.allclose(result.target(), np.exp(z - z.max()) / np.exp(z - z.max()).sum(), atol=1e-6)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**16), k=st.integers(1, 12), m=st.integers(1, 12), sims=st.integers(1, 80),
+       scale=st.sampled_from([0.0, 1.0]))
+def test_gumbel_child_sequence_matches_a_naive_sequential_halving(seed, k, m, sims, scale):
+    """The root children ``_gumbel_child`` returns, one simulation at a time on a root whose children
+    have fixed values ``q``, against sequential halving written out: the top ``min(m, k)`` by
+    ``g + log P``; each phase brings the remaining children to its target, then keeps the better half
+    by ``g + log P + sigma(completed q)`` at that moment (ties: the better-ranked)."""
+    from search.tree import Tree
+
+    rng = np.random.default_rng(seed)
+    q = rng.uniform(-1, 1, k)
+    prior = rng.dirichlet(np.ones(k)).astype(np.float32)
+    search = Search(UniformEvaluator(), SearchConfig(root_selection="gumbel", gumbel_m=m, gumbel_scale=scale, seed=seed))
+    tree = search.tree = Tree(k + 1)
+    tree.first_child[0], tree.n_children[0], tree.flag[0] = 1, k, EXPANDED
+    tree.P[1:k + 1] = prior
+    tree.N[0], tree.W[0] = 1, -0.1  # the root's mean, seen from the root's side: 0.1
+    search._remaining = sims - 1
+    got = []
+    for _ in range(sims):
+        c = search._gumbel_child(tree)
+        got.append(c - 1)
+        tree.N[c] += 1
+        tree.W[c] += q[c - 1]
+        tree.N[0] += 1
+        tree.W[0] -= q[c - 1]
+
+    noise = np.random.default_rng(seed).gumbel(size=k) * scale if scale > 0 else np.zeros(k)
+    logits = np.log(np.maximum(prior.astype(np.float64), 1e-12))
+    mm = min(m, k)
+    phases = max(1, math.ceil(math.log2(mm))) if mm > 1 else 1
+    remaining = list(np.argsort(-(noise + logits), kind="stable")[:mm])
+    visits, w, n0, w0 = np.zeros(k), np.zeros(k), 1, -0.1
+    target, want = max(1, sims // (phases * mm)), []
+    for _ in range(sims):
+        if len(remaining) > 1 and all(visits[c] >= target for c in remaining):
+            completed = np.where(visits > 0, w / np.maximum(visits, 1), -w0 / n0)
+            lo, hi = completed.min(), completed.max()
+            sigma = (50 + visits.max()) * 0.1 * ((completed - lo) / (hi - lo) if hi > lo else 0 * completed)
+            score = noise + logits + sigma
+            remaining = sorted(remaining, key=lambda c: -score[c])[: -(-len(remaining) // 2)]
+            target += max(1, sims // (phases * len(remaining)))
+        c = min(remaining, key=lambda i: visits[i])
+        want.append(int(c))
+        visits[c] += 1
+        w[c] += q[c]
+        n0 += 1
+        w0 -= q[c]
+    assert got == want

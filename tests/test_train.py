@@ -932,3 +932,32 @@ def test_upper_selfplay_with_a_teacher_blends_its_prior_into_the_targets():
     assert k == len(samples)
     with pytest.raises(Exception, match="teacher"):
         resolve_names(micro_config("selfplay.teacher=prior.nope"))
+
+
+def test_upper_selfplay_with_gumbel_targets_the_improved_policy():
+    """``selfplay.root_selection=gumbel``: each searched battle sample's policy target is the Gumbel
+    search's improved policy, positive on every root child (kept path) although two simulations visit
+    one of them; the gate and curve agents search the same way (without noise)."""
+    from knowledge.registry import REGISTRY
+    from nets.encoding import encode_paths
+    from nets.model import build
+    from train.selfplay import net_agent_spec, play_upper_game
+
+    cfg = micro_config("selfplay.root_selection=gumbel", "selfplay.gumbel_m=8")
+    net = build(cfg.nets.net_config("upper")).eval()
+    game, builder, _ = play_upper_game(cfg, net, seed=4)
+    samples = builder.build()
+    pruner = REGISTRY.create(cfg.selfplay.expansion_pruner, "expansion_pruner")
+    replay, k, spread = GameState.initial(cfg.ruleset), 0, 0
+    for text, info in zip(game.moves, game.search):
+        if info is not None and replay.phase == 1:
+            ps = replay.paths()
+            kept = encode_paths(ps.pts, ps.off, ps.jump, ps.m)[np.asarray(pruner.keep(replay, ps), np.int64)]
+            idx, val = samples.policy(k)
+            assert set(idx.tolist()) == set(kept.tolist())
+            assert (val > 0).all() and val.sum() == pytest.approx(1.0, abs=1e-5)
+            spread += len(idx) > 1
+            k += 1
+        replay = replay.apply(text)
+    assert k == len(samples) and spread > 0
+    assert "root=gumbel,gumbel_m=8" in net_agent_spec("upper", "/tmp/upper.safetensors", cfg)

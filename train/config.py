@@ -69,6 +69,11 @@ field                           default                     meaning
 ``selfplay.value_mix``          ``1.0``                     its weight: ``(1 - w) v_net + w v_plugin``
 ``selfplay.value_center``       ``true``                    the plugin's value relative to the root's
                                                             (``search.mcts.SearchConfig.value_center``)
+``selfplay.root_selection``     ``"puct"``                  ``gumbel``: Gumbel root search with sequential
+                                                            halving (``search.mcts.SearchConfig``; noise scale
+                                                            1 in self-play, 0 in the gate and the curve) and
+                                                            its improved policy as the policy target
+``selfplay.gumbel_m``           ``16``                      ``gumbel``: children considered at the root
 ``replay.window``               ``20000``                   the learner samples the most recent N samples
 ``replay.symmetries``           ``[0, 1, 2, 3]``            board symmetries drawn per sample at training
                                                             time (``nets.symmetry``; ``[0, 1]`` = the paper's
@@ -211,6 +216,8 @@ class SelfPlayConfig(_Section):
     value_eval: str | None = NET_VALUE_EVAL
     value_mix: float = Field(NET_VALUE_MIX, ge=0, le=1)
     value_center: bool = NET_VALUE_CENTER
+    root_selection: Literal["puct", "gumbel"] = "puct"
+    gumbel_m: int = Field(16, ge=1, le=4096)
     teacher: str | None = None
     teacher_mix: float = Field(0.5, ge=0, le=1)
 

@@ -79,7 +79,8 @@ def record_name(iteration: int, index: int) -> str:
 
 # ============================================================================ search helpers
 def search_config(cfg, seed: int):
-    """The ``SearchConfig`` of a self-play search from a ``TrainConfig`` (tree reuse only without root noise)."""
+    """The ``SearchConfig`` of a self-play search from a ``TrainConfig`` (tree reuse unless Dirichlet root noise
+    is on; the Gumbel root search draws its noise afresh for each search)."""
     from search.mcts import SearchConfig
 
     sp = cfg.selfplay
@@ -87,7 +88,9 @@ def search_config(cfg, seed: int):
                         dirichlet_alpha=sp.dirichlet_alpha, dirichlet_epsilon=sp.dirichlet_epsilon,
                         expansion_pruner=sp.expansion_pruner, capture_pruner=sp.capture_pruner,
                         value_evaluator=sp.value_eval, value_mix=sp.value_mix, value_center=sp.value_center,
-                        reuse_tree=sp.dirichlet_epsilon == 0, seed=seed)
+                        root_selection=sp.root_selection, gumbel_m=sp.gumbel_m,
+                        gumbel_scale=1.0 if sp.root_selection == "gumbel" else 0.0,
+                        reuse_tree=sp.dirichlet_epsilon == 0 or sp.root_selection == "gumbel", seed=seed)
 
 
 def _forced(search, state: GameState) -> Move | None:
@@ -146,7 +149,7 @@ class _Game:
         self.searched += 1
         self.simulations += int(result.simulations)
         self.search_seconds += float(result.seconds)
-        target = (result.actions, result.visits.astype(np.float64))
+        target = (result.actions, result.target().astype(np.float64))  # visits, or the Gumbel improved policy
         if teacher is not None and state.phase != PHASE_LAYOUT and target[1].sum() > 0:
             from nets.encoding import encode_paths
             from train.samples import blend_teacher
@@ -361,7 +364,8 @@ def net_agent_spec(kind: str, path: str | os.PathLike, cfg) -> str:
     ``hbm:upper=PATH,lower=none,...`` or ``hbm:battle=expert,lower=PATH,victims=0`` (``search.agents``).
     The upper net's agent searches with the self-play search's knowledge (``selfplay.expansion_pruner``,
     ``capture_pruner``, ``value_eval``, ``value_mix``, ``value_center``), and both searching agents with its
-    exploration constant (``selfplay.c_puct``), so that the gate and the curve measure the search
+    exploration constant (``selfplay.c_puct``) and root selection (``selfplay.root_selection``, without
+    noise), so that the gate and the curve measure the search
     that made the games. Raises ``ValueError`` if the path cannot go into a spec (it contains ``,`` or ``+``)."""
     p = str(Path(path).resolve())
     if "," in p or "+" in p:
@@ -370,6 +374,8 @@ def net_agent_spec(kind: str, path: str | os.PathLike, cfg) -> str:
         return f"hbm:battle=expert,lower={p},victims=0,precision={cfg.selfplay.precision}"
     search = (f"sims={cfg.gate.simulations},threads={cfg.gate.search_threads},batch={cfg.selfplay.max_batch},"
               f"inference_threads=1,torch_threads=1,precision={cfg.selfplay.precision},c_puct={cfg.selfplay.c_puct}")
+    if cfg.selfplay.root_selection != "puct":  # (written only when set: the specs of earlier runs stay as they were)
+        search += f",root={cfg.selfplay.root_selection},gumbel_m={cfg.selfplay.gumbel_m}"
     if kind == "slm":
         return f"slm:slm={p},{search}"
     sp = cfg.selfplay
