@@ -58,7 +58,7 @@ from core.state import GameState
 from knowledge.agents import AgentOptions, PhasedAgent, validate_agent_spec, make_agent
 from knowledge.registry import REGISTRY, SpecError, register
 from nets.config import Precision
-from search.mcts import (NET_C_PUCT, NET_EXPANSION_PRUNER, NET_VALUE_CENTER, NET_VALUE_EVAL, NET_VALUE_MIX, Search,
+from search.mcts import (NET_C_PUCT, NET_EXPANSION_PRUNER, NET_ROOT_SELECTION, NET_VALUE_CENTER, NET_VALUE_EVAL, NET_VALUE_MIX, Search,
                          SearchConfig, SearchResult)
 
 MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
@@ -277,6 +277,7 @@ class NetOptions(SearchOptions):
     value_eval: str = Field(NET_VALUE_EVAL, description="evaluator plugin blended into battle leaf values (default: the expert's two-ply search value), or none")
     value_mix: float = Field(NET_VALUE_MIX, ge=0, le=1, description="weight of value_eval in a battle leaf's value: (1 - w) net + w plugin")
     value_center: bool = Field(NET_VALUE_CENTER, description="value_eval relative to the root's, so that a search far ahead still tells moves apart (SearchConfig.value_center)")
+    root: Literal["puct", "gumbel"] = Field(NET_ROOT_SELECTION, description="root selection: Gumbel top-m with sequential halving (gumbel, default) or Eq. 1 (puct; SearchConfig.root_selection)")
     layout_sims: int | None = Field(None, ge=1, le=SIMS_MAX, description="simulations per layout move (default: sims; 1 plays the SLM policy's best placement)")
     threads: int = Field(2, ge=1, le=256, description="WU-UCT search threads")
     batch: int = Field(8, ge=1, le=4096, description="evaluator batch size (positions per forward pass)")

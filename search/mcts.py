@@ -62,8 +62,9 @@ _NO_HISTORY.setflags(write=False)
 
 # The search of the net agents (``search.agents.NetOptions``) and of self-play
 # (``train.config.SelfPlayConfig``): the expert's 4 best paths per battle node, every battle leaf valued
-# by the expert's own two-ply search from it, and a lower exploration constant than ``SearchConfig``'s,
-# so that at 16 simulations those values, not the priors, decide the visits (README, "The shipped
+# by the expert's own two-ply search from it, a lower exploration constant than ``SearchConfig``'s,
+# so that at 16 simulations those values, not the priors, decide the visits, and the Gumbel root search,
+# which visits every kept path at the root (README, "The shipped
 # model", for the matches that chose them). The paper's HBM search is ``prune.expansion`` with no value
 # plugin and ``c_puct`` 1.5, ``SearchConfig``'s own defaults.
 NET_EXPANSION_PRUNER = "prune.expert:top=4"
@@ -71,6 +72,7 @@ NET_VALUE_EVAL = "eval.expert:plies=2"
 NET_VALUE_MIX = 1.0
 NET_VALUE_CENTER = True
 NET_C_PUCT = 0.5
+NET_ROOT_SELECTION = "gumbel"  # Gumbel root search with sequential halving (SearchConfig.root_selection)
 
 
 class SearchConfig(BaseModel):

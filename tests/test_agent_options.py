@@ -127,6 +127,13 @@ def test_search_defaults_live_in_search_config():
         assert opts.c_puct == c_puct and opts.formula == default.formula
         assert opts.search_config().c_puct == c_puct
     assert SelfPlayConfig().c_puct == NET_C_PUCT
+    from search.mcts import NET_ROOT_SELECTION
+
+    assert NET_ROOT_SELECTION != default.root_selection
+    for name, root in (("mcts", default.root_selection), ("jfa", NET_ROOT_SELECTION), ("hbm", NET_ROOT_SELECTION)):
+        _, opts = REGISTRY.check(name, "agent")
+        assert opts.search_config().root_selection == root
+    assert SelfPlayConfig().root_selection == NET_ROOT_SELECTION
     agent = make_agent("mcts:sims=2")
     assert agent.search.config.c_puct == default.c_puct
     agent.close()

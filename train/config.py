@@ -69,7 +69,8 @@ field                           default                     meaning
 ``selfplay.value_mix``          ``1.0``                     its weight: ``(1 - w) v_net + w v_plugin``
 ``selfplay.value_center``       ``true``                    the plugin's value relative to the root's
                                                             (``search.mcts.SearchConfig.value_center``)
-``selfplay.root_selection``     ``"puct"``                  ``gumbel``: Gumbel root search with sequential
+``selfplay.root_selection``     ``"gumbel"``                the net agents' (``search.mcts.NET_ROOT_SELECTION``):
+                                                            Gumbel root search with sequential
                                                             halving (``search.mcts.SearchConfig``; noise scale
                                                             1 in self-play, 0 in the gate and the curve) and
                                                             its improved policy as the policy target
@@ -147,7 +148,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 from core.errors import JiuError
 from core.rules import Ruleset
 from nets.config import Precision
-from search.mcts import NET_C_PUCT, NET_EXPANSION_PRUNER, NET_VALUE_CENTER, NET_VALUE_EVAL, NET_VALUE_MIX
+from search.mcts import NET_C_PUCT, NET_EXPANSION_PRUNER, NET_ROOT_SELECTION, NET_VALUE_CENTER, NET_VALUE_EVAL, NET_VALUE_MIX
 
 KINDS: tuple[str, ...] = ("slm", "upper", "lower")
 MODELS: tuple[str, ...] = (*KINDS, "cycle")
@@ -216,7 +217,7 @@ class SelfPlayConfig(_Section):
     value_eval: str | None = NET_VALUE_EVAL
     value_mix: float = Field(NET_VALUE_MIX, ge=0, le=1)
     value_center: bool = NET_VALUE_CENTER
-    root_selection: Literal["puct", "gumbel"] = "puct"
+    root_selection: Literal["puct", "gumbel"] = NET_ROOT_SELECTION
     gumbel_m: int = Field(16, ge=1, le=4096)
     teacher: str | None = None
     teacher_mix: float = Field(0.5, ge=0, le=1)

@@ -374,8 +374,8 @@ def net_agent_spec(kind: str, path: str | os.PathLike, cfg) -> str:
         return f"hbm:battle=expert,lower={p},victims=0,precision={cfg.selfplay.precision}"
     search = (f"sims={cfg.gate.simulations},threads={cfg.gate.search_threads},batch={cfg.selfplay.max_batch},"
               f"inference_threads=1,torch_threads=1,precision={cfg.selfplay.precision},c_puct={cfg.selfplay.c_puct}")
-    if cfg.selfplay.root_selection != "puct":  # (written only when set: the specs of earlier runs stay as they were)
-        search += f",root={cfg.selfplay.root_selection},gumbel_m={cfg.selfplay.gumbel_m}"
+    search += f",root={cfg.selfplay.root_selection}" + (f",gumbel_m={cfg.selfplay.gumbel_m}"
+                                                        if cfg.selfplay.root_selection == "gumbel" else "")
     if kind == "slm":
         return f"slm:slm={p},{search}"
     sp = cfg.selfplay
