@@ -100,10 +100,11 @@ def test_expert_value_is_zero_in_the_layout_and_refuses_a_bad_scale():
 
 def _first_child_q(text: str, mix: float, evaluator: str | None = "eval.expert") -> tuple[float, GameState]:
     """Two serial simulations from ``text``: the root, then its first child; returns that child's Q (for
-    the root's mover) and the child position."""
+    the root's mover) and the child position. Without the game-end bound (``terminal_bound``), which would
+    raise the value of a child whose side can end the game at once: its own tests are in test_search."""
     state = GameState.from_jfen(text)
     cfg = SearchConfig(simulations=2, threads=1, reuse_tree=False, seed=0, value_evaluator=evaluator,
-                       value_mix=mix, expansion_pruner=None, capture_pruner=None)
+                       value_mix=mix, expansion_pruner=None, capture_pruner=None, terminal_bound=False)
     with Search(UniformEvaluator(), cfg) as search:
         result = search.run(state)
     visited = np.flatnonzero(result.visits > 0)
@@ -169,7 +170,12 @@ def test_the_search_blends_the_battle_prior_into_the_kept_children(text, mix):
     # No pruner: the children are every path (by path; their order is the search's).
     index = {(ps.path(i), bool(ps.jump[i])): i for i in range(ps.m)}
     got = np.array([result.priors[j] for j in range(len(result.moves))], np.float64)
-    want = np.array([(1 - mix) / ps.m + mix * knowledge[index[(m.path, m.jump)]] for m in result.moves])
+    # The uniform policy's share: equal per upper action, split among the children sharing one (a flight
+    # that is also a step, rule book 7).
+    actions, counts = np.unique(result.actions, return_counts=True)
+    share = {int(a): 1.0 / (len(actions) * int(c)) for a, c in zip(actions, counts)}
+    want = np.array([(1 - mix) * share[int(a)] + mix * knowledge[index[(m.path, m.jump)]]
+                     for m, a in zip(result.moves, result.actions)])
     assert got == pytest.approx(want, rel=1e-4, abs=1e-6)
 
 
@@ -260,7 +266,8 @@ def test_a_centred_plugin_value_is_relative_to_the_roots(text, mix):
     if state.is_terminal() or state.phase != PHASE_BATTLE:
         return
     cfg = SearchConfig(simulations=2, threads=1, reuse_tree=False, seed=0, value_evaluator="eval.expert",
-                       value_mix=mix, value_center=True, expansion_pruner=None, capture_pruner=None)
+                       value_mix=mix, value_center=True, expansion_pruner=None, capture_pruner=None,
+                       terminal_bound=False)  # the game-end bound has its own tests (test_search)
     with Search(UniformEvaluator(), cfg) as search:
         result = search.run(state)
     i = int(np.flatnonzero(result.visits > 0)[0])
