@@ -30,6 +30,7 @@ import math
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
 import numpy as np
@@ -584,9 +585,7 @@ class Search:
                 self._resolve(tree, node)
             state = self._state_at(tree, node, path)
             if state.is_terminal():
-                value = terminal_value(state)
-                if self._centred() and state.phase == PHASE_BATTLE and state.winner() == DRAW:
-                    value = self._centred_value(state, 0.0)
+                value = self._end_value(state.side, state.winner())
                 with tree.lock(node):
                     tree.terminal_value[node] = value
                     tree.flag[node] = TERMINAL
@@ -639,15 +638,20 @@ class Search:
         cap_first = state.ruleset.end_order == "cap-first"
         bound = -1.0
         for i in np.flatnonzero(reason != ONGOING):
-            c, w = start + int(i), int(winner[i])
-            child_side = int(tree.side[c])
-            value = 0.0 if w == DRAW and not self._centred() else (
-                self._centred_for(child_side, 0.0) if w == DRAW else (1.0 if w == child_side else -1.0))
+            c = start + int(i)
+            value = self._end_value(int(tree.side[c]), int(winner[i]))
             bound = max(bound, -value)
             if reason[i] != END_PLY_CAP or cap_first:
                 tree.terminal_value[c] = value
                 tree.flag[c] = TERMINAL
         return bound
+
+    def _end_value(self, side: int, winner: int) -> float:
+        """The value of a finished game for ``side`` (to move there): +1 won, -1 lost; a draw 0, or with
+        ``value_center`` the even position against the root's margin (``_centred_for(side, 0)``)."""
+        if winner == DRAW:
+            return self._centred_for(side, 0.0) if self._centred() else 0.0
+        return 1.0 if winner == side else -1.0
 
     def _centred(self) -> bool:
         return self.config.value_center and self._value_plugin is not None
@@ -759,10 +763,11 @@ class Search:
         chosen, improved = -1, None
         h = self._halving
         if self._gumbel and h is not None and h.first == first:
-            score = self._gumbel_scores(tree, h)
+            sigma = self._completed_sigma(tree, first, n)
+            score = h.noise + h.logits + sigma
             top = max(int(tree.N[c]) for c in h.remaining)  # a search stopped mid-phase: the most visited
             chosen = max((c for c in h.remaining if tree.N[c] == top), key=lambda c: score[c - first]) - first
-            z = h.logits + self._completed_sigma(tree, first, n)
+            z = h.logits + sigma
             improved = np.exp(z - z.max())
             improved = (improved / improved.sum()).astype(np.float32)
         return SearchResult([self._move_of(int(c)) for c in idx], visits, q, tree.P[idx].copy(),
@@ -780,17 +785,22 @@ def _same_position(tree: Tree, node: int, state: GameState) -> bool:
             and int(tree.ply[node]) == state.ply and np.array_equal(tree.board[node], state.board))
 
 
+@dataclass(slots=True)
 class _Halving:
     """Sequential halving at the root of one Gumbel search: the root's children ``first .. first + k - 1``,
     their ``logits`` and Gumbel ``noise`` (float64[k]), the ``remaining`` child ids (best first),
     simulations ``started`` per considered child in this search, the phase's cumulative ``target``
     per child, the number of ``phases`` and the search's simulation ``budget``."""
 
-    __slots__ = ("first", "k", "logits", "noise", "remaining", "started", "target", "phases", "budget")
-
-    def __init__(self, first, k, logits, noise, remaining, started, target, phases, budget):
-        self.first, self.k, self.logits, self.noise = first, k, logits, noise
-        self.remaining, self.started, self.target, self.phases, self.budget = remaining, started, target, phases, budget
+    first: int
+    k: int
+    logits: np.ndarray
+    noise: np.ndarray
+    remaining: list[int]
+    started: dict[int, int]
+    target: int
+    phases: int
+    budget: int
 
 
 class _Children(NamedTuple):
