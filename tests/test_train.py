@@ -358,6 +358,28 @@ def test_cli_selfplay_resume_extends_a_finished_run(tmp_path):
     assert (run / "checkpoints" / "lower-i0002.safetensors").exists()
 
 
+def test_a_resumed_run_without_a_baseline_plays_it_first(tmp_path):
+    from train.curve import read_points
+
+    run = tmp_path / "run"
+    cfg = micro_config("model=lower", "iterations=1", "pretrain.enabled=false", "gate.max_games=0",
+                       "curve.baseline=false")
+    run_pipeline(cfg, run, progress=False)
+    assert [p["iteration"] for p in read_points(run / "curve")] == [1]
+    cfg2 = micro_config("model=lower", "iterations=2", "pretrain.enabled=false", "gate.max_games=0")
+    run_pipeline(cfg2, run, resume=True, progress=False)
+    points = read_points(run / "curve")
+    assert [p["iteration"] for p in points] == [0, 1, 2]
+    assert points[0]["player"] == "lower@i0000" and (points[0]["games"], points[0]["hours"]) == (0, 0.0)
+    assert points[1]["hours"] < points[2]["hours"] and points[2]["games"] == 4
+    events = read_metrics(run / "metrics.jsonl")
+    order = [(e["event"], e.get("iteration")) for e in events if e["event"] in ("run_start", "curve", "game")]
+    second = [i for i, e in enumerate(order) if e[0] == "run_start"][1]
+    assert order[second + 1] == ("curve", 0)  # before the resumed run's first self-play game
+    state = json.loads((run / "state.json").read_text())
+    assert state["last_curve"]["iteration"] == 2
+
+
 def test_minutes_budget_stops_at_a_resumable_point(tmp_path):
     run = tmp_path / "run"
     cfg = micro_config("model=lower", "iterations=1", "pretrain.enabled=false", "minutes=0.00001", "gate.max_games=0",
@@ -787,15 +809,21 @@ def test_curve_points_and_joint_fit(cycle_run):
 
     run, cfg, _, _ = cycle_run
     points = read_points(run / "curve")
-    assert [p["iteration"] for p in points] == [1, 2, 3]
-    assert [p["kind"] for p in points] == ["slm", "upper", "lower"]
+    assert [p["iteration"] for p in points] == [0, 1, 2, 3]
+    assert [p["kind"] for p in points] == ["slm", "slm", "upper", "lower"]
+    # the baseline: the start net, before any self-play game, against the anchors only
+    assert points[0]["player"] == "slm@i0000" and (points[0]["games"], points[0]["hours"]) == (0, 0.0)
+    assert [r["b"] for r in points[0]["results"]] == ["random", "greedy"]
+    assert "checkpoints/slm-i0000.safetensors" in points[0]["spec"]
     for p in points:
         assert {r["b"] for r in p["results"]} >= {"random", "greedy"}
         assert all(r["wins"] + r["draws"] + r["losses"] == 2 for r in p["results"])
     fit = fit_curve(points, "greedy")
     assert fit["ratings"]["greedy"]["elo"] == 0.0
     events = [e for e in read_metrics(run / "metrics.jsonl") if e["event"] == "curve"]
-    assert [e["iteration"] for e in events] == [1, 2, 3]
+    assert [e["iteration"] for e in events] == [0, 1, 2, 3]
+    first_game = min(i for i, e in enumerate(read_metrics(run / "metrics.jsonl")) if e["event"] == "game")
+    assert read_metrics(run / "metrics.jsonl").index(events[0]) < first_game
     assert all(e["elo"] is not None and e["ci95"][0] <= e["elo"] <= e["ci95"][1] for e in events)
     gates = [e for e in read_metrics(run / "metrics.jsonl") if e["event"] == "gate"]
     assert all(e["games"] == 2 and "sprt" in e and e["sprt"]["n"] == 1 for e in gates)

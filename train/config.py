@@ -120,6 +120,10 @@ field                           default                     meaning
 ``curve.checkpoints``           ``2``                       earlier curve points (best nets) also played
 ``curve.anchor``                ``"expert"``                the anchor held at Elo 0 in the joint
                                                             Bradley-Terry fit
+``curve.baseline``              ``true``                    also a point for iteration 0: the start net
+                                                            plays the anchors before the first self-play
+                                                            game counts (0 games, 0 hours), so the curve
+                                                            shows what the run added
 ``init_dir``                    ``None``                    start from the nets of this model directory
                                                             (``<kind>.safetensors``) instead of pretraining
                                                             (``python cli.py selfplay`` without
@@ -315,6 +319,7 @@ class CurveConfig(_Section):
     anchors: tuple[str, ...] = DEFAULT_ANCHORS
     checkpoints: int = Field(2, ge=0, le=100)
     anchor: str = "expert"
+    baseline: bool = True
 
     _even = field_validator("games")(_even_or_zero)
 

@@ -34,7 +34,8 @@ phase:
    (``.../expert/``). Then, every ``curve.every`` iterations, the best net plays the **learning
    curve**'s anchor pool (``train.curve``: ``RUN/curve/iNNNN/``) and its jointly fitted Elo with a 95%
    interval goes to ``metrics.jsonl`` (event ``curve``), TensorBoard (``curve/<kind>/elo``) and the
-   display. Evaluation agents: specs of the search agents ``slm`` / ``hbm`` (``train.selfplay.net_agent_spec``).
+   display; with ``curve.baseline`` the start net plays the anchors first, as iteration 0's point (0
+   games, 0 hours; a resumed run that lacks it plays it before its next phase). Evaluation agents: specs of the search agents ``slm`` / ``hbm`` (``train.selfplay.net_agent_spec``).
 
 Budget: ``iterations`` is the total for the run (a resumed run continues up to it; raise it to extend a
 finished run); ``minutes`` is the wall time of this invocation, after which no new phase or game starts
@@ -438,29 +439,47 @@ class Pipeline:
         if cfg.curve.every and it % cfg.curve.every == 0:
             self.phase_curve(it, kind)
 
+    def baseline_pending(self) -> bool:
+        """Whether the run still owes its iteration-0 curve point (``curve.baseline``): the start net of the
+        first iteration's kind exists and ``RUN/curve/i0000/results.json`` does not."""
+        from train.curve import RESULTS_FILE
+
+        cfg = self.config
+        return bool(cfg.curve.every and cfg.curve.baseline and self.paths.checkpoint(cfg.kind_for(1), 0).exists()
+                    and not (self.paths.curve_dir(0) / RESULTS_FILE).exists())
+
     def phase_curve(self, it: int, kind: str) -> None:
-        """The learning-curve point of iteration ``it`` (``train.curve``)."""
+        """The learning-curve point of iteration ``it`` (``train.curve``). Iteration 0 is the baseline: the
+        start net (``checkpoints/<kind>-i0000``), recorded at 0 self-play games and 0 hours whenever it is
+        played (a resumed run that predates it plays it first)."""
         from train.curve import curve_text, fit_curve, opponents, player_label, read_points, run_point
         from train.selfplay import net_agent_spec
 
         cfg = self.config
-        best = self.state.best[kind]
-        player = player_label(kind, best.iteration)
-        spec = net_agent_spec(kind, self.paths.root / best.checkpoint, cfg)
+        if it == 0:
+            player = player_label(kind, 0)
+            spec = net_agent_spec(kind, self.paths.checkpoint(kind, 0), cfg)
+            run_games, hours = 0, 0.0
+        else:
+            best = self.state.best[kind]
+            player = player_label(kind, best.iteration)
+            spec = net_agent_spec(kind, self.paths.root / best.checkpoint, cfg)
+            run_games, hours = self.state.games, round(self.elapsed() / 3600, 4)
         points = [p for p in read_points(self.paths.curve_root) if p["iteration"] < it]
         opp = opponents(points, cfg.curve.anchors, kind, player, cfg.curve.checkpoints)
         self.show(phase=f"curve: {player} vs {len(opp)} opponents")
         t0 = time.time()
 
         point = run_point(lambda a, b, n, seed, out_dir: self._arena(a, b, n, out_dir, seed), self.paths.curve_dir(it), it,
-                          kind, player, spec, opp, cfg.curve.games, self._seed(it, 5), self.state.games,
-                          round(self.elapsed() / 3600, 4))
-        fit = fit_curve([*points, point], cfg.curve.anchor)
-        row = fit["points"][-1]
+                          kind, player, spec, opp, cfg.curve.games, self._seed(it, 5), run_games, hours)
+        later = [p for p in read_points(self.paths.curve_root) if p["iteration"] > it]
+        fit = fit_curve([*points, point, *later], cfg.curve.anchor)
+        row = fit["points"][len(points)]
         anchors = {a: fit["ratings"].get(a, {}).get("elo") for a in cfg.curve.anchors}
-        self.state.last_curve = {**row, "anchor": fit["anchor"]}
+        if not later:
+            self.state.last_curve = {**row, "anchor": fit["anchor"]}
         self.log("curve", iteration=it, kind=kind, player=player, elo=row["elo"], ci95=row["ci95"],
-                 games=self.state.games, hours=point["hours"], anchor=fit["anchor"], anchors=anchors,
+                 games=run_games, hours=hours, anchor=fit["anchor"], anchors=anchors,
                  results=point["results"], seconds=round(time.time() - t0, 3))
         self.show(curve=curve_text(row))
         if self.tb and row["elo"] is not None:
@@ -525,7 +544,9 @@ class Pipeline:
                     self.state.kind = kind
                     phase = self.state.phase
                     self.show(iteration=it, kind=kind)
-                    if phase == "init":
+                    if phase != "init" and self.baseline_pending():
+                        self.phase_curve(0, cfg.kind_for(1))
+                    elif phase == "init":
                         self.phase_init(it, kind)
                         self.state.phase = "selfplay"
                         t_it = time.time()
