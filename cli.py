@@ -737,10 +737,14 @@ def report(
     out: Annotated[Optional[Path], typer.Option(help="Output directory (default RUN_DIR/report).")] = None,
 ):
     """Plot losses, win rates, self-play speed and the learning curve (Elo vs games and hours) into PNG files."""
-    from train.report import render_report
+    from train.report import curve_lines, render_report
 
-    for path in render_report(run_dir, out):
+    written = render_report(run_dir, out)
+    for path in written:
         typer.echo(str(path))
+    summary = next(p for p in written if p.name == "summary.json")
+    for line in curve_lines(json.loads(summary.read_text(encoding="utf-8"))):
+        typer.echo(line)
 
 
 @app.command()

@@ -19,6 +19,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from cli import app
@@ -433,7 +435,39 @@ def test_report_writes_pngs(cycle_run):
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 2000
     summary = json.loads((run / "report" / "summary.json").read_text())
     assert [r["kind"] for r in summary["iterations"]] == ["slm", "upper", "lower"]
+    # the printed curve: one line per point, then the slm trend (two slm points: the baseline and i0001)
+    lines = result.output.splitlines()
+    assert sum(line.startswith("i000") for line in lines) == len(summary["curve"]["points"]) == 4
+    slm = summary["curve"]["rate"]["hours"]["slm"]
+    assert slm["points"] == 2 and f"slm: {slm['slope']:+.0f} Elo per hour" in result.output
+    assert "Elo per 100 games" in result.output
     assert runner.invoke(app, ["report", str(run / "nope")]).exit_code == 2
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.floats(0, 10), st.floats(-800, 800), st.floats(5, 300)), min_size=2, max_size=8))
+def test_curve_rate_is_the_weighted_least_squares_line(pts):
+    """Against numpy's weighted polynomial fit (weights 1/se on the residuals) and its unscaled covariance."""
+    from train.curve import curve_rate
+
+    assume(max(x for x, _, _ in pts) - min(x for x, _, _ in pts) > 1e-3)
+    rows = [{"kind": "upper", "hours": x, "elo": y, "se": se} for x, y, se in pts]
+    rows.append({"kind": "upper", "hours": 5.0, "elo": None, "se": None})  # unrated: left out
+    rate = curve_rate(rows)["upper"]
+    xs, ys, se = (np.array(v) for v in zip(*pts))
+    coef, cov = np.polyfit(xs, ys, 1, w=1 / se, cov="unscaled")
+    assert rate["points"] == len(pts)
+    assert rate["slope"] == pytest.approx(coef[0], rel=1e-6, abs=1e-6)
+    assert rate["se"] == pytest.approx(np.sqrt(cov[0, 0]), rel=1e-6)
+    assert rate["ci95"][0] < rate["slope"] < rate["ci95"][1]
+
+
+def test_curve_rate_needs_two_x_values():
+    from train.curve import curve_rate
+
+    one = [{"kind": "slm", "hours": 1.0, "elo": 10.0, "se": 50.0}, {"kind": "slm", "hours": 1.0, "elo": 30.0, "se": 50.0}]
+    assert curve_rate(one) == {}
+    assert curve_rate(one[:1]) == {}
 
 
 def _wait_for(predicate, timeout: float) -> bool:

@@ -114,8 +114,49 @@ def fit_curve(points: list[dict[str, Any]], anchor: str | None = "expert") -> di
     for p in points:
         r = ratings.get(p["player"], {})
         rows.append({"iteration": p["iteration"], "kind": p["kind"], "player": p["player"], "games": p["games"],
-                     "hours": p["hours"], "elo": r.get("elo"), "ci95": r.get("ci95")})
+                     "hours": p["hours"], "elo": r.get("elo"), "se": r.get("se"), "ci95": r.get("ci95")})
     return {"anchor": used_anchor, "ratings": ratings, "points": rows}
+
+
+def curve_rate(rows: list[dict[str, Any]], x: str = "hours") -> dict[str, dict[str, Any]]:
+    """How fast the curve rises: per net kind, the weighted least-squares slope of the points' Elo against
+    ``x`` (``"hours"`` or ``"games"``), each point weighted by ``1 / se**2`` of its fitted rating.
+
+    ``rows``: :func:`fit_curve`'s ``points``. Returns ``{kind: {"slope": Elo per unit of x, "se",
+    "ci95": [low, high] (normal, 95%), "points": n, "span": [first x, last x], "gain": last Elo - first
+    Elo}}`` for every kind with at least two rated points at two different ``x``; the interval treats
+    the points as independent, which the joint fit makes them only approximately (points sharing a
+    player share its rating), so it is a guide, not a test. Points without a finite positive ``se``
+    are left out."""
+    out: dict[str, dict[str, Any]] = {}
+    for kind in sorted({r["kind"] for r in rows}):
+        pts = [r for r in rows if r["kind"] == kind and finite(r.get("elo")) and finite(r.get("se"))
+               and r["se"] > 0 and finite(r.get(x))]
+        if len(pts) < 2:
+            continue
+        xs = np.array([float(r[x]) for r in pts])
+        ys = np.array([float(r["elo"]) for r in pts])
+        w = 1.0 / np.array([float(r["se"]) for r in pts]) ** 2
+        xm = float(np.sum(w * xs) / np.sum(w))
+        sxx = float(np.sum(w * (xs - xm) ** 2))
+        if sxx <= 0:
+            continue
+        slope = float(np.sum(w * (xs - xm) * (ys - np.sum(w * ys) / np.sum(w))) / sxx)
+        se = float(np.sqrt(1.0 / sxx))
+        out[kind] = {"slope": slope, "se": se, "ci95": [slope - 1.96 * se, slope + 1.96 * se], "points": len(pts),
+                     "span": [float(xs.min()), float(xs.max())], "gain": float(ys[np.argmax(xs)] - ys[np.argmin(xs)])}
+    return out
+
+
+def rate_text(kind: str, rate: dict[str, Any], x: str = "hours") -> str:
+    """One line of :func:`curve_rate`'s result for ``x`` (``"hours"``: Elo per hour; ``"games"``: Elo per
+    100 self-play games): ``upper: +41 Elo per hour [+5, +77] over 5 points, 0.00-4.12 hours (...)``."""
+    scale, per = (1.0, "hour") if x == "hours" else (100.0, "100 games")
+    lo, hi = (scale * v for v in rate["ci95"])
+    a, b = rate["span"]
+    span = f"{a:.2f}-{b:.2f} hours" if x == "hours" else f"{a:.0f}-{b:.0f} games"
+    return (f"{kind}: {scale * rate['slope']:+.0f} Elo per {per} [{lo:+.0f}, {hi:+.0f}] over {rate['points']} "
+            f"points, {span} (last - first: {rate['gain']:+.0f} Elo)")
 
 
 def curve_text(point: dict[str, Any]) -> str:

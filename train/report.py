@@ -11,10 +11,11 @@ Reads ``RUN/metrics.jsonl`` (``train.pipeline``) and writes PNGs with matplotlib
 - ``selfplay.png``: self-play speed per iteration (games per hour, positions per second);
 - ``elo.png``: the learning curve (``train.curve``): the best net's Elo with its 95% band against the
   self-play games of the run and against the run's hours, refitted jointly over every curve point of the
-  run, with the anchors' Elo (the expert's among them) as horizontal lines; one line per net kind;
+  run, with the anchors' Elo (the expert's among them) as horizontal lines; one line per net kind, and
+  its weighted least-squares trend (``train.curve.curve_rate``: Elo per game, Elo per hour);
 
 and ``summary.json`` (one row per iteration: kind, losses, win rates, acceptance, speeds; ``curve``: the
-joint fit). Events logged
+joint fit, with ``curve.rate.hours`` / ``curve.rate.games``: the trend per kind). Events logged
 twice (a phase repeated after a kill) count once: the last one wins.
 """
 
@@ -59,7 +60,7 @@ def collect(run_dir: str | os.PathLike) -> dict[str, Any]:
     pre = {k: {"first_loss": v.get("first_loss"), "last_loss": v.get("last_loss"), "last_value": v.get("last_value"),
                "last_policy": v.get("last_policy"), "last_l2": v.get("last_l2"), "samples": v.get("samples")}
            for k, v in init.items()}
-    from train.curve import fit_curve, read_points
+    from train.curve import curve_rate, fit_curve, read_points
 
     points = read_points(Path(run_dir) / "curve")
     anchor = "expert"
@@ -70,7 +71,27 @@ def collect(run_dir: str | os.PathLike) -> dict[str, Any]:
     except Exception:  # noqa: BLE001 - a run without a readable config: the default anchor
         pass
     curve = fit_curve(points, anchor) if points else {"anchor": anchor, "ratings": {}, "points": []}
+    curve["rate"] = {"hours": curve_rate(curve["points"], "hours"), "games": curve_rate(curve["points"], "games")}
     return {"kinds": kinds, "iterations": rows, "pretrain": pre, "events": len(events), "curve": curve}
+
+
+def curve_lines(data: dict[str, Any]) -> list[str]:
+    """The learning curve as text (``python cli.py report`` prints it): one line per point (iteration,
+    player, self-play games, hours, Elo with its 95% interval), then the trend per kind in Elo per hour and
+    per 100 games (``train.curve.curve_rate``). ``data``: :func:`collect`'s result (or ``summary.json``)."""
+    from train.curve import rate_text
+
+    curve = data.get("curve") or {}
+    lines = []
+    for p in curve.get("points", []):
+        elo = "no games" if p.get("elo") is None else f"Elo {p['elo']:+.0f} [{p['ci95'][0]:+.0f}, {p['ci95'][1]:+.0f}]"
+        lines.append(f"i{p['iteration']:04d} {p['player']}: {p['games']} self-play games, {p['hours']:.2f} h, {elo}"
+                     f" ({curve.get('anchor')} = 0)")
+    rates = curve.get("rate") or {}
+    for x in ("hours", "games"):
+        for kind, r in (rates.get(x) or {}).items():
+            lines.append(rate_text(kind, r, x))
+    return lines
 
 
 def _wr(e: dict | None) -> dict | None:
@@ -183,6 +204,13 @@ def render_report(run_dir: str | os.PathLike, out_dir: str | os.PathLike | None 
             err = [[y - p["ci95"][0] for y, p in zip(ys, pts)], [p["ci95"][1] - y for y, p in zip(ys, pts)]]
             ax.errorbar(xs, ys, yerr=err, fmt="o-", capsize=3, label=f"{kind} (best net)")
             ax.fill_between(xs, [p["ci95"][0] for p in pts], [p["ci95"][1] for p in pts], alpha=0.2)
+            rate = curve["rate"][key].get(kind)
+            if rate is not None:  # the weighted least-squares line (train.curve.curve_rate)
+                w = [1.0 / p["se"] ** 2 if p.get("se") else 0.0 for p in pts]
+                xm, ym = (sum(wi * v for wi, v in zip(w, vals)) / sum(w) for vals in (xs, ys))
+                unit = "hour" if key == "hours" else "game"
+                ax.plot([min(xs), max(xs)], [ym + rate["slope"] * (v - xm) for v in (min(xs), max(xs))], ":",
+                        color="black", lw=1, label=f"{kind}: {rate['slope']:+.1f} Elo per {unit}")
     for name, r in curve["ratings"].items():
         if "@" in name or r.get("elo") is None:
             continue
