@@ -208,9 +208,9 @@ def render_report(run_dir: str | os.PathLike, out_dir: str | os.PathLike | None 
             if rate is not None:  # the weighted least-squares line (train.curve.curve_rate)
                 w = [1.0 / p["se"] ** 2 if p.get("se") else 0.0 for p in pts]
                 xm, ym = (sum(wi * v for wi, v in zip(w, vals)) / sum(w) for vals in (xs, ys))
-                unit = "hour" if key == "hours" else "game"
+                scale, per = (1, "hour") if key == "hours" else (100, "100 games")
                 ax.plot([min(xs), max(xs)], [ym + rate["slope"] * (v - xm) for v in (min(xs), max(xs))], ":",
-                        color="black", lw=1, label=f"{kind}: {rate['slope']:+.1f} Elo per {unit}")
+                        color="black", lw=1, label=f"{kind}: {scale * rate['slope']:+.0f} Elo per {per}")
     for name, r in curve["ratings"].items():
         if "@" in name or r.get("elo") is None:
             continue
