@@ -459,6 +459,8 @@ def test_curve_rate_is_the_weighted_least_squares_line(pts):
     assert rate["points"] == len(pts)
     assert rate["slope"] == pytest.approx(coef[0], rel=1e-6, abs=1e-6)
     assert rate["se"] == pytest.approx(np.sqrt(cov[0, 0]), rel=1e-6)
+    xm, ym = rate["center"]  # the plotted line: through the weighted means, on numpy's line
+    assert ym == pytest.approx(coef[0] * xm + coef[1], rel=1e-6, abs=1e-5)
     assert rate["ci95"][0] < rate["slope"] < rate["ci95"][1]
 
 

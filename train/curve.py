@@ -123,8 +123,8 @@ def curve_rate(rows: list[dict[str, Any]], x: str = "hours") -> dict[str, dict[s
     ``x`` (``"hours"`` or ``"games"``), each point weighted by ``1 / se**2`` of its fitted rating.
 
     ``rows``: :func:`fit_curve`'s ``points``. Returns ``{kind: {"slope": Elo per unit of x, "se",
-    "ci95": [low, high] (normal, 95%), "points": n, "span": [first x, last x], "gain": last Elo - first
-    Elo}}`` for every kind with at least two rated points at two different ``x``; the interval treats
+    "ci95": [low, high] (normal, 95%), "points": n, "span": [first x, last x], "center": [weighted mean
+    x, weighted mean Elo] (the line passes through it), "gain": last Elo - first Elo}}`` for every kind with at least two rated points at two different ``x``; the interval treats
     the points as independent, which the joint fit makes them only approximately (points sharing a
     player share its rating), so it is a guide, not a test. Points without a finite positive ``se``
     are left out."""
@@ -137,14 +137,15 @@ def curve_rate(rows: list[dict[str, Any]], x: str = "hours") -> dict[str, dict[s
         xs = np.array([float(r[x]) for r in pts])
         ys = np.array([float(r["elo"]) for r in pts])
         w = 1.0 / np.array([float(r["se"]) for r in pts]) ** 2
-        xm = float(np.sum(w * xs) / np.sum(w))
+        xm, ym = float(np.sum(w * xs) / np.sum(w)), float(np.sum(w * ys) / np.sum(w))
         sxx = float(np.sum(w * (xs - xm) ** 2))
         if sxx <= 0:
             continue
-        slope = float(np.sum(w * (xs - xm) * (ys - np.sum(w * ys) / np.sum(w))) / sxx)
+        slope = float(np.sum(w * (xs - xm) * (ys - ym)) / sxx)
         se = float(np.sqrt(1.0 / sxx))
         out[kind] = {"slope": slope, "se": se, "ci95": [slope - 1.96 * se, slope + 1.96 * se], "points": len(pts),
-                     "span": [float(xs.min()), float(xs.max())], "gain": float(ys[np.argmax(xs)] - ys[np.argmin(xs)])}
+                     "span": [float(xs.min()), float(xs.max())], "center": [xm, ym],
+                     "gain": float(ys[np.argmax(xs)] - ys[np.argmin(xs)])}
     return out
 
 

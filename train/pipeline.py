@@ -35,7 +35,8 @@ phase:
    curve**'s anchor pool (``train.curve``: ``RUN/curve/iNNNN/``) and its jointly fitted Elo with a 95%
    interval goes to ``metrics.jsonl`` (event ``curve``), TensorBoard (``curve/<kind>/elo``) and the
    display; with ``curve.baseline`` the start net plays the anchors first, as iteration 0's point (0
-   games, 0 hours; a resumed run that lacks it plays it before its next phase). Evaluation agents: specs of the search agents ``slm`` / ``hbm`` (``train.selfplay.net_agent_spec``).
+   games, 0 hours; a resumed run that lacks it plays it before its next phase). Evaluation agents:
+   specs of the search agents ``slm`` / ``hbm`` (``train.selfplay.net_agent_spec``).
 
 Budget: ``iterations`` is the total for the run (a resumed run continues up to it; raise it to extend a
 finished run); ``minutes`` is the wall time of this invocation, after which no new phase or game starts
@@ -465,14 +466,15 @@ class Pipeline:
             player = player_label(kind, best.iteration)
             spec = net_agent_spec(kind, self.paths.root / best.checkpoint, cfg)
             run_games, hours = self.state.games, round(self.elapsed() / 3600, 4)
-        points = [p for p in read_points(self.paths.curve_root) if p["iteration"] < it]
+        stored = read_points(self.paths.curve_root)
+        points = [p for p in stored if p["iteration"] < it]
+        later = [p for p in stored if p["iteration"] > it]  # a baseline played after a resume
         opp = opponents(points, cfg.curve.anchors, kind, player, cfg.curve.checkpoints)
         self.show(phase=f"curve: {player} vs {len(opp)} opponents")
         t0 = time.time()
 
         point = run_point(lambda a, b, n, seed, out_dir: self._arena(a, b, n, out_dir, seed), self.paths.curve_dir(it), it,
                           kind, player, spec, opp, cfg.curve.games, self._seed(it, 5), run_games, hours)
-        later = [p for p in read_points(self.paths.curve_root) if p["iteration"] > it]
         fit = fit_curve([*points, point, *later], cfg.curve.anchor)
         row = fit["points"][len(points)]
         anchors = {a: fit["ratings"].get(a, {}).get("elo") for a in cfg.curve.anchors}

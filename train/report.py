@@ -206,10 +206,9 @@ def render_report(run_dir: str | os.PathLike, out_dir: str | os.PathLike | None 
             ax.fill_between(xs, [p["ci95"][0] for p in pts], [p["ci95"][1] for p in pts], alpha=0.2)
             rate = curve["rate"][key].get(kind)
             if rate is not None:  # the weighted least-squares line (train.curve.curve_rate)
-                w = [1.0 / p["se"] ** 2 if p.get("se") else 0.0 for p in pts]
-                xm, ym = (sum(wi * v for wi, v in zip(w, vals)) / sum(w) for vals in (xs, ys))
+                (xm, ym), (x0, x1) = rate["center"], rate["span"]
                 scale, per = (1, "hour") if key == "hours" else (100, "100 games")
-                ax.plot([min(xs), max(xs)], [ym + rate["slope"] * (v - xm) for v in (min(xs), max(xs))], ":",
+                ax.plot([x0, x1], [ym + rate["slope"] * (v - xm) for v in (x0, x1)], ":",
                         color="black", lw=1, label=f"{kind}: {scale * rate['slope']:+.0f} Elo per {per}")
     for name, r in curve["ratings"].items():
         if "@" in name or r.get("elo") is None:
