@@ -150,14 +150,16 @@ def choose_victims_q(state: GameState, move: Move, pruner, scorer, rng=None, eps
     """The lower net's choice of square victims for the square-forming ``move`` (its path; its
     victims give only their number): ``search.victims.choose_victims`` among the capture pruner's
     candidates (the first ``limit``; 0 = all), a uniformly random one with probability ``epsilon``
-    (``rng``), else the highest Q. Returns ``(victims, after_state, upper_action, n_candidates)``."""
+    (``rng``), else the highest Q. Returns ``(choice, upper_action)``: the
+    ``search.victims.VictimChoice`` (its ``afters`` are every candidate's position after the move) and the
+    path's upper action (``nets.encoding.encode_upper``)."""
     from nets.encoding import encode_upper
     from search.victims import after_path, choose_victims
 
     k = len(move.victims)
     choice = choose_victims(after_path(state, move.path, move.jump, k), move.path, move.jump, k, pruner, scorer,
                             limit, rng, epsilon)
-    return choice.victims, choice.after, encode_upper(move.path, move.jump), choice.n_candidates
+    return choice, encode_upper(move.path, move.jump)
 
 
 class LowerVictimsAgent:
@@ -176,9 +178,8 @@ class LowerVictimsAgent:
         t0 = time.perf_counter()
         move = self.base.select(state)
         if state.phase != PHASE_LAYOUT and move.victims:
-            victims, _, _, _ = choose_victims_q(state, move, self.pruner, self.scorer, self.rng, self.epsilon,
-                                                self.limit)
-            move = Move(move.path, move.jump, victims)
+            choice, _ = choose_victims_q(state, move, self.pruner, self.scorer, self.rng, self.epsilon, self.limit)
+            move = Move(move.path, move.jump, choice.victims)
         self.last_think_time = time.perf_counter() - t0
         return move
 

@@ -47,11 +47,14 @@ def all_victim_sets(after: GameState, count: int) -> list[tuple[int, ...]]:
 
 class VictimChoice(NamedTuple):
     """``victims`` (ascending points), ``after`` (the ``GameState`` after the whole move when a lower
-    net was given, else ``None``) and ``n_candidates`` (sets considered)."""
+    net was given, else ``None``), ``n_candidates`` (sets considered) and ``afters`` (when a lower net
+    was given: the position after the whole move for every candidate set, in the candidates' order,
+    ``after`` among them; else empty)."""
 
     victims: tuple[int, ...]
     after: GameState | None
     n_candidates: int
+    afters: tuple[GameState, ...] = ()
 
 
 def after_path(state: GameState, path, jump: bool, count: int) -> GameState:
@@ -96,7 +99,7 @@ def choose_victims(after: GameState, path, jump: bool, count: int, pruner=None, 
         return VictimChoice(tuple(sets[0]), None, len(sets))
     from nets.encoding import encode_upper
 
-    afters = [take(after, path, jump, s) for s in sets]
+    afters = tuple(take(after, path, jump, s) for s in sets)
     if len(sets) == 1:
         j = 0
     elif rng is not None and epsilon > 0 and rng.random() < epsilon:
@@ -104,4 +107,4 @@ def choose_victims(after: GameState, path, jump: bool, count: int, pruner=None, 
     else:
         q = scorer.q_values(afters, [encode_upper(tuple(int(p) for p in path), bool(jump))] * len(afters))
         j = int(np.argmax(q))
-    return VictimChoice(tuple(sets[j]), afters[j], len(sets))
+    return VictimChoice(tuple(sets[j]), afters[j], len(sets), afters)

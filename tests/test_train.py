@@ -1025,3 +1025,44 @@ def test_upper_selfplay_with_gumbel_targets_the_improved_policy():
         replay = replay.apply(text)
     assert k == len(samples) and spread > 0
     assert "root=gumbel,gumbel_m=8" in net_agent_spec("upper", "/tmp/upper.safetensors", cfg)
+
+
+@pytest.mark.parametrize("target", [None, "eval.expert:plies=1"])
+def test_lower_selfplay_values_every_candidate_with_lower_eval(target):
+    """``selfplay.lower_eval``: every candidate victim set of every capture gives a sample (the pruner's
+    order), valued by minus the evaluator's value of the position after it; without it, one sample per
+    capture (the chosen set) valued by the game's outcome for the capturing side."""
+    from core.notation import Move, parse_move
+    from knowledge.registry import REGISTRY
+    from nets.features import state_planes
+    from nets.model import build
+    from train.selfplay import play_lower_game
+
+    extra = ["ruleset.max_battle_plies=80"] + ([f"selfplay.lower_eval={target}"] if target else [])
+    cfg = micro_config(*extra)
+    net = build(cfg.nets.net_config("lower")).eval()
+    game, builder, info = play_lower_game(cfg, net, seed=5)
+    samples = builder.build()
+    pruner = REGISTRY.create(cfg.selfplay.capture_pruner, "capture_pruner")
+    evaluator = REGISTRY.create(target, "evaluator") if target else None
+    returns = game.state.returns()
+    replay, k, captures, wider = GameState.initial(cfg.ruleset), 0, 0, 0
+    for text, meta in zip(game.moves, game.search):
+        move = parse_move(text)
+        if meta is not None:  # a capture whose victims the lower net chose
+            sets = [tuple(v) for v in pruner.candidates(replay, move.path, move.jump)[0]]
+            assert meta["candidates"] == len(sets) and move.victims in sets
+            chosen = replay._play(move)
+            afters = [replay._play(Move(move.path, move.jump, v)) for v in sets] if target else [chosen]
+            for after in afters:
+                assert np.array_equal(samples.planes[k], state_planes(after).astype(np.float16))
+                want = -evaluator.value(after) if target else returns[replay.side]
+                assert samples.z[k] == pytest.approx(want, abs=1e-6)
+                k += 1
+            captures += 1
+            wider += len(sets) > 1
+        replay = replay.apply(text)
+    assert k == len(samples) and captures == info["captures"] > 0
+    assert info["lower_target"] == (target or "outcome")
+    if target:
+        assert wider > 0 and len(samples) > captures

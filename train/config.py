@@ -52,6 +52,12 @@ field                           default                     meaning
                                                             ``reward.outcome`` for the game result,
                                                             ``reward.shape`` for the ``shape`` agent's net
 ``selfplay.lower_epsilon``      ``0.1``                     ``lower`` mode: chance of a random candidate
+``selfplay.lower_eval``         ``None``                    ``lower`` mode's value target: ``None``, one sample
+                                                            per capture valued by the game's outcome (the
+                                                            Monte Carlo return, JFA); an ``evaluator`` plugin
+                                                            spec (``eval.expert:plies=2``): a sample for every
+                                                            candidate set, valued by that plugin's value of
+                                                            the position after it
 ``selfplay.teacher``            ``None``                    ``upper`` mode: a ``battle_prior`` plugin spec
                                                             (``prior.expert:plies=1``) whose prior is blended
                                                             into each sample's policy target: the auxiliary
@@ -216,6 +222,7 @@ class SelfPlayConfig(_Section):
     aux_agent: str = "expert"
     reward: str = "reward.first_square"
     lower_epsilon: float = Field(0.1, ge=0, le=1)
+    lower_eval: str | None = None
     capture_pruner: str = "prune.capture"
     expansion_pruner: str | None = NET_EXPANSION_PRUNER
     value_eval: str | None = NET_VALUE_EVAL
@@ -226,7 +233,7 @@ class SelfPlayConfig(_Section):
     teacher: str | None = None
     teacher_mix: float = Field(0.5, ge=0, le=1)
 
-    _specs = field_validator("reward", "teacher")(_spec)
+    _specs = field_validator("reward", "teacher", "lower_eval")(_spec)
     _agents = field_validator("aux_agent")(_agent_spec)
 
     @field_validator("capture_pruner", "expansion_pruner", "value_eval")
@@ -240,7 +247,7 @@ class SelfPlayConfig(_Section):
             raise ValueError(f"{value!r}: a search plugin takes at most one option here (the gate's agent spec holds it)")
         return value
 
-    @field_validator("value_eval", "teacher", mode="before")
+    @field_validator("value_eval", "teacher", "lower_eval", mode="before")
     @classmethod
     def _none_word(cls, value):
         """``"none"`` (a TOML file has no null) means no plugin."""
@@ -529,7 +536,8 @@ def resolve_names(config: TrainConfig) -> None:
                ("selfplay.capture_pruner", config.selfplay.capture_pruner, "capture_pruner"),
                ("selfplay.expansion_pruner", config.selfplay.expansion_pruner, "expansion_pruner"),
                ("selfplay.value_eval", config.selfplay.value_eval, "evaluator"),
-               ("selfplay.teacher", config.selfplay.teacher, "battle_prior")]
+               ("selfplay.teacher", config.selfplay.teacher, "battle_prior"),
+               ("selfplay.lower_eval", config.selfplay.lower_eval, "evaluator")]
     for field, spec, kind in plugins:
         if spec is None:
             continue

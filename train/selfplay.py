@@ -24,7 +24,10 @@ plays everything else, so that the three nets learn independently:
   squares the lower DQN chooses the victims among the capture pruner's candidates (``prune.capture``),
   epsilon-greedy (``selfplay.lower_epsilon``: a uniformly random candidate, else the highest Q).
   Samples: (planes of the position after the capture, the path's upper action, ``z`` = the game result
-  for the capturing side: the Monte Carlo return without discount).
+  for the capturing side: the Monte Carlo return without discount). With ``selfplay.lower_eval`` (an
+  ``evaluator`` plugin spec such as ``eval.expert:plies=2``) every candidate set of every capture gives
+  a sample instead, ``z`` = minus that plugin's value of the position after it (the opponent moves
+  there): a low-variance target the net can rank candidates by, from the same number of games.
 
 Positions with a single candidate (one legal placement, or one path left by the expansion pruner) are
 played without a search and give no sample. The search does not reuse its tree between moves in
@@ -274,6 +277,7 @@ def play_lower_game(cfg, lower_net, seed: int) -> tuple[_Game, Any, dict]:
     agents = (make_agent(cfg.selfplay.aux_agent, seed=s_aux), make_agent(cfg.selfplay.aux_agent, seed=s_aux + 1))
     pruner = REGISTRY.create(cfg.selfplay.capture_pruner, "capture_pruner")
     scorer = NetVictimScorer(lower_net, precision=cfg.selfplay.precision)
+    evaluator = REGISTRY.create(cfg.selfplay.lower_eval, "evaluator") if cfg.selfplay.lower_eval else None
     builder = SampleBuilder("lower")
     sides: list[int] = []
     choices = 0
@@ -283,15 +287,20 @@ def play_lower_game(cfg, lower_net, seed: int) -> tuple[_Game, Any, dict]:
         if state.phase == PHASE_LAYOUT or not move.victims:
             game.play(move)
             continue
-        victims, after, action, n = choose_victims_q(state, move, pruner, scorer, rng,
-                                                     cfg.selfplay.lower_epsilon)
+        choice, action = choose_victims_q(state, move, pruner, scorer, rng, cfg.selfplay.lower_epsilon)
         choices += 1
-        builder.add_lower(state_planes(after), action)
-        sides.append(state.side)
-        game.play(Move(move.path, move.jump, victims), {"candidates": n})
+        if evaluator is None:
+            builder.add_lower(state_planes(choice.after), action)
+            sides.append(state.side)
+        else:  # every candidate, valued for the capturing side (the opponent moves after the capture)
+            for after in choice.afters:
+                builder.add_lower(state_planes(after), action, -evaluator.value(after))
+        game.play(Move(move.path, move.jump, choice.victims), {"candidates": choice.n_candidates})
         game.searched += 1
-    builder.set_values(_outcome_z(game.state, sides))
-    info = {"seeds": {"sample": s_sample, "aux": s_aux}, "captures": choices,
+    if evaluator is None:
+        builder.set_values(_outcome_z(game.state, sides))
+    target = cfg.selfplay.lower_eval or "outcome"
+    info = {"seeds": {"sample": s_sample, "aux": s_aux}, "captures": choices, "lower_target": target,
             "players": f"{cfg.selfplay.aux_agent}+lower-dqn:epsilon={cfg.selfplay.lower_epsilon}"}
     return game, builder, info
 
