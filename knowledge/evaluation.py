@@ -27,6 +27,10 @@ positions give the game result instead: +1 win, -1 loss, 0 draw for the side to 
 from __future__ import annotations
 
 import math
+import threading
+from typing import Sequence
+
+import numpy as np
 
 from core.board import DRAW, PHASE_BATTLE
 from core.shapes import shape_counts
@@ -161,3 +165,26 @@ def make_expert_evaluator(scale: float = 40.0, plies: int = 1, top: int = 8, rep
     """The expert's leaf evaluation (material, capture threats, shapes) as a tanh value; battle only;
     plies=2: the value of the expert's two-ply search from the position."""
     return ExpertEvaluator(scale=scale, plies=plies, top=top, replies=replies)
+
+
+class EvaluatorVictimScorer:
+    """An ``evaluator`` plugin as a victim scorer (``nets.evaluator.VictimScorer``): the Q of a
+    candidate set is minus the plugin's ``value`` of the position after the whole move (the opponent
+    moves there), so the best Q is the set that leaves the opponent worst off. The knowledge
+    counterpart of the lower DQN (``jfa:victim_eval=eval.expert:plies=2``), and the target
+    ``selfplay.lower_eval`` trains that net towards. ``q_values(states_after, upper_actions)`` ->
+    ``float32 (N,)`` in ``[-1, 1]``; the actions are not used (their count must match, else
+    ``ValueError``). Calls are serialised by a lock (the expert's search is not shared between
+    threads)."""
+
+    def __init__(self, evaluator):
+        self.evaluator = evaluator
+        self.name = f"victims:{getattr(evaluator, 'name', 'evaluator')}"
+        self._lock = threading.Lock()
+
+    def q_values(self, states_after: Sequence[GameState], upper_actions: Sequence[int]) -> np.ndarray:
+        states_after = list(states_after)
+        if len(states_after) != len(upper_actions):
+            raise ValueError(f"q_values: {len(states_after)} states but {len(upper_actions)} upper actions")
+        with self._lock:
+            return np.array([-self.evaluator.value(s) for s in states_after], np.float32)

@@ -20,7 +20,9 @@ since ``,`` separates the net agent's own options). ``lower``: the lower net cho
 of the searched battle among the capture pruner's ``victims`` best sets (JFA Eq. 6; ``lower=none``: the
 pruner's best set, no lower net); with a ``battle`` agent it is used only when given, and then chooses
 the victims of that agent's square-forming moves (epsilon-greedy with ``epsilon``; ``victims=0``: among
-all the pruner's sets). The training pipeline's evaluation agents are specs of these
+all the pruner's sets). ``victim_eval=EVALUATOR`` (e.g. ``eval.expert:plies=2``; not with ``lower=PATH``)
+chooses the victims by that knowledge plugin instead of a lower net, in the search and for a battle
+agent: the set after which its value for the opponent is lowest. The training pipeline's evaluation agents are specs of these
 (``train.selfplay.net_agent_spec``): ``slm:slm=PATH,...`` (SLM search, expert battle),
 ``hbm:upper=PATH,lower=none,...`` (upper-net search without lower net, expert layout) and
 ``hbm:battle=expert,lower=PATH,victims=0`` (the expert's moves, victims by the lower net).
@@ -50,7 +52,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from core.board import PHASE_LAYOUT
 from core.notation import Move
@@ -292,6 +294,7 @@ class NetOptions(SearchOptions):
     layout: str = Field("search", description="'search' (SLM search) or the spec of an agent playing the layout")
     battle: str = Field("search", description="'search' (HBM search) or the spec of an agent playing the battle")
     epsilon: float = Field(0.0, ge=0, le=1, description="battle agent with lower=PATH: chance of a random victim candidate")
+    victim_eval: str | None = Field(None, description="an evaluator plugin that chooses the square victims instead of the lower net: among the pruner's best `victims` sets, the one after which its value for the opponent is lowest (e.g. eval.expert:plies=2)")
 
     @field_validator("slm", "upper")
     @classmethod
@@ -302,6 +305,23 @@ class NetOptions(SearchOptions):
     @classmethod
     def _lower(cls, value: str | None) -> str | None:
         return _path_option(value, "lower", none_ok=True)
+
+    @field_validator("victim_eval")
+    @classmethod
+    def _victim_eval(cls, value: str | None) -> str | None:
+        if value is None or value.strip().lower() == "none":
+            return None
+        try:
+            REGISTRY.check(value, "evaluator")  # a name, or NAME:k=v with the plugin's own options
+        except SpecError as exc:
+            raise ValueError(f"a plugin spec (evaluator) or none: {exc}") from None
+        return value
+
+    @model_validator(mode="after")
+    def _one_victim_chooser(self):
+        if self.victim_eval is not None and self.lower not in (None, "none"):
+            raise ValueError("give lower=PATH or victim_eval, not both: one of them chooses the square victims")
+        return self
 
     @field_validator("layout", "battle")
     @classmethod
@@ -387,15 +407,27 @@ def make_shape(o: ShapeOptions) -> PhasedAgent:
     return PhasedAgent(layout, make_agent(o.battle, seed=o.seed))
 
 
+def _victim_eval_scorer(o: NetOptions):
+    """The ``victim_eval`` plugin as a victim scorer (``knowledge.evaluation.EvaluatorVictimScorer``), or
+    ``None``."""
+    if o.victim_eval is None:
+        return None
+    from knowledge.evaluation import EvaluatorVictimScorer
+
+    return EvaluatorVictimScorer(REGISTRY.create(o.victim_eval, "evaluator"))
+
+
 def _battle_agent(o: NetOptions, agent=None):
     """The ``battle=AGENT`` agent (or ``agent``), its victims chosen by the lower net when ``lower=PATH``
-    is given."""
+    is given, or by the ``victim_eval`` plugin."""
     agent = agent if agent is not None else make_agent(o.battle, seed=o.seed)
-    if o.lower is None or o.lower == "none":
-        return agent
-    from nets.evaluator import NetVictimScorer
+    scorer = _victim_eval_scorer(o)
+    if scorer is None:
+        if o.lower is None or o.lower == "none":
+            return agent
+        from nets.evaluator import NetVictimScorer
 
-    scorer = NetVictimScorer(load_net(weights_path(o.lower, "lower"), "lower"), precision=o.precision)
+        scorer = NetVictimScorer(load_net(weights_path(o.lower, "lower"), "lower"), precision=o.precision)
     return LowerVictimsAgent(agent, scorer, REGISTRY.create("prune.capture", "capture_pruner"), o.victims,
                              o.epsilon, o.seed)
 
@@ -411,11 +443,12 @@ def make_net_agent(name: str, o: NetOptions):
     if layout_search or battle_search:
         slm = load_net(weights_path(o.slm, "slm"), "slm") if layout_search else None
         upper = load_net(weights_path(o.upper, "upper"), "upper") if battle_search else None
-        lower = load_net(weights_path(o.lower, "lower"), "lower") if battle_search and o.lower != "none" else None
+        lower = (load_net(weights_path(o.lower, "lower"), "lower")
+                 if battle_search and o.lower != "none" and o.victim_eval is None else None)
         evaluator = NetEvaluator(slm, upper, max_batch=o.batch, num_threads=o.torch_threads, clients=o.threads,
                                  inference_threads=o.inference_threads, precision=o.precision)
         # The lower net runs on the evaluator's inference threads, not in the search threads.
-        scorer = NetVictimScorer(lower, evaluator=evaluator) if lower is not None else None
+        scorer = NetVictimScorer(lower, evaluator=evaluator) if lower is not None else _victim_eval_scorer(o)
         search = Search(evaluator, o.search_config(victim_candidates=o.victims), victim_scorer=scorer)
         searcher = SearchAgent(f"{name}:sims={o.sims}", search, o.temperature, o.seed, owns_evaluator=True,
                                layout_simulations=o.layout_sims)

@@ -240,6 +240,64 @@ def test_lower_net_chooses_the_victims_of_the_battle_agents_move():
     assert move.victims == sets[int(np.argmax(q))]  # JFA Eq. 6: the highest Q among the candidates
 
 
+def _capture_with_distinct_values(spec: str):
+    """The first position of an expert game where the expert forms a square and ``spec``'s values of
+    the positions after the pruner's victim sets are not all equal: ``(state, expert's move, sets)``."""
+    from core.state import GameState
+
+    expert = make_agent("expert", seed=3)
+    pruner = REGISTRY.create("prune.capture", "capture_pruner")
+    evaluator = REGISTRY.create(spec, "evaluator")
+    s = GameState.initial()
+    while not s.is_terminal():
+        move = expert.select(s)
+        if s.phase == 1 and move.victims:
+            sets = [tuple(x) for x in pruner.candidates(s, move.path, move.jump)[0]]
+            values = {evaluator.value(s._play(type(move)(move.path, move.jump, v))) for v in sets}
+            if len(values) > 1:
+                return s, move, sets
+        s = s.apply(move)
+    raise AssertionError("no capture with distinct values in the game")
+
+
+@pytest.mark.parametrize("spec", ["eval.expert", "eval.expert:plies=2"])
+def test_victim_eval_chooses_the_set_that_leaves_the_opponent_worst(spec):
+    """``victim_eval=EVALUATOR``: the battle agent's victims are the pruner's set after which the
+    plugin's value for the opponent (to move there) is lowest; the scorer's Q is minus that value."""
+    from knowledge.evaluation import EvaluatorVictimScorer
+
+    s, expert, sets = _capture_with_distinct_values(spec)
+    agent = make_agent(f"hbm:battle=expert,victim_eval={spec},victims=0", seed=3)
+    assert isinstance(agent, LowerVictimsAgent)
+    move = agent.select(s)
+    assert (move.path, move.jump) == (expert.path, expert.jump)
+    evaluator = REGISTRY.create(spec, "evaluator")
+    afters = [s._play(type(move)(move.path, move.jump, v)) for v in sets]
+    values = np.array([evaluator.value(a) for a in afters])
+    assert move.victims == sets[int(np.argmin(values))]
+    scorer = EvaluatorVictimScorer(evaluator)
+    assert np.allclose(scorer.q_values(afters, [0] * len(afters)), -values, atol=1e-6)
+    with pytest.raises(ValueError, match="upper actions"):
+        scorer.q_values(afters, [0])
+
+
+def test_victim_eval_in_the_search_and_its_errors():
+    """The searched battle uses the plugin as its victim scorer (no lower net is loaded); with
+    ``lower=PATH`` too, or an unknown plugin, the spec is refused in one line naming the option."""
+    from knowledge.evaluation import EvaluatorVictimScorer
+
+    agent = make_agent("jfa:victim_eval=eval.expert,victims=8,sims=4")
+    try:
+        assert isinstance(agent.search.victim_scorer, EvaluatorVictimScorer)
+    finally:
+        agent.close()
+    with pytest.raises(SpecError, match="not both"):
+        make_agent(f"jfa:victim_eval=eval.expert,lower={SHIPPED_LOWER}")
+    with pytest.raises(SpecError, match="victim_eval.*eval.nope"):
+        make_agent("jfa:victim_eval=eval.nope")
+    assert make_agent("hbm:battle=expert,victim_eval=none").name == "expert"  # none: the battle agent's own victims
+
+
 def test_training_evaluation_specs_are_valid_agent_specs(tmp_path):
     from train.config import TrainConfig
     from train.selfplay import net_agent_spec
