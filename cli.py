@@ -762,7 +762,8 @@ def diagnose(
     rule: RuleOption = None,
 ):
     """Where strength is lost: policy top-1/top-3 agreement with the records' moves, value calibration
-    (sign accuracy, Brier score), and the lower net's victim choice against the capture pruner's."""
+    (sign accuracy, Brier score), and the lower net's victim choice against the capture pruner's and
+    against the expert's two-ply value of the position after each set (train.diagnose)."""
     import json
 
     from train.diagnose import HELDOUT_RECORDS, diagnose as run_diagnose, format_report

@@ -51,14 +51,15 @@ def test_diagnose_on_records(tmp_path):
         result = s.outcome().winner_code
         write_json(GameRecord(ruleset=rules, result=result, moves=tuple(str(m) for m in played)),
                    tmp_path / f"g{seed}.json")
-    report = diagnose("models/default", [tmp_path], max_positions=300, victims=4, ruleset=rules)
+    report = diagnose("models/default", [tmp_path], max_positions=300, victims=4, ruleset=rules,
+                      victim_reference="eval.expert")  # the one-ply value: the default two-ply one is slow here
     assert report["records"] == 2
     for kind in ("slm", "upper"):
         r = report[kind]
         assert r["positions"] > 0 and 0.0 <= r["top1"] <= r["top3"] <= 1.0
-    assert "lower" in report
+    assert "lower" in report and report["lower"]["reference"]["evaluator"] == "eval.expert"
     json.dumps(report)
-    assert "policy top-1" in format_report(report)
+    assert "policy top-1" in format_report(report) and "against eval.expert" in format_report(report)
     with pytest.raises(DiagnoseError):
         diagnose(tmp_path, [tmp_path])
 
@@ -100,3 +101,39 @@ def test_search_regret_of_the_expert_is_zero_by_its_own_one_ply_scores():
     mine = regret_of("expert:plies=1", states)
     assert mine["positions"] == 12 and mine["mean"] == 0.0 and mine["blunder_rate"] == 0.0
     assert regret_of("random", states)["mean"] >= 0.0
+
+
+def test_victim_report_against_its_reference(tmp_path):
+    """A scorer that is the reference itself agrees with it on every capture with zero regret; the
+    pruner's first set agrees as often as a direct count says, with a regret >= 0."""
+    from core.notation import Move, parse_move
+    from core.records import GameRecord
+    from core.rules import Ruleset
+    from core.state import GameState
+    from knowledge.agents import make_agent
+    from knowledge.evaluation import EvaluatorVictimScorer
+    from knowledge.registry import REGISTRY
+    from train.diagnose import victim_report
+
+    rules = Ruleset(max_battle_plies=60, adjudicate="stones")
+    expert, s, moves = make_agent("expert", seed=2), GameState.initial(rules), []
+    while not s.is_terminal():
+        m = expert.select(s)
+        moves.append(str(m))
+        s = s.apply(m)
+    record = GameRecord(ruleset=rules, result=s.outcome().winner_code, moves=tuple(moves))
+    evaluator = REGISTRY.create("eval.expert", "evaluator")
+    r = victim_report(EvaluatorVictimScorer(evaluator), [record], candidates=4, reference="eval.expert")
+    ref = r["reference"]
+    assert r["captures"] > 0 and ref["lower_net_top1"] == 1.0 and ref["lower_net_regret"] == 0.0
+    pruner, n, hits, regret = REGISTRY.create("prune.capture", "capture_pruner"), 0, 0, 0.0
+    for state, text in zip(record.replay(), record.moves):
+        move = parse_move(text)
+        if state.phase == 1 and move.victims:
+            sets = [tuple(sorted(x)) for x in pruner.candidates(state, move.path, move.jump)[0]][:4]
+            if len(sets) > 1:
+                v = [-evaluator.value(state._play(Move(move.path, move.jump, x))) for x in sets]
+                n, hits, regret = n + 1, hits + (v[0] == max(v)), regret + max(v) - v[0]
+    assert n == r["captures"]
+    assert ref["pruner_top1"] == pytest.approx(hits / n) and ref["pruner_regret"] == pytest.approx(regret / n, abs=1e-6)
+    assert ref["pruner_regret"] >= 0

@@ -1030,7 +1030,8 @@ def test_upper_selfplay_with_gumbel_targets_the_improved_policy():
 @pytest.mark.parametrize("target", [None, "eval.expert:plies=1"])
 def test_lower_selfplay_values_every_candidate_with_lower_eval(target):
     """``selfplay.lower_eval``: every candidate victim set of every capture gives a sample (the pruner's
-    order), valued by minus the evaluator's value of the position after it; without it, one sample per
+    order), valued by its advantage (minus the evaluator's value of the position after it, less the mean
+    over the capture's sets); without it, one sample per
     capture (the chosen set) valued by the game's outcome for the capturing side."""
     from core.notation import Move, parse_move
     from knowledge.registry import REGISTRY
@@ -1054,10 +1055,11 @@ def test_lower_selfplay_values_every_candidate_with_lower_eval(target):
             assert meta["candidates"] == len(sets) and move.victims in sets
             chosen = replay._play(move)
             afters = [replay._play(Move(move.path, move.jump, v)) for v in sets] if target else [chosen]
-            for after in afters:
+            values = [-evaluator.value(a) for a in afters] if target else [returns[replay.side]]
+            mean = sum(values) / len(values) if target else 0.0
+            for after, value in zip(afters, values):
                 assert np.array_equal(samples.planes[k], state_planes(after).astype(np.float16))
-                want = -evaluator.value(after) if target else returns[replay.side]
-                assert samples.z[k] == pytest.approx(want, abs=1e-6)
+                assert samples.z[k] == pytest.approx(value - mean, abs=1e-6)
                 k += 1
             captures += 1
             wider += len(sets) > 1

@@ -56,8 +56,9 @@ field                           default                     meaning
                                                             per capture valued by the game's outcome (the
                                                             Monte Carlo return, JFA); an ``evaluator`` plugin
                                                             spec (``eval.expert:plies=2``): a sample for every
-                                                            candidate set, valued by that plugin's value of
-                                                            the position after it
+                                                            candidate set, valued by its advantage: that
+                                                            plugin's value of the position after it less the
+                                                            mean over the capture's sets
 ``selfplay.teacher``            ``None``                    ``upper`` mode: a ``battle_prior`` plugin spec
                                                             (``prior.expert:plies=1``) whose prior is blended
                                                             into each sample's policy target: the auxiliary

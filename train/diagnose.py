@@ -19,7 +19,11 @@
   counts every other move as wrong; the regret tells a harmless alternative from a move that hangs stones;
 - **victim choice** (the lower net, JFA Eq. 6): on every square capture of the records, whether the
   lower net's best set among the capture pruner's ``victims`` best sets is the set the expert took, beside
-  the capture pruner's own first choice.
+  the capture pruner's own first choice; and both against a reference, the set a deeper evaluation
+  prefers (``VICTIM_REFERENCE``, the expert's two-ply search value of the position after each set,
+  what ``selfplay.lower_eval`` trains towards): how often each picks the reference's set, and the mean
+  regret (the reference's value of its best set minus that of the chosen one, for the capturing side,
+  in value units of ``[-1, 1]``).
 
 Strength against the number of simulations is measured by matches (``arena jfa:sims=S expert``); this
 module measures the nets alone. All numbers are computed in one process on the CPU, seeded, in batches.
@@ -197,16 +201,24 @@ def policy_value_report(model, records, kind: str, max_positions: int = 4000, se
     return out
 
 
-def victim_report(lower, records, candidates: int = 8, max_captures: int = 1000, seed: int = 0) -> dict[str, Any]:
+VICTIM_REFERENCE = "eval.expert:plies=2"  # the victim report's reference evaluator
+
+
+def victim_report(lower, records, candidates: int = 8, max_captures: int = 1000, seed: int = 0,
+                  reference: str | None = VICTIM_REFERENCE) -> dict[str, Any]:
     """How often the lower net's best among the capture pruner's ``candidates`` best victim sets, and the
     pruner's own first set, are the set the records' player took (square captures with at least two
-    candidate sets)."""
+    candidate sets). ``lower``: the lower net (a module) or any victim scorer (``q_values``); with ``reference`` (an ``evaluator`` plugin spec, or ``None``) also how often each
+    is the set after which the reference's value for the opponent is lowest, and the mean regret
+    against it (module docstring)."""
     from core.notation import parse_move
+    from knowledge.evaluation import EvaluatorVictimScorer
     from knowledge.registry import REGISTRY
     from nets.evaluator import NetVictimScorer
 
     pruner = REGISTRY.create("prune.capture", "capture_pruner")
-    scorer = NetVictimScorer(lower)
+    scorer = lower if hasattr(lower, "q_values") else NetVictimScorer(lower)
+    judge = EvaluatorVictimScorer(REGISTRY.create(reference, "evaluator")) if reference else None
     rng = np.random.default_rng(seed)
     cases = []
     for record in records:
@@ -222,6 +234,8 @@ def victim_report(lower, records, candidates: int = 8, max_captures: int = 1000,
     from nets.encoding import encode_upper
 
     n = net_hits = pruner_hits = in_candidates = 0
+    net_ref = pruner_ref = 0
+    net_regret = pruner_regret = 0.0
     for state, move in cases:
         sets, _ = pruner.candidates(state, move.path, move.jump)
         sets = [tuple(sorted(s)) for s in sets[:candidates]] if candidates > 0 else [tuple(sorted(s)) for s in sets]
@@ -229,24 +243,40 @@ def victim_report(lower, records, candidates: int = 8, max_captures: int = 1000,
             continue
         played = tuple(sorted(move.victims))
         after = [state._play(Move(move.path, move.jump, s)) for s in sets]
-        q = scorer.q_values(after, [encode_upper(move)] * len(after))
+        actions = [encode_upper(move)] * len(after)
+        j = int(np.argmax(scorer.q_values(after, actions)))
         n += 1
         in_candidates += played in sets
-        net_hits += sets[int(np.argmax(q))] == played
+        net_hits += sets[j] == played
         pruner_hits += sets[0] == played
-    return {
+        if judge is not None:
+            r = judge.q_values(after, actions)
+            best = float(r.max())
+            net_ref += bool(r[j] == best)
+            pruner_ref += bool(r[0] == best)
+            net_regret += best - float(r[j])
+            pruner_regret += best - float(r[0])
+    out = {
         "captures": n,
         "candidates": candidates,
         "played_in_candidates": in_candidates / n if n else None,
         "lower_net_top1": net_hits / n if n else None,
         "pruner_top1": pruner_hits / n if n else None,
     }
+    if judge is not None:
+        out["reference"] = {"evaluator": reference, "lower_net_top1": net_ref / n if n else None,
+                            "pruner_top1": pruner_ref / n if n else None,
+                            "lower_net_regret": net_regret / n if n else None,
+                            "pruner_regret": pruner_regret / n if n else None}
+    return out
 
 
 def diagnose(model_dir: str | os.PathLike, record_paths: Sequence[str | os.PathLike], max_records: int = 200,
-             max_positions: int = 4000, victims: int = 8, seed: int = 0, ruleset=None) -> dict[str, Any]:
+             max_positions: int = 4000, victims: int = 8, seed: int = 0, ruleset=None,
+             victim_reference: str | None = VICTIM_REFERENCE) -> dict[str, Any]:
     """Every diagnostic of the nets in ``model_dir`` (``slm``, ``upper``, ``lower`` ``.safetensors``, each
-    optional) on at most ``max_records`` games of ``record_paths`` (the last ones, in file order).
+    optional) on at most ``max_records`` games of ``record_paths`` (the last ones, in file order);
+    ``victim_reference``: the victim report's reference evaluator (:func:`victim_report`).
     Raises ``DiagnoseError`` when the directory holds no net or there are no records."""
     import torch
 
@@ -270,7 +300,7 @@ def diagnose(model_dir: str | os.PathLike, record_paths: Sequence[str | os.PathL
     for kind, path in nets.items():
         model, _, _ = load(path, expected_kind=kind)
         if kind == "lower":
-            report[kind] = victim_report(model, records, candidates=victims, seed=seed)
+            report[kind] = victim_report(model, records, candidates=victims, seed=seed, reference=victim_reference)
         else:
             report[kind] = policy_value_report(model, records, kind, max_positions=max_positions, seed=seed)
     return report
@@ -312,4 +342,9 @@ def format_report(report: dict[str, Any]) -> str:
         lines.append(f"lower victim choice over {r['captures']} captures (pruner's best {r['candidates']} sets): "
                      f"lower net = played {pct(r['lower_net_top1'])}, pruner's first = played "
                      f"{pct(r['pruner_top1'])}, played among candidates {pct(r['played_in_candidates'])}")
+        ref = r.get("reference")
+        if ref:
+            lines.append(f"      against {ref['evaluator']}'s best set: lower net {pct(ref['lower_net_top1'])} "
+                         f"(regret {num(ref['lower_net_regret'])}), pruner's first {pct(ref['pruner_top1'])} "
+                         f"(regret {num(ref['pruner_regret'])})")
     return "\n".join(lines)

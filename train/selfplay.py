@@ -26,8 +26,10 @@ plays everything else, so that the three nets learn independently:
   Samples: (planes of the position after the capture, the path's upper action, ``z`` = the game result
   for the capturing side: the Monte Carlo return without discount). With ``selfplay.lower_eval`` (an
   ``evaluator`` plugin spec such as ``eval.expert:plies=2``) every candidate set of every capture gives
-  a sample instead, ``z`` = minus that plugin's value of the position after it (the opponent moves
-  there): a low-variance target the net can rank candidates by, from the same number of games.
+  a sample instead, ``z`` = its **advantage**: minus that plugin's value of the position after it (the
+  opponent moves there), less the mean of that over the capture's candidates. Only the ranking within
+  one capture matters for the choice (JFA Eq. 6), and those differences are far smaller than the
+  differences between captures, which a regression on the plain values spends itself on.
 
 Positions with a single candidate (one legal placement, or one path left by the expansion pruner) are
 played without a search and give no sample. The search does not reuse its tree between moves in
@@ -292,9 +294,10 @@ def play_lower_game(cfg, lower_net, seed: int) -> tuple[_Game, Any, dict]:
         if evaluator is None:
             builder.add_lower(state_planes(choice.after), action)
             sides.append(state.side)
-        else:  # every candidate, valued for the capturing side (the opponent moves after the capture)
-            for after in choice.afters:
-                builder.add_lower(state_planes(after), action, -evaluator.value(after))
+        else:  # every candidate: its advantage for the capturing side (the opponent moves after the capture)
+            values = np.array([-evaluator.value(after) for after in choice.afters])
+            for after, z in zip(choice.afters, values - values.mean()):
+                builder.add_lower(state_planes(after), action, float(z))
         game.play(Move(move.path, move.jump, choice.victims), {"candidates": choice.n_candidates})
         game.searched += 1
     if evaluator is None:
