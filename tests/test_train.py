@@ -1031,7 +1031,7 @@ def test_upper_selfplay_with_gumbel_targets_the_improved_policy():
 def test_lower_selfplay_values_every_candidate_with_lower_eval(target):
     """``selfplay.lower_eval``: every candidate victim set of every capture gives a sample (the pruner's
     order), valued by its advantage (minus the evaluator's value of the position after it, less the mean
-    over the capture's sets); without it, one sample per
+    over the capture's sets, scaled and clipped); without it, one sample per
     capture (the chosen set) valued by the game's outcome for the capturing side."""
     from core.notation import Move, parse_move
     from knowledge.registry import REGISTRY
@@ -1039,7 +1039,8 @@ def test_lower_selfplay_values_every_candidate_with_lower_eval(target):
     from nets.model import build
     from train.selfplay import play_lower_game
 
-    extra = ["ruleset.max_battle_plies=80"] + ([f"selfplay.lower_eval={target}"] if target else [])
+    extra = ["ruleset.max_battle_plies=80", "selfplay.lower_eval_scale=0.05"] + (
+        [f"selfplay.lower_eval={target}"] if target else [])
     cfg = micro_config(*extra)
     net = build(cfg.nets.net_config("lower")).eval()
     game, builder, info = play_lower_game(cfg, net, seed=5)
@@ -1059,7 +1060,8 @@ def test_lower_selfplay_values_every_candidate_with_lower_eval(target):
             mean = sum(values) / len(values) if target else 0.0
             for after, value in zip(afters, values):
                 assert np.array_equal(samples.planes[k], state_planes(after).astype(np.float16))
-                assert samples.z[k] == pytest.approx(value - mean, abs=1e-6)
+                want = np.clip((value - mean) / cfg.selfplay.lower_eval_scale, -1, 1) if target else value
+                assert samples.z[k] == pytest.approx(want, abs=1e-6)
                 k += 1
             captures += 1
             wider += len(sets) > 1

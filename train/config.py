@@ -58,7 +58,10 @@ field                           default                     meaning
                                                             spec (``eval.expert:plies=2``): a sample for every
                                                             candidate set, valued by its advantage: that
                                                             plugin's value of the position after it less the
-                                                            mean over the capture's sets
+                                                            mean over the capture's sets, divided by
+``selfplay.lower_eval_scale``   ``0.1``                     (in value units) and clipped to [-1, 1]: the
+                                                            differences are a few hundredths, which the
+                                                            L2 term would outweigh
 ``selfplay.teacher``            ``None``                    ``upper`` mode: a ``battle_prior`` plugin spec
                                                             (``prior.expert:plies=1``) whose prior is blended
                                                             into each sample's policy target: the auxiliary
@@ -224,6 +227,7 @@ class SelfPlayConfig(_Section):
     reward: str = "reward.first_square"
     lower_epsilon: float = Field(0.1, ge=0, le=1)
     lower_eval: str | None = None
+    lower_eval_scale: float = Field(0.1, gt=0, le=10)
     capture_pruner: str = "prune.capture"
     expansion_pruner: str | None = NET_EXPANSION_PRUNER
     value_eval: str | None = NET_VALUE_EVAL

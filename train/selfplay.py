@@ -27,7 +27,8 @@ plays everything else, so that the three nets learn independently:
   for the capturing side: the Monte Carlo return without discount). With ``selfplay.lower_eval`` (an
   ``evaluator`` plugin spec such as ``eval.expert:plies=2``) every candidate set of every capture gives
   a sample instead, ``z`` = its **advantage**: minus that plugin's value of the position after it (the
-  opponent moves there), less the mean of that over the capture's candidates. Only the ranking within
+  opponent moves there), less the mean of that over the capture's candidates, divided by
+  ``selfplay.lower_eval_scale`` and clipped to ``[-1, 1]``. Only the ranking within
   one capture matters for the choice (JFA Eq. 6), and those differences are far smaller than the
   differences between captures, which a regression on the plain values spends itself on.
 
@@ -296,7 +297,8 @@ def play_lower_game(cfg, lower_net, seed: int) -> tuple[_Game, Any, dict]:
             sides.append(state.side)
         else:  # every candidate: its advantage for the capturing side (the opponent moves after the capture)
             values = np.array([-evaluator.value(after) for after in choice.afters])
-            for after, z in zip(choice.afters, values - values.mean()):
+            scaled = np.clip((values - values.mean()) / cfg.selfplay.lower_eval_scale, -1.0, 1.0)
+            for after, z in zip(choice.afters, scaled):
                 builder.add_lower(state_planes(after), action, float(z))
         game.play(Move(move.path, move.jump, choice.victims), {"candidates": choice.n_candidates})
         game.searched += 1
