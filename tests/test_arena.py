@@ -428,9 +428,16 @@ def test_cli_play_saves_the_record(tmp_path):
 
 
 class _StuckAgent:
-    """An agent whose search never returns on its own (a stand-in for a long native search call)."""
+    """An agent whose search never returns on its own (a stand-in for a long native search call);
+    ``thinking`` is set once its search has started."""
+
+    def __init__(self):
+        import threading
+
+        self.thinking = threading.Event()
 
     def select(self, state):
+        self.thinking.set()
         time.sleep(600)
 
 
@@ -439,11 +446,17 @@ def test_ctrl_c_while_the_agent_thinks_stops_at_once_and_writes_the_record(tmp_p
     import signal
     import threading
 
-    console, final = _console(), tmp_path / "g.json"
-    threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+    console, final, agent = _console(), tmp_path / "g.json", _StuckAgent()
+
+    def interrupt():  # Ctrl-C once the agent is thinking (a fixed delay races a loaded machine)
+        if agent.thinking.wait(60):
+            time.sleep(0.2)
+            os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt, daemon=True).start()
     t0 = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
-        play("stuck", "b", ruleset=RULES, record=final, input_fn=_script([]), console=console, agent=_StuckAgent())
+        play("stuck", "b", ruleset=RULES, record=final, input_fn=_script([]), console=console, agent=agent)
     assert time.monotonic() - t0 < 60  # not the agent's 600 s
     assert "interrupted while stuck was thinking" in console.file.getvalue()
     saved = read_json(final)
