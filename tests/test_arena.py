@@ -453,10 +453,16 @@ def test_ctrl_c_while_the_agent_thinks_stops_at_once_and_writes_the_record(tmp_p
             time.sleep(0.2)
             os.kill(os.getpid(), signal.SIGINT)
 
+    # Python leaves SIGINT ignored when it started ignored (a runner launched in the background with
+    # `cmd &`); Ctrl-C is what this test is about, so it gets Python's own handler for its duration.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     threading.Thread(target=interrupt, daemon=True).start()
     t0 = time.monotonic()
-    with pytest.raises(KeyboardInterrupt):
-        play("stuck", "b", ruleset=RULES, record=final, input_fn=_script([]), console=console, agent=agent)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            play("stuck", "b", ruleset=RULES, record=final, input_fn=_script([]), console=console, agent=agent)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert time.monotonic() - t0 < 60  # not the agent's 600 s
     assert "interrupted while stuck was thinking" in console.file.getvalue()
     saved = read_json(final)
