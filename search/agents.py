@@ -20,10 +20,10 @@ since ``,`` separates the net agent's own options). ``lower``: the lower net cho
 of the searched battle among the capture pruner's ``victims`` best sets (JFA Eq. 6; ``lower=none``: the
 pruner's best set, no lower net); with a ``battle`` agent it is used only when given, and then chooses
 the victims of that agent's square-forming moves (epsilon-greedy with ``epsilon``; ``victims=0``: among
-all the pruner's sets). ``victim_eval=EVALUATOR`` (e.g. ``eval.expert:plies=2``; not with ``lower=PATH``)
-chooses the victims by that knowledge plugin instead of a lower net, in the search and for a battle
-agent: the set after which its value for the opponent is lowest. The training pipeline's evaluation agents are specs of these
-(``train.selfplay.net_agent_spec``): ``slm:slm=PATH,...`` (SLM search, expert battle),
+all the pruner's sets). ``victim_eval=EVALUATOR`` (e.g. ``eval.expert:plies=2``; not with
+``lower=PATH``) chooses the victims by that knowledge plugin instead of a lower net, in the search and
+for a battle agent: the set after which its value for the opponent is lowest. The training pipeline's
+evaluation agents are specs of these (``train.selfplay.net_agent_spec``): ``slm:slm=PATH,...`` (SLM search, expert battle),
 ``hbm:upper=PATH,lower=none,...`` (upper-net search without lower net, expert layout) and
 ``hbm:battle=expert,lower=PATH,victims=0`` (the expert's moves, victims by the lower net).
 

@@ -58,9 +58,10 @@ field                           default                     meaning
                                                             spec (``eval.expert:plies=2``): a sample for every
                                                             candidate set, valued by its advantage: that
                                                             plugin's value of the position after it less the
-                                                            mean over the capture's sets, divided by
-``selfplay.lower_eval_scale``   ``0.1``                     (in value units) and clipped to [-1, 1]: the
-                                                            differences are a few hundredths, which the
+                                                            mean over the capture's sets
+``selfplay.lower_eval_scale``   ``0.1``                     the unit of that advantage (value units); the
+                                                            target is advantage / scale clipped to [-1, 1]:
+                                                            the differences are a few hundredths, which the
                                                             L2 term would outweigh
 ``selfplay.teacher``            ``None``                    ``upper`` mode: a ``battle_prior`` plugin spec
                                                             (``prior.expert:plies=1``) whose prior is blended

@@ -124,7 +124,8 @@ def curve_rate(rows: list[dict[str, Any]], x: str = "hours") -> dict[str, dict[s
 
     ``rows``: :func:`fit_curve`'s ``points``. Returns ``{kind: {"slope": Elo per unit of x, "se",
     "ci95": [low, high] (normal, 95%), "points": n, "span": [first x, last x], "center": [weighted mean
-    x, weighted mean Elo] (the line passes through it), "gain": last Elo - first Elo}}`` for every kind with at least two rated points at two different ``x``; the interval treats
+    x, weighted mean Elo] (the line passes through it), "gain": last Elo - first Elo}}`` for every kind
+    with at least two rated points at two different ``x``; the interval treats
     the points as independent, which the joint fit makes them only approximately (points sharing a
     player share its rating), so it is a guide, not a test. Points without a finite positive ``se``
     are left out."""

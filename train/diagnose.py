@@ -208,9 +208,10 @@ def victim_report(lower, records, candidates: int = 8, max_captures: int = 1000,
                   reference: str | None = VICTIM_REFERENCE) -> dict[str, Any]:
     """How often the lower net's best among the capture pruner's ``candidates`` best victim sets, and the
     pruner's own first set, are the set the records' player took (square captures with at least two
-    candidate sets). ``lower``: the lower net (a module) or any victim scorer (``q_values``); with ``reference`` (an ``evaluator`` plugin spec, or ``None``) also how often each
-    is the set after which the reference's value for the opponent is lowest, and the mean regret
-    against it (module docstring)."""
+    candidate sets). ``lower``: the lower net (a module) or any victim scorer (``q_values``); with
+    ``reference`` (an ``evaluator`` plugin spec, or ``None``) also how often each is the set after
+    which the reference's value for the opponent is lowest, and the mean regret against it (module
+    docstring)."""
     from core.notation import parse_move
     from knowledge.evaluation import EvaluatorVictimScorer
     from knowledge.registry import REGISTRY

@@ -270,6 +270,7 @@ def play_lower_game(cfg, lower_net, seed: int) -> tuple[_Game, Any, dict]:
     """One ``lower`` self-play game (module docstring)."""
     from nets.features import state_planes
     from knowledge.agents import make_agent
+    from knowledge.evaluation import EvaluatorVictimScorer
     from knowledge.registry import REGISTRY
     from nets.evaluator import NetVictimScorer
     from train.samples import SampleBuilder
@@ -280,7 +281,8 @@ def play_lower_game(cfg, lower_net, seed: int) -> tuple[_Game, Any, dict]:
     agents = (make_agent(cfg.selfplay.aux_agent, seed=s_aux), make_agent(cfg.selfplay.aux_agent, seed=s_aux + 1))
     pruner = REGISTRY.create(cfg.selfplay.capture_pruner, "capture_pruner")
     scorer = NetVictimScorer(lower_net, precision=cfg.selfplay.precision)
-    evaluator = REGISTRY.create(cfg.selfplay.lower_eval, "evaluator") if cfg.selfplay.lower_eval else None
+    judge = (EvaluatorVictimScorer(REGISTRY.create(cfg.selfplay.lower_eval, "evaluator"))
+             if cfg.selfplay.lower_eval else None)
     builder = SampleBuilder("lower")
     sides: list[int] = []
     choices = 0
@@ -292,17 +294,17 @@ def play_lower_game(cfg, lower_net, seed: int) -> tuple[_Game, Any, dict]:
             continue
         choice, action = choose_victims_q(state, move, pruner, scorer, rng, cfg.selfplay.lower_epsilon)
         choices += 1
-        if evaluator is None:
+        if judge is None:
             builder.add_lower(state_planes(choice.after), action)
             sides.append(state.side)
         else:  # every candidate: its advantage for the capturing side (the opponent moves after the capture)
-            values = np.array([-evaluator.value(after) for after in choice.afters])
+            values = judge.q_values(choice.afters, [action] * len(choice.afters)).astype(np.float64)
             scaled = np.clip((values - values.mean()) / cfg.selfplay.lower_eval_scale, -1.0, 1.0)
             for after, z in zip(choice.afters, scaled):
                 builder.add_lower(state_planes(after), action, float(z))
         game.play(Move(move.path, move.jump, choice.victims), {"candidates": choice.n_candidates})
         game.searched += 1
-    if evaluator is None:
+    if judge is None:
         builder.set_values(_outcome_z(game.state, sides))
     target = cfg.selfplay.lower_eval or "outcome"
     info = {"seeds": {"sample": s_sample, "aux": s_aux}, "captures": choices, "lower_target": target,
