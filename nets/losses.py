@@ -89,3 +89,39 @@ def dqn_loss(q: torch.Tensor, target: torch.Tensor, kind: str = "huber", delta: 
     if kind == "mse":
         return F.mse_loss(q, target)
     raise ValueError(f"dqn_loss: unknown kind {kind!r} (huber or mse)")
+
+
+GROUP_Q_SCALE = 10.0  # Q differences of 0.1 (tanh units) match one within-capture standard deviation
+GROUP_Z_CLIP = 3.0    # standardised targets beyond 3 standard deviations are clipped
+GROUP_MIN_SD = 1e-4   # a capture whose targets differ by less carries no ranking and is left out
+
+
+def group_ranking_loss(q: torch.Tensor, target: torch.Tensor, group: torch.Tensor) -> torch.Tensor:
+    """The lower net's within-capture ranking loss (``learner.dqn_loss = "group"``): scalar tensor.
+
+    ``q`` ``(B,)`` float, ``target`` ``(B,)`` float, ``group`` ``int64 (B,)``: the batch's capture of each
+    sample, ``0..G-1``. Within each capture ``g`` the target is centred and divided by its standard
+    deviation (population; clipped to ``[-GROUP_Z_CLIP, GROUP_Z_CLIP]``), Q is centred and multiplied by
+    :data:`GROUP_Q_SCALE`, and the loss is the mean squared difference; the result is the mean over
+    the captures with at least two samples and a target standard deviation of at least
+    :data:`GROUP_MIN_SD` (0 when there is none). Only the ranking of a capture's victim sets is
+    learnt: a constant added to a capture's Q or target leaves the loss unchanged. The per-sample
+    regression (``huber``, ``mse``) must instead fit values whose spread between captures dwarfs
+    the spread within one, and does not learn the ranking (README, "The square victims")."""
+    q = q.reshape(-1).float()
+    z = target.reshape(-1).to(q.dtype).detach()
+    g = group.reshape(-1).long()
+    n_groups = int(g.max()) + 1 if g.numel() else 0
+    count = torch.zeros(n_groups, dtype=q.dtype).index_add_(0, g, torch.ones_like(q))
+    z_mean = torch.zeros(n_groups, dtype=q.dtype).index_add_(0, g, z) / count.clamp_min(1)
+    zc = z - z_mean[g]
+    z_sd = (torch.zeros(n_groups, dtype=q.dtype).index_add_(0, g, zc * zc) / count.clamp_min(1)).sqrt()
+    q_mean = torch.zeros(n_groups, dtype=q.dtype).index_add_(0, g, q) / count.clamp_min(1)
+    zz = (zc / z_sd[g].clamp_min(GROUP_MIN_SD)).clamp(-GROUP_Z_CLIP, GROUP_Z_CLIP)
+    err = (GROUP_Q_SCALE * (q - q_mean[g]) - zz) ** 2
+    per_group = torch.zeros(n_groups, dtype=q.dtype).index_add_(0, g, err) / count.clamp_min(1)
+    used = (count >= 2) & (z_sd >= GROUP_MIN_SD)
+    if not bool(used.any()):
+        return q.sum() * 0.0
+    return per_group[used].mean()
+

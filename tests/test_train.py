@@ -1062,11 +1062,111 @@ def test_lower_selfplay_values_every_candidate_with_lower_eval(target):
                 assert np.array_equal(samples.planes[k], state_planes(after).astype(np.float16))
                 want = np.clip((value - mean) / cfg.selfplay.lower_eval_scale, -1, 1) if target else value
                 assert samples.z[k] == pytest.approx(want, abs=1e-6)
+                if target:  # the capture's sets share its number
+                    assert samples.group[k] == captures
                 k += 1
             captures += 1
             wider += len(sets) > 1
         replay = replay.apply(text)
     assert k == len(samples) and captures == info["captures"] > 0
     assert info["lower_target"] == (target or "outcome")
+    assert (samples.group is None) == (target is None)
     if target:
         assert wider > 0 and len(samples) > captures
+
+
+# ============================================================================ the within-capture ranking loss
+def _group_loss_reference(q, z, group):
+    """``nets.losses.group_ranking_loss`` written out capture by capture with numpy."""
+    from nets.losses import GROUP_MIN_SD, GROUP_Q_SCALE, GROUP_Z_CLIP
+
+    losses = []
+    for g in sorted(set(group.tolist())):
+        qs, zs = q[group == g].astype(np.float64), z[group == g].astype(np.float64)
+        if len(qs) < 2 or zs.std() < GROUP_MIN_SD:
+            continue
+        zz = np.clip((zs - zs.mean()) / zs.std(), -GROUP_Z_CLIP, GROUP_Z_CLIP)
+        losses.append(np.mean((GROUP_Q_SCALE * (qs - qs.mean()) - zz) ** 2))
+    return float(np.mean(losses)) if losses else 0.0
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 5), st.floats(-1, 1), st.sampled_from([-0.5, 0.0, 0.01, 0.3, 1.0])),
+                min_size=1, max_size=40), st.floats(-0.7, 0.7))
+def test_group_ranking_loss_matches_its_reference(rows, shift):
+    from nets.losses import group_ranking_loss
+
+    group = np.array([r[0] for r in rows], np.int64)
+    _, group = np.unique(group, return_inverse=True)
+    q = np.array([r[1] for r in rows], np.float32)
+    z = np.array([r[2] for r in rows], np.float32)
+    got = float(group_ranking_loss(torch.from_numpy(q), torch.from_numpy(z), torch.from_numpy(group)))
+    assert got == pytest.approx(_group_loss_reference(q, z, group), rel=1e-4, abs=1e-5)
+    # only the ranking within a capture counts: shifting one capture's Q and targets changes nothing
+    q2, z2 = q.copy(), z.copy()
+    q2[group == 0] += shift
+    z2[group == 0] -= shift
+    again = float(group_ranking_loss(torch.from_numpy(q2), torch.from_numpy(z2), torch.from_numpy(group)))
+    assert again == pytest.approx(got, rel=1e-3, abs=1e-4)
+
+
+def test_capture_groups_survive_shards_windows_and_batches(tmp_path, states):
+    """``group`` round-trips through a shard, is renumbered by the replay window so that captures of
+    different shards stay apart, and becomes the batch's ``0..G-1`` with one symmetry per capture."""
+    from train.samples import concat
+
+    rng = np.random.default_rng(3)
+    battle = [s for s in states if s.phase == 1][:12]
+    for shard in range(2):
+        b = SampleBuilder("lower")
+        for i, s in enumerate(battle):
+            b.add_lower(state_planes(s), int(rng.integers(48804)), float(rng.random()), group=i // 4)
+        write_shard(tmp_path / f"i0001-g{shard:04d}.npz", b.build())
+    back = read_shard(tmp_path / "i0001-g0000.npz")
+    np.testing.assert_array_equal(back.group, np.arange(len(battle)) // 4)
+    window, _ = load_window(tmp_path, 10_000, "lower")
+    n_caps = (len(battle) + 3) // 4
+    np.testing.assert_array_equal(window.group, np.arange(2 * len(battle)) // 4)
+    assert window.tail(5).group.tolist() == window.group[-5:].tolist()
+    plain = SampleBuilder("lower")
+    plain.add_lower(state_planes(battle[0]), 7, 0.5)
+    assert plain.build().group is None
+    mixed = concat([plain.build(), back])
+    assert mixed.group[0] == -1 and mixed.group[1:].tolist() == back.group.tolist()
+    idx = np.array([0, 1, 5, 4, 9, 2 * len(battle) - 1])
+    batch = make_batch(window, idx, np.random.default_rng(0), symmetries=(0, 1, 2, 3))
+    assert batch.group.tolist() == np.unique(window.group[idx], return_inverse=True)[1].tolist()
+    for g in set(batch.group.tolist()):
+        assert len(set(batch.symmetries[batch.group == g].tolist())) == 1
+    assert make_batch(mixed, np.array([0, 1]), None).group is None  # a sample without a capture: no groups
+    assert n_caps * 2 == len(set(window.group.tolist()))
+
+
+def test_learner_group_loss_draws_whole_captures_and_learns_a_ranking(states):
+    """With ``learner.dqn_loss = "group"`` batches are whole captures, and a few steps on a capture
+    whose ranking is fixed lower the loss; samples without captures are refused."""
+    cfg = micro_config("model=lower", "learner.dqn_loss=group", "selfplay.lower_eval=eval.expert",
+                       "learner.lr=0.003")
+    from nets.model import build
+    from train.learner import GROUP_SETS, _capture_batches
+
+    battle = [s for s in states if s.phase == 1][:24]
+    b = SampleBuilder("lower")
+    for i, s in enumerate(battle):
+        b.add_lower(state_planes(s), 11, float(i % 6) / 5, group=i // 6)
+    samples = b.build()
+    draw = _capture_batches(samples, 2 * GROUP_SETS)
+    idx = draw(np.random.default_rng(0))
+    assert len(set(samples.group[idx].tolist())) == 2 and len(idx) == 12
+    learner = Learner(cfg.nets.net_config("lower"), cfg.learner, model=build(cfg.nets.net_config("lower")))
+    batch = make_batch(samples, np.arange(len(samples)))
+    before = learner.evaluate(batch)["value"]
+    learner.train(samples, 60, 24, np.random.default_rng(1))
+    assert learner.evaluate(batch)["value"] < 0.6 * before
+    plain = SampleBuilder("lower")
+    plain.add_lower(state_planes(battle[0]), 7, 0.5)
+    plain.add_lower(state_planes(battle[1]), 7, 0.1)
+    with pytest.raises(ValueError, match="grouped by capture"):
+        learner.train(plain.build(), 1, 2, np.random.default_rng(0))
+    with pytest.raises(ConfigError, match="lower_eval"):
+        micro_config("model=lower", "learner.dqn_loss=group")

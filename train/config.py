@@ -104,7 +104,9 @@ field                           default                     meaning
 ``learner.batch_size``          ``64``
 ``learner.steps``               ``40``                      training steps per iteration
 ``learner.grad_clip``           ``5.0``                     gradient norm clip (``None``: off)
-``learner.dqn_loss``            ``"huber"``                 lower net: ``huber`` or ``mse``
+``learner.dqn_loss``            ``"huber"``                 lower net: ``huber`` or ``mse`` (per sample), or
+                                                            ``group`` (the within-capture ranking loss; needs
+                                                            ``selfplay.lower_eval``)
 ``learner.precision``           ``"float32"``               ``bfloat16``: forward and loss under CPU autocast
                                                             (weights, optimiser and gradients stay float32)
 ``gate.max_games``              ``4``                       SPRT gate, candidate vs best: at most this many
@@ -290,7 +292,7 @@ class LearnerConfig(_Section):
     batch_size: int = Field(64, ge=1)
     steps: int = Field(40, ge=1)
     grad_clip: float | None = Field(5.0, gt=0)
-    dqn_loss: Literal["huber", "mse"] = "huber"
+    dqn_loss: Literal["huber", "mse", "group"] = "huber"
     precision: Literal["float32", "bfloat16"] = "float32"
 
 
@@ -392,6 +394,9 @@ class TrainConfig(BaseModel):
     def _budget(self) -> "TrainConfig":
         if self.iterations is None and self.minutes is None:
             raise ValueError("fields 'iterations' and 'minutes' are both null; give a budget (one or both)")
+        if self.learner.dqn_loss == "group" and self.model in ("lower", "cycle") and not self.selfplay.lower_eval:
+            raise ValueError("learner.dqn_loss = 'group' ranks a capture's victim sets: it needs selfplay.lower_eval "
+                             "(every candidate set a sample)")
         return self
 
     def kind_for(self, iteration: int) -> str:

@@ -2,7 +2,9 @@
 
 Losses (``nets.losses``): ``slm`` and ``upper`` minimise ``(z - v)^2 - pi^T log p + c ||theta||^2`` with the
 softmax restricted to the sample's legal mask (the search's candidate actions); ``lower`` minimises the
-DQN regression of Q on its Monte Carlo target (Huber by default) ``+ c ||theta||^2``, with ``c`` the config
+DQN regression of Q on its Monte Carlo target (Huber by default; ``learner.dqn_loss = "group"``: the
+within-capture ranking loss ``nets.losses.group_ranking_loss`` on batches of whole captures, up to
+:data:`GROUP_SETS` victim sets of each) ``+ c ||theta||^2``, with ``c`` the config
 field ``learner.l2_penalty`` and the term ``nets.losses.l2_penalty`` (every parameter except the lower
 net's action embedding; no optimiser weight decay).
 
@@ -33,7 +35,7 @@ from core.atomic import atomic_write
 import torch
 
 from nets.config import NetConfig
-from nets.losses import dqn_loss, l2_penalty, policy_value_terms
+from nets.losses import dqn_loss, group_ranking_loss, l2_penalty, policy_value_terms
 from train.config import LearnerConfig
 from train.samples import Batch, Samples, make_batch
 
@@ -125,7 +127,13 @@ class Learner:
         z = torch.from_numpy(batch.z)
         if self.kind == "lower":
             q = self.model(x, torch.from_numpy(batch.action))
-            value = dqn_loss(q, z, kind=self.cfg.dqn_loss)
+            if self.cfg.dqn_loss == "group":
+                if batch.group is None:
+                    raise ValueError("learner.dqn_loss = 'group' needs lower samples grouped by capture "
+                                     "(selfplay.lower_eval)")
+                value = group_ranking_loss(q, z, torch.from_numpy(batch.group))
+            else:
+                value = dqn_loss(q, z, kind=self.cfg.dqn_loss)
             terms = {"value": value, "policy": torch.zeros(())}
         else:
             logits, v = self.model(x)
@@ -162,16 +170,19 @@ class Learner:
 
     def train(self, samples: Samples, steps: int, batch_size: int, rng: np.random.Generator,
               symmetries=(0,), callback=None) -> dict[str, float]:
-        """``steps`` steps on batches drawn uniformly (with replacement between steps) from ``samples``,
-        augmented with ``symmetries``. ``callback(step_index, losses)`` after each step. Returns the mean
+        """``steps`` steps on batches drawn uniformly (with replacement between steps) from ``samples``
+        (with ``dqn_loss = "group"``: whole captures, :func:`_capture_batches`), augmented with
+        ``symmetries``. ``callback(step_index, losses)`` after each step. Returns the mean
         losses and ``seconds``, ``steps``, ``samples``, ``lr`` (last)."""
         if len(samples) == 0:
             raise ValueError(f"no {self.kind} samples to train on")
+        draw = (_capture_batches(samples, batch_size) if self.kind == "lower" and self.cfg.dqn_loss == "group"
+                else lambda r: r.integers(len(samples), size=min(batch_size, len(samples))))
         sums: dict[str, float] = {}
         t0 = time.perf_counter()
         last: dict[str, float] = {}
         for i in range(steps):
-            idx = rng.integers(len(samples), size=min(batch_size, len(samples)))
+            idx = draw(rng)
             last = self.train_step(make_batch(samples, idx, rng, symmetries))
             for k, v in last.items():
                 sums[k] = sums.get(k, 0.0) + v
@@ -181,3 +192,30 @@ class Learner:
         out.update(seconds=time.perf_counter() - t0, steps=steps, samples=len(samples), lr=last.get("lr", self.lr()),
                    step=self.step)
         return out
+
+
+GROUP_SETS = 16  # victim sets of one capture in a group-loss batch (a capture's sets are drawn without replacement)
+
+
+def _capture_batches(samples: Samples, batch_size: int):
+    """A function ``rng -> indices`` for the group loss: ``max(1, batch_size // GROUP_SETS)`` distinct
+    captures drawn uniformly among those with at least two samples (all of them if fewer), and up to
+    :data:`GROUP_SETS` of each capture's samples drawn without replacement. Raises ``ValueError`` when
+    ``samples`` have no such capture."""
+    group = samples.group
+    if group is None or not len(group) or group.max() < 0:
+        raise ValueError("learner.dqn_loss = 'group' needs lower samples grouped by capture (selfplay.lower_eval)")
+    order = np.argsort(group, kind="stable")
+    ids, starts, counts = np.unique(group[order], return_index=True, return_counts=True)
+    keep = (ids >= 0) & (counts >= 2)
+    members = [order[a:a + c] for a, c in zip(starts[keep], counts[keep])]
+    if not members:
+        raise ValueError("learner.dqn_loss = 'group' needs captures with at least two victim sets")
+    n = min(len(members), max(1, batch_size // GROUP_SETS))
+
+    def draw(rng: np.random.Generator) -> np.ndarray:
+        picked = rng.choice(len(members), n, replace=False)
+        return np.concatenate([rng.choice(members[k], min(GROUP_SETS, len(members[k])), replace=False)
+                               for k in picked])
+    return draw
+

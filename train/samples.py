@@ -8,7 +8,9 @@ A **sample** is one training example of one net kind:
   or every legal action for supervised samples) with its target probability, zeros included: those
   indices are also the **legal mask** of the loss (``nets.losses.policy_value_terms``).
 - ``lower``: the planes of the position *after* a capture (victims removed), the upper action of the
-  capturing move's path and ``z``, the target Q for the player who captured.
+  capturing move's path and ``z``, the target Q for the player who captured; optionally ``group``, the
+  capture the sample belongs to (every candidate victim set of one capture shares it; ``-1``: none), which
+  the within-capture ranking loss (``learner.dqn_loss = "group"``) needs.
 
 A :class:`Samples` holds many samples column-wise (policies in CSR form: ``pi_off``, ``pi_idx``,
 ``pi_val``). A **shard** is one ``.npz`` written by ``np.savez_compressed`` to a temporary file in the
@@ -18,7 +20,8 @@ the layout of these arrays), ``encoding_version`` (int, ``nets.config.ENCODING_V
 feature planes and action indices), ``kind`` (str), ``planes`` (``float16 (N, 14, 14, 14)``: the planes are 0/1
 except four scalar planes, whose float16 rounding is below 1e-3), ``z`` (``float32 (N,)``), ``pi_off``
 (``int64 (N+1,)``), ``pi_idx`` (``int32``), ``pi_val`` (``float32``) for ``slm``/``upper``, ``action``
-(``int32 (N,)``) for ``lower``, and ``meta`` (a JSON string). :func:`read_shard` refuses a shard of
+(``int32 (N,)``) and, when the samples are grouped by capture, ``group`` (``int32 (N,)``; an optional
+array, so shards without it stay readable) for ``lower``, and ``meta`` (a JSON string). :func:`read_shard` refuses a shard of
 another format, shard version or encoding version with a one-line :class:`ShardError`.
 
 :func:`load_window` reads the most recent shards of a directory (file names sort chronologically, e.g.
@@ -72,6 +75,7 @@ class Samples:
     pi_val: np.ndarray | None = None
     action: np.ndarray | None = None
     meta: dict[str, Any] = field(default_factory=dict)
+    group: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in ("slm", "upper", "lower"):
@@ -85,6 +89,12 @@ class Samples:
             self.action = np.asarray(self.action if self.action is not None else np.zeros(0), np.int32).reshape(-1)
             if self.action.shape[0] != n:
                 raise ShardError(f"{self.action.shape[0]} upper actions for {n} lower samples")
+            if self.group is not None:
+                self.group = np.asarray(self.group, np.int32).reshape(-1)
+                if self.group.shape[0] != n:
+                    raise ShardError(f"{self.group.shape[0]} capture groups for {n} lower samples")
+                if n and self.group.min() < -1:
+                    raise ShardError("capture group below -1")
         else:
             self.pi_off = np.asarray(self.pi_off if self.pi_off is not None else [0], np.int64).reshape(-1)
             self.pi_idx = np.asarray(self.pi_idx if self.pi_idx is not None else [], np.int32).reshape(-1)
@@ -110,7 +120,9 @@ class Samples:
         if start == 0:
             return self
         if self.kind == "lower":
-            return Samples(self.kind, self.planes[start:], self.z[start:], action=self.action[start:], meta=self.meta)
+            group = self.group[start:] if self.group is not None else None
+            return Samples(self.kind, self.planes[start:], self.z[start:], action=self.action[start:], meta=self.meta,
+                           group=group)
         o = int(self.pi_off[start])
         return Samples(self.kind, self.planes[start:], self.z[start:], self.pi_off[start:] - o, self.pi_idx[o:],
                        self.pi_val[o:], meta=self.meta)
@@ -134,13 +146,27 @@ def concat(parts: Sequence[Samples], kind: str | None = None) -> Samples:
     planes = np.concatenate([p.planes for p in parts])
     z = np.concatenate([p.z for p in parts])
     if kind == "lower":
-        return Samples(kind, planes, z, action=np.concatenate([p.action for p in parts]))
+        return Samples(kind, planes, z, action=np.concatenate([p.action for p in parts]), group=_concat_groups(parts))
     offs, base = [np.zeros(1, np.int64)], 0
     for p in parts:
         offs.append(p.pi_off[1:] + base)
         base += int(p.pi_off[-1])
     return Samples(kind, planes, z, np.concatenate(offs), np.concatenate([p.pi_idx for p in parts]),
                    np.concatenate([p.pi_val for p in parts]))
+
+
+def _concat_groups(parts: Sequence[Samples]) -> np.ndarray | None:
+    """The ``group`` column of lower ``parts`` concatenated, renumbered so that no two parts share a
+    capture (``-1`` stays ``-1``; a part without groups gives ``-1``); ``None`` when no part has groups."""
+    if all(p.group is None for p in parts):
+        return None
+    out, base = [], 0
+    for p in parts:
+        g = p.group if p.group is not None else np.full(len(p), -1, np.int32)
+        out.append(np.where(g >= 0, g.astype(np.int64) + base, -1))
+        if len(g) and g.max() >= 0:
+            base += int(g.max()) + 1
+    return np.concatenate(out).astype(np.int32)
 
 
 def blend_teacher(actions: np.ndarray, values: np.ndarray, path_actions: np.ndarray, prior: np.ndarray,
@@ -165,6 +191,7 @@ class SampleBuilder:
         self.idx: list[np.ndarray] = []
         self.val: list[np.ndarray] = []
         self.action: list[int] = []
+        self.group: list[int] = []
 
     def __len__(self) -> int:
         return len(self.planes)
@@ -186,10 +213,12 @@ class SampleBuilder:
         self.val.append(merged.astype(np.float32))
         self.z.append(float(z))
 
-    def add_lower(self, planes_after: np.ndarray, upper_action: int, z: float = 0.0) -> None:
+    def add_lower(self, planes_after: np.ndarray, upper_action: int, z: float = 0.0, group: int = -1) -> None:
+        """A ``lower`` sample; ``group``: its capture (``0, 1, ...`` within the builder; ``-1``: none)."""
         self.planes.append(np.asarray(planes_after, np.float16))
         self.action.append(int(upper_action))
         self.z.append(float(z))
+        self.group.append(int(group))
 
     def set_values(self, z: Iterable[float]) -> None:
         """Replace the value targets (known only when the game is over)."""
@@ -205,8 +234,9 @@ class SampleBuilder:
             return s
         planes = np.stack(self.planes)
         if self.kind == "lower":
+            group = np.array(self.group, np.int32) if max(self.group) >= 0 else None
             return Samples(self.kind, planes, np.array(self.z, np.float32), action=np.array(self.action, np.int32),
-                           meta=dict(meta or {}))
+                           meta=dict(meta or {}), group=group)
         off = np.zeros(len(self.idx) + 1, np.int64)
         np.cumsum([len(i) for i in self.idx], out=off[1:])
         return Samples(self.kind, planes, np.array(self.z, np.float32), off, np.concatenate(self.idx),
@@ -231,6 +261,8 @@ def write_shard(path: str | os.PathLike, samples: Samples) -> Path:
     }
     if samples.kind == "lower":
         arrays["action"] = samples.action
+        if samples.group is not None:
+            arrays["group"] = samples.group
     else:
         arrays.update(pi_off=samples.pi_off, pi_idx=samples.pi_idx, pi_val=samples.pi_val)
     atomic_write(path, lambda f: np.savez_compressed(f, **arrays))
@@ -263,7 +295,8 @@ def read_shard(path: str | os.PathLike) -> Samples:
             kind = str(data["kind"])
             meta = json.loads(str(data["meta"])) if "meta" in data else {}
             if kind == "lower":
-                return Samples(kind, data["planes"], data["z"], action=data["action"], meta=meta)
+                return Samples(kind, data["planes"], data["z"], action=data["action"], meta=meta,
+                               group=data["group"] if "group" in data else None)
             return Samples(kind, data["planes"], data["z"], data["pi_off"], data["pi_idx"], data["pi_val"], meta=meta)
     except ShardError as exc:
         msg = str(exc)
@@ -333,17 +366,25 @@ class Batch:
     mask: np.ndarray | None = None
     action: np.ndarray | None = None
     symmetries: np.ndarray | None = None
+    group: np.ndarray | None = None  # lower, when every sample has a capture: int64 (B,) in 0..G-1
 
 
 def make_batch(samples: Samples, indices: np.ndarray, rng: np.random.Generator | None = None,
                symmetries: Sequence[int] = (0,)) -> Batch:
     """The samples at ``indices``, each transformed by a symmetry drawn (with ``rng``) from
-    ``symmetries`` (module docstring). With ``rng=None`` or ``symmetries=(0,)`` nothing is transformed."""
+    ``symmetries`` (module docstring). With ``rng=None`` or ``symmetries=(0,)`` nothing is transformed.
+    Lower samples that all have a capture ``group`` get the batch's capture numbers ``0..G-1`` as
+    ``Batch.group`` (in the order of their ``group`` values), and one symmetry per capture."""
     indices = np.asarray(indices, np.int64)
     b = len(indices)
+    group = None
+    if samples.kind == "lower" and samples.group is not None and b and samples.group[indices].min() >= 0:
+        _, group = np.unique(samples.group[indices], return_inverse=True)
+        group = group.reshape(-1).astype(np.int64)
     syms = np.zeros(b, np.int64)
     if rng is not None and tuple(symmetries) != (0,):
-        syms = np.asarray(symmetries, np.int64)[rng.integers(len(symmetries), size=b)]
+        drawn = np.asarray(symmetries, np.int64)[rng.integers(len(symmetries), size=b)]
+        syms = drawn if group is None else drawn[group]  # one symmetry per capture: its sets stay comparable
     planes = samples.planes[indices].astype(np.float32)
     for s in np.unique(syms):
         if s != 0:
@@ -357,7 +398,7 @@ def make_batch(samples: Samples, indices: np.ndarray, rng: np.random.Generator |
             if s != 0:
                 sel = syms == s
                 action[sel] = action_map(int(s), policy_kind)[action[sel]]
-        return Batch(samples.kind, planes, z, action=action, symmetries=syms)
+        return Batch(samples.kind, planes, z, action=action, symmetries=syms, group=group)
     n_actions = KIND_ACTIONS[samples.kind]
     starts, ends = samples.pi_off[indices], samples.pi_off[indices + 1]
     lengths = (ends - starts).astype(np.int64)

@@ -30,7 +30,9 @@ plays everything else, so that the three nets learn independently:
   opponent moves there), less the mean of that over the capture's candidates, divided by
   ``selfplay.lower_eval_scale`` and clipped to ``[-1, 1]``. Only the ranking within
   one capture matters for the choice (JFA Eq. 6), and those differences are far smaller than the
-  differences between captures, which a regression on the plain values spends itself on.
+  differences between captures, which a regression on the plain values spends itself on. The samples
+  of one capture share a ``group`` (``train.samples``), which the within-capture ranking loss
+  (``learner.dqn_loss = "group"``) trains on.
 
 Positions with a single candidate (one legal placement, or one path left by the expansion pruner) are
 played without a search and give no sample. The search does not reuse its tree between moves in
@@ -301,7 +303,7 @@ def play_lower_game(cfg, lower_net, seed: int) -> tuple[_Game, Any, dict]:
             values = judge.q_values(choice.afters, [action] * len(choice.afters)).astype(np.float64)
             scaled = np.clip((values - values.mean()) / cfg.selfplay.lower_eval_scale, -1.0, 1.0)
             for after, z in zip(choice.afters, scaled):
-                builder.add_lower(state_planes(after), action, float(z))
+                builder.add_lower(state_planes(after), action, float(z), group=choices - 1)
         game.play(Move(move.path, move.jump, choice.victims), {"candidates": choice.n_candidates})
         game.searched += 1
     if judge is None:
