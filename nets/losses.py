@@ -113,15 +113,15 @@ def group_ranking_loss(q: torch.Tensor, target: torch.Tensor, group: torch.Tenso
     g = group.reshape(-1).long()
     n_groups = int(g.max()) + 1 if g.numel() else 0
     count = torch.zeros(n_groups, dtype=q.dtype).index_add_(0, g, torch.ones_like(q))
-    z_mean = torch.zeros(n_groups, dtype=q.dtype).index_add_(0, g, z) / count.clamp_min(1)
-    zc = z - z_mean[g]
-    z_sd = (torch.zeros(n_groups, dtype=q.dtype).index_add_(0, g, zc * zc) / count.clamp_min(1)).sqrt()
-    q_mean = torch.zeros(n_groups, dtype=q.dtype).index_add_(0, g, q) / count.clamp_min(1)
+
+    def group_mean(x: torch.Tensor) -> torch.Tensor:  # (G,): the mean of x over each capture's samples
+        return torch.zeros(n_groups, dtype=q.dtype).index_add_(0, g, x) / count.clamp_min(1)
+
+    zc = z - group_mean(z)[g]
+    z_sd = group_mean(zc * zc).sqrt()
     zz = (zc / z_sd[g].clamp_min(GROUP_MIN_SD)).clamp(-GROUP_Z_CLIP, GROUP_Z_CLIP)
-    err = (GROUP_Q_SCALE * (q - q_mean[g]) - zz) ** 2
-    per_group = torch.zeros(n_groups, dtype=q.dtype).index_add_(0, g, err) / count.clamp_min(1)
+    per_group = group_mean((GROUP_Q_SCALE * (q - group_mean(q)[g]) - zz) ** 2)
     used = (count >= 2) & (z_sd >= GROUP_MIN_SD)
     if not bool(used.any()):
         return q.sum() * 0.0
     return per_group[used].mean()
-

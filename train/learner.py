@@ -129,8 +129,7 @@ class Learner:
             q = self.model(x, torch.from_numpy(batch.action))
             if self.cfg.dqn_loss == "group":
                 if batch.group is None:
-                    raise ValueError("learner.dqn_loss = 'group' needs lower samples grouped by capture "
-                                     "(selfplay.lower_eval)")
+                    raise ValueError(_NEEDS_GROUPS)
                 value = group_ranking_loss(q, z, torch.from_numpy(batch.group))
             else:
                 value = dqn_loss(q, z, kind=self.cfg.dqn_loss)
@@ -195,6 +194,7 @@ class Learner:
 
 
 GROUP_SETS = 16  # victim sets of one capture in a group-loss batch (a capture's sets are drawn without replacement)
+_NEEDS_GROUPS = "learner.dqn_loss = 'group' needs lower samples grouped by capture (selfplay.lower_eval)"
 
 
 def _capture_batches(samples: Samples, batch_size: int):
@@ -204,7 +204,7 @@ def _capture_batches(samples: Samples, batch_size: int):
     ``samples`` have no such capture."""
     group = samples.group
     if group is None or not len(group) or group.max() < 0:
-        raise ValueError("learner.dqn_loss = 'group' needs lower samples grouped by capture (selfplay.lower_eval)")
+        raise ValueError(_NEEDS_GROUPS)
     order = np.argsort(group, kind="stable")
     ids, starts, counts = np.unique(group[order], return_index=True, return_counts=True)
     keep = (ids >= 0) & (counts >= 2)
@@ -218,4 +218,3 @@ def _capture_batches(samples: Samples, batch_size: int):
         return np.concatenate([rng.choice(members[k], min(GROUP_SETS, len(members[k])), replace=False)
                                for k in picked])
     return draw
-

@@ -21,8 +21,9 @@ feature planes and action indices), ``kind`` (str), ``planes`` (``float16 (N, 14
 except four scalar planes, whose float16 rounding is below 1e-3), ``z`` (``float32 (N,)``), ``pi_off``
 (``int64 (N+1,)``), ``pi_idx`` (``int32``), ``pi_val`` (``float32``) for ``slm``/``upper``, ``action``
 (``int32 (N,)``) and, when the samples are grouped by capture, ``group`` (``int32 (N,)``; an optional
-array, so shards without it stay readable) for ``lower``, and ``meta`` (a JSON string). :func:`read_shard` refuses a shard of
-another format, shard version or encoding version with a one-line :class:`ShardError`.
+array, so shards without it stay readable) for ``lower``, and ``meta`` (a JSON string).
+:func:`read_shard` refuses a shard of another format, shard version or encoding version with a
+one-line :class:`ShardError`.
 
 :func:`load_window` reads the most recent shards of a directory (file names sort chronologically, e.g.
 ``i0003-g0001.npz``) until it has ``window`` samples and keeps exactly the newest ``window``.
