@@ -91,23 +91,30 @@ def dqn_loss(q: torch.Tensor, target: torch.Tensor, kind: str = "huber", delta: 
     raise ValueError(f"dqn_loss: unknown kind {kind!r} (huber or mse)")
 
 
-GROUP_Q_SCALE = 10.0  # Q differences of 0.1 (tanh units) match one within-capture standard deviation
-GROUP_Z_CLIP = 3.0    # standardised targets beyond 3 standard deviations are clipped
+GROUP_Q_SCALE = 10.0  # Q differences of 0.1 (tanh units) match one unit of the (standardised) target
+GROUP_Z_CLIP = 3.0    # standardised targets beyond 3 standard deviations are clipped (unit = 0 only)
 GROUP_MIN_SD = 1e-4   # a capture whose targets differ by less carries no ranking and is left out
 
 
-def group_ranking_loss(q: torch.Tensor, target: torch.Tensor, group: torch.Tensor) -> torch.Tensor:
-    """The lower net's within-capture ranking loss (``learner.dqn_loss = "group"``): scalar tensor.
+def group_ranking_loss(q: torch.Tensor, target: torch.Tensor, group: torch.Tensor, unit: float = 0.0) -> torch.Tensor:
+    """The lower net's within-capture loss (``learner.dqn_loss = "group"``): scalar tensor.
 
     ``q`` ``(B,)`` float, ``target`` ``(B,)`` float, ``group`` ``int64 (B,)``: the batch's capture of each
-    sample, ``0..G-1``. Within each capture ``g`` the target is centred and divided by its standard
-    deviation (population; clipped to ``[-GROUP_Z_CLIP, GROUP_Z_CLIP]``), Q is centred and multiplied by
-    :data:`GROUP_Q_SCALE`, and the loss is the mean squared difference; the result is the mean over
-    the captures with at least two samples and a target standard deviation of at least
-    :data:`GROUP_MIN_SD` (0 when there is none). Only the ranking of a capture's victim sets is
-    learnt: a constant added to a capture's Q or target leaves the loss unchanged. The per-sample
-    regression (``huber``, ``mse``) must instead fit values whose spread between captures dwarfs
-    the spread within one, and does not learn the ranking (README, "The square victims")."""
+    sample, ``0..G-1``. Within each capture ``g`` the target is centred and then, with ``unit = 0``,
+    divided by its standard deviation (population; clipped to ``[-GROUP_Z_CLIP, GROUP_Z_CLIP]``: only
+    the ranking is learnt, every capture weighs the same), or with ``unit > 0`` divided by ``unit`` (in
+    the target's units; ``learner.group_unit``): a capture whose victim sets differ more weighs more,
+    as the regret of a wrong choice there is larger. Q is centred and multiplied by
+    :data:`GROUP_Q_SCALE`; the capture's loss is the mean squared difference plus the squared
+    difference of the capture's mean Q and mean target (only differences are constrained otherwise,
+    and a drifting mean saturates the tanh head). The result is the mean over the captures with at
+    least two samples and a target standard deviation of at least :data:`GROUP_MIN_SD` (0 when there
+    is none). Adding one constant to a capture's Q and targets leaves it unchanged. Raises
+    ``ValueError`` for a negative ``unit``. The per-sample regression (``huber``, ``mse``) must instead
+    fit values whose spread between captures dwarfs the spread within one, and does not learn the
+    ranking (README, "The square victims")."""
+    if not unit >= 0.0:
+        raise ValueError(f"group_ranking_loss: unit must be >= 0, got {unit!r}")
     q = q.reshape(-1).float()
     z = target.reshape(-1).to(q.dtype).detach()
     g = group.reshape(-1).long()
@@ -117,10 +124,14 @@ def group_ranking_loss(q: torch.Tensor, target: torch.Tensor, group: torch.Tenso
     def group_mean(x: torch.Tensor) -> torch.Tensor:  # (G,): the mean of x over each capture's samples
         return torch.zeros(n_groups, dtype=q.dtype).index_add_(0, g, x) / count.clamp_min(1)
 
-    zc = z - group_mean(z)[g]
+    z_mean, q_mean = group_mean(z), group_mean(q)
+    zc = z - z_mean[g]
     z_sd = group_mean(zc * zc).sqrt()
-    zz = (zc / z_sd[g].clamp_min(GROUP_MIN_SD)).clamp(-GROUP_Z_CLIP, GROUP_Z_CLIP)
-    per_group = group_mean((GROUP_Q_SCALE * (q - group_mean(q)[g]) - zz) ** 2)
+    if unit > 0.0:
+        zz = zc / unit
+    else:
+        zz = (zc / z_sd[g].clamp_min(GROUP_MIN_SD)).clamp(-GROUP_Z_CLIP, GROUP_Z_CLIP)
+    per_group = group_mean((GROUP_Q_SCALE * (q - q_mean[g]) - zz) ** 2) + (q_mean - z_mean) ** 2
     used = (count >= 2) & (z_sd >= GROUP_MIN_SD)
     if not bool(used.any()):
         return q.sum() * 0.0

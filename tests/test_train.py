@@ -1076,7 +1076,7 @@ def test_lower_selfplay_values_every_candidate_with_lower_eval(target):
 
 
 # ============================================================================ the within-capture ranking loss
-def _group_loss_reference(q, z, group):
+def _group_loss_reference(q, z, group, unit=0.0):
     """``nets.losses.group_ranking_loss`` written out capture by capture with numpy."""
     from nets.losses import GROUP_MIN_SD, GROUP_Q_SCALE, GROUP_Z_CLIP
 
@@ -1085,29 +1085,55 @@ def _group_loss_reference(q, z, group):
         qs, zs = q[group == g].astype(np.float64), z[group == g].astype(np.float64)
         if len(qs) < 2 or zs.std() < GROUP_MIN_SD:
             continue
-        zz = np.clip((zs - zs.mean()) / zs.std(), -GROUP_Z_CLIP, GROUP_Z_CLIP)
-        losses.append(np.mean((GROUP_Q_SCALE * (qs - qs.mean()) - zz) ** 2))
+        if unit > 0:
+            zz = (zs - zs.mean()) / unit
+        else:
+            zz = np.clip((zs - zs.mean()) / zs.std(), -GROUP_Z_CLIP, GROUP_Z_CLIP)
+        losses.append(np.mean((GROUP_Q_SCALE * (qs - qs.mean()) - zz) ** 2) + (qs.mean() - zs.mean()) ** 2)
     return float(np.mean(losses)) if losses else 0.0
 
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 5), st.floats(-1, 1), st.sampled_from([-0.5, 0.0, 0.01, 0.3, 1.0])),
-                min_size=1, max_size=40), st.floats(-0.7, 0.7))
-def test_group_ranking_loss_matches_its_reference(rows, shift):
+                min_size=1, max_size=40), st.floats(-0.7, 0.7), st.sampled_from([0.0, 0.05, 1.0]))
+def test_group_ranking_loss_matches_its_reference(rows, shift, unit):
     from nets.losses import group_ranking_loss
 
     group = np.array([r[0] for r in rows], np.int64)
     _, group = np.unique(group, return_inverse=True)
     q = np.array([r[1] for r in rows], np.float32)
     z = np.array([r[2] for r in rows], np.float32)
-    got = float(group_ranking_loss(torch.from_numpy(q), torch.from_numpy(z), torch.from_numpy(group)))
-    assert got == pytest.approx(_group_loss_reference(q, z, group), rel=1e-4, abs=1e-5)
-    # only the ranking within a capture counts: shifting one capture's Q and targets changes nothing
+
+    def loss(q_, z_):
+        return float(group_ranking_loss(torch.from_numpy(q_), torch.from_numpy(z_), torch.from_numpy(group), unit))
+
+    got = loss(q, z)
+    assert got == pytest.approx(_group_loss_reference(q, z, group, unit), rel=1e-4, abs=1e-5)
+    # one constant added to one capture's Q and targets changes nothing
     q2, z2 = q.copy(), z.copy()
     q2[group == 0] += shift
-    z2[group == 0] -= shift
-    again = float(group_ranking_loss(torch.from_numpy(q2), torch.from_numpy(z2), torch.from_numpy(group)))
-    assert again == pytest.approx(got, rel=1e-3, abs=1e-4)
+    z2[group == 0] += shift
+    assert loss(q2, z2) == pytest.approx(got, rel=1e-3, abs=1e-4)
+
+
+def test_group_loss_unit_weighs_captures_by_their_spread():
+    """With a unit the same misranking costs more in a capture whose sets differ more; standardised,
+    both captures cost the same. A negative unit is refused."""
+    from nets.losses import group_ranking_loss
+
+    q = torch.tensor([0.0, 0.01, 0.0, 0.01])  # both captures prefer their second set
+    z = torch.tensor([0.02, -0.02, 0.4, -0.4])  # both targets prefer the first, the second capture by far
+    g = torch.tensor([0, 0, 1, 1])
+
+    def per_capture(unit):
+        return [float(group_ranking_loss(q[g == k], z[g == k], torch.zeros(2, dtype=torch.long), unit)) for k in (0, 1)]
+
+    small, large = per_capture(0.05)
+    assert large > 10 * small
+    a, b = per_capture(0.0)
+    assert a == pytest.approx(b, rel=1e-6)
+    with pytest.raises(ValueError, match="unit"):
+        group_ranking_loss(q, z, g, -1.0)
 
 
 def test_capture_groups_survive_shards_windows_and_batches(tmp_path, states):
@@ -1142,11 +1168,13 @@ def test_capture_groups_survive_shards_windows_and_batches(tmp_path, states):
     assert n_caps * 2 == len(set(window.group.tolist()))
 
 
-def test_learner_group_loss_draws_whole_captures_and_learns_a_ranking(states):
-    """With ``learner.dqn_loss = "group"`` batches are whole captures, and a few steps on a capture
-    whose ranking is fixed lower the loss; samples without captures are refused."""
+@pytest.mark.parametrize("unit", [0.0, 0.2])
+def test_learner_group_loss_draws_whole_captures_and_learns_a_ranking(states, unit):
+    """With ``learner.dqn_loss = "group"`` (standardised targets, or ``learner.group_unit``) batches are
+    whole captures, and a few steps on a capture whose ranking is fixed lower the loss; samples without
+    captures are refused."""
     cfg = micro_config("model=lower", "learner.dqn_loss=group", "selfplay.lower_eval=eval.expert",
-                       "learner.lr=0.003")
+                       "learner.lr=0.003", f"learner.group_unit={unit}")
     from nets.model import build
     from train.learner import GROUP_SETS, _capture_batches
 
@@ -1161,6 +1189,9 @@ def test_learner_group_loss_draws_whole_captures_and_learns_a_ranking(states):
     learner = Learner(cfg.nets.net_config("lower"), cfg.learner, model=build(cfg.nets.net_config("lower")))
     batch = make_batch(samples, np.arange(len(samples)))
     before = learner.evaluate(batch)["value"]
+    with torch.no_grad():
+        q0 = learner.model(torch.from_numpy(batch.planes), torch.from_numpy(batch.action)).reshape(-1).numpy()
+    assert before == pytest.approx(_group_loss_reference(q0, batch.z, batch.group, unit), rel=1e-3)  # the unit is used
     learner.train(samples, 60, 24, np.random.default_rng(1))
     assert learner.evaluate(batch)["value"] < 0.6 * before
     plain = SampleBuilder("lower")

@@ -107,6 +107,10 @@ field                           default                     meaning
 ``learner.dqn_loss``            ``"huber"``                 lower net: ``huber`` or ``mse`` (per sample), or
                                                             ``group`` (the within-capture ranking loss; needs
                                                             ``selfplay.lower_eval``)
+``learner.group_unit``          ``0.0``                     the group loss's target unit: ``0`` standardises
+                                                            each capture's targets (the ranking only); ``> 0``
+                                                            divides the centred targets by it (target units),
+                                                            so captures whose sets differ more weigh more
 ``learner.precision``           ``"float32"``               ``bfloat16``: forward and loss under CPU autocast
                                                             (weights, optimiser and gradients stay float32)
 ``gate.max_games``              ``4``                       SPRT gate, candidate vs best: at most this many
@@ -293,6 +297,7 @@ class LearnerConfig(_Section):
     steps: int = Field(40, ge=1)
     grad_clip: float | None = Field(5.0, gt=0)
     dqn_loss: Literal["huber", "mse", "group"] = "huber"
+    group_unit: float = Field(0.0, ge=0, le=10)
     precision: Literal["float32", "bfloat16"] = "float32"
 
 

@@ -130,7 +130,7 @@ class Learner:
             if self.cfg.dqn_loss == "group":
                 if batch.group is None:
                     raise ValueError(_NEEDS_GROUPS)
-                value = group_ranking_loss(q, z, torch.from_numpy(batch.group))
+                value = group_ranking_loss(q, z, torch.from_numpy(batch.group), unit=self.cfg.group_unit)
             else:
                 value = dqn_loss(q, z, kind=self.cfg.dqn_loss)
             terms = {"value": value, "policy": torch.zeros(())}
