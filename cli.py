@@ -757,6 +757,10 @@ def diagnose(
     max_records: Annotated[int, typer.Option(min=1, max=100_000, help="Use at most this many games (the last).")] = 200,
     positions: Annotated[int, typer.Option(min=1, max=1_000_000, help="Positions per net, drawn uniformly.")] = 4000,
     victims: Annotated[int, typer.Option(min=0, max=1000, help="Capture-pruner sets the lower net ranks (0: all).")] = 8,
+    victim_reference: Annotated[Optional[str], typer.Option(help="Evaluator plugin spec whose best victim set the "
+                                                        "lower net and the pruner are scored against (default: "
+                                                        "the expert's two-ply value, eval.expert:plies=2; 'none': "
+                                                        "no reference).")] = None,
     seed: Annotated[int, typer.Option(min=0, max=MAX_SEED, help="Seed of the position sample.")] = 0,
     json_out: Annotated[bool, typer.Option("--json", help="Print the report as one JSON object.")] = False,
     rule: RuleOption = None,
@@ -766,10 +770,20 @@ def diagnose(
     against the expert's two-ply value of the position after each set (train.diagnose)."""
     import json
 
-    from train.diagnose import HELDOUT_RECORDS, diagnose as run_diagnose, format_report
+    from train.diagnose import HELDOUT_RECORDS, VICTIM_REFERENCE, diagnose as run_diagnose, format_report
 
+    reference = VICTIM_REFERENCE if victim_reference is None else victim_reference
+    if reference.strip().lower() == "none":
+        reference = None
+    else:
+        from knowledge.registry import REGISTRY, SpecError
+
+        try:
+            REGISTRY.create(reference, "evaluator")
+        except (SpecError, ValueError) as exc:
+            fail(f"--victim-reference: {exc}")
     report = run_diagnose(model_dir, records or [HELDOUT_RECORDS], max_records=max_records, max_positions=positions, victims=victims,
-                          seed=seed, ruleset=ruleset_from(rule))
+                          seed=seed, ruleset=ruleset_from(rule), victim_reference=reference)
     typer.echo(json.dumps(report) if json_out else format_report(report))
 
 

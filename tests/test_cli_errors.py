@@ -109,6 +109,8 @@ CASES = [
     ("J", ["pretrain", "{d}/recs", "--model", "upper", "--init", str(ROOT / "models/default/slm.safetensors"),
            "--steps", "1", "--out", "{d}/u.safetensors"], "wrong kind: a 'slm' net, expected a 'upper' net"),
     ("J", ["random-game", "--record", "/proc/no/such/dir/g.json"], "/proc/no"),
+    ("J", ["diagnose", "models/default", "--victim-reference", "eval.nope"], "--victim-reference: unknown evaluator"),
+    ("J", ["diagnose", "models/default", "--victim-reference", "eval.expert:plies=9"], "--victim-reference: eval.expert: plies"),
 ]
 
 
