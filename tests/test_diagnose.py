@@ -22,6 +22,19 @@ def test_value_calibration_by_hand():
     assert value_calibration(np.zeros(2), np.zeros(2))["n"] == 0
 
 
+def test_colour_baseline_by_hand():
+    from train.diagnose import colour_baseline
+
+    # White to move won twice and lost once, Black to move lost twice (White won), one draw dropped:
+    # White won 4 of the 5 decided positions, so "White is ahead" is right 4 times in 5
+    sides = [0, 0, 0, 1, 1, 1]
+    z = np.array([1.0, 1.0, -1.0, -1.0, -1.0, 0.0])
+    assert colour_baseline(sides, z) == pytest.approx(0.8)
+    # the same with the colours swapped: Black's side is ahead, right as often
+    assert colour_baseline([1 - s for s in sides], z) == pytest.approx(0.8)
+    assert colour_baseline([0, 1], np.zeros(2)) is None
+
+
 def test_masked_stats_by_hand():
     logits = np.array([[5.0, 1.0, 2.0, 3.0], [0.0, 0.0, 9.0, 1.0]], np.float32)
     legal = [np.array([1, 2, 3]), np.array([0, 1, 3])]  # action 0 (row 0) and 2 (row 1) are masked out
@@ -54,9 +67,12 @@ def test_diagnose_on_records(tmp_path):
     report = diagnose("models/default", [tmp_path], max_positions=300, victims=4, ruleset=rules,
                       victim_reference="eval.expert")  # the one-ply value: the default two-ply one is slow here
     assert report["records"] == 2
+    stages = {"slm": ("layout<147", "layout>=147"), "upper": ("battle<50", "battle>=50")}
     for kind in ("slm", "upper"):
         r = report[kind]
         assert r["positions"] > 0 and 0.0 <= r["top1"] <= r["top3"] <= 1.0
+        assert sum(r[stage]["positions"] for stage in stages[kind]) == r["positions"]
+        assert r["colour_baseline"] is None or 0.5 <= r["colour_baseline"] <= 1.0
     assert "lower" in report and report["lower"]["reference"]["evaluator"] == "eval.expert"
     json.dumps(report)
     assert "policy top-1" in format_report(report) and "against eval.expert" in format_report(report)
@@ -137,3 +153,23 @@ def test_victim_report_against_its_reference(tmp_path):
     assert n == r["captures"]
     assert ref["pruner_top1"] == pytest.approx(hits / n) and ref["pruner_regret"] == pytest.approx(regret / n, abs=1e-6)
     assert ref["pruner_regret"] >= 0
+
+
+def test_first_square_report_by_hand():
+    """Battle moves after the 196 placements, Black first: a move with ``/`` forms a square."""
+    from types import SimpleNamespace
+
+    from train.diagnose import first_square_report
+
+    layout = ["a1"] * 196  # placements are not read
+    games = [
+        SimpleNamespace(moves=layout + ["g7-h7/a1", "b1-b2"], result="w"),  # Black's square, White won
+        SimpleNamespace(moves=layout + ["g7-h7", "b1-b2/a3"], result="w"),  # White's square, White won
+        SimpleNamespace(moves=layout + ["g7-h7/a1"], result="draw"),  # Black's square, drawn: not decided
+        SimpleNamespace(moves=layout + ["g7-h7", "b1-b2"], result="b"),  # no square
+    ]
+    r = first_square_report(games)
+    assert r["games"] == 4
+    assert r["results"] == {"w": 2, "b": 1, "draw": 1}
+    assert r["first_square"] == {"w": 1, "b": 2, "none": 1}
+    assert (r["decided_with_square"], r["first_square_won"]) == (2, 1)

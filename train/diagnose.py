@@ -11,12 +11,16 @@
   side to move against the game's result ``z`` (+1 win, -1 loss; drawn games are left out): sign
   accuracy ``P(sign v = z)``, the Brier score of ``p = (1 + v) / 2`` as the probability of a win (0.25
   is a coin's score, 0 perfect), and a reliability table (mean ``p`` and observed win rate in five bins);
-  battle positions are also split by stage (first 50 battle plies, later);
+  battle positions are also split by stage (first 50 battle plies, later), layout positions too (the
+  first 147 placements, the last quarter), and beside the value's sign accuracy stands the colour
+  baseline, that of a value knowing only which colour won more of these games;
 - **regret in the expert's units** (upper net): on the first ``regret_positions`` battle positions, the
   expert's one-ply score (``knowledge.agents.ExpertAgent`` with ``plies=1``: captures, the reply safety
   check, shapes; 10 units per stone) of the best legal path minus that of the net's most probable
   path: the mean regret and the blunder rate (regret of at least one stone, 10 units). Top-1 agreement
   counts every other move as wrong; the regret tells a harmless alternative from a move that hangs stones;
+- **the first square** (:func:`first_square_report`): who formed the first square of each battle, and
+  whether that side won (what JFA's first-square reward assumes);
 - **victim choice** (the lower net, JFA Eq. 6): on every square capture of the records, whether the
   lower net's best set among the capture pruner's ``victims`` best sets is the set the expert took, beside
   the capture pruner's own first choice; and both against a reference, the set a deeper evaluation
@@ -174,6 +178,11 @@ def _forward(model, planes: np.ndarray, batch: int = 256) -> tuple[np.ndarray, n
     return np.concatenate(logits), np.concatenate(values)
 
 
+LAYOUT_LATE = 147  # the last quarter of the layout (placements 148-196), where the SLM and the expert part most
+LAYOUT_STAGES = (f"layout<{LAYOUT_LATE}", f"layout>={LAYOUT_LATE}")
+STAGES = ("battle<50", "battle>=50", *LAYOUT_STAGES)
+
+
 def policy_value_report(model, records, kind: str, max_positions: int = 4000, seed: int = 0,
                         regret_positions: int = 1000) -> dict[str, Any]:
     """Policy agreement and value calibration of one policy/value net (``kind`` ``slm`` or ``upper``)
@@ -194,11 +203,55 @@ def policy_value_report(model, records, kind: str, max_positions: int = 4000, se
     if kind == "upper" and len(target) and regret_positions > 0:
         k = min(regret_positions, len(states))
         out["expert_regret"] = expert_regret(states[:k], legal[:k], logits[:k])
-    if kind == "upper" and len(target):
-        for name, sel in (("battle<50", battle_ply < 50), ("battle>=50", battle_ply >= 50)):
+    if len(target):
+        out["colour_baseline"] = colour_baseline([st.side for st in states], z)
+        if kind == "upper":
+            stages = (("battle<50", battle_ply < 50), ("battle>=50", battle_ply >= 50))
+        else:
+            ply = np.array([st.ply for st in states], np.int64)
+            stages = ((LAYOUT_STAGES[0], ply < LAYOUT_LATE), (LAYOUT_STAGES[1], ply >= LAYOUT_LATE))
+        for name, sel in stages:
             out[name] = {"positions": int(sel.sum()), "top1": float(top1[sel].mean()) if sel.any() else None,
                          "value": value_calibration(v[sel], z[sel])}
     return out
+
+
+def colour_baseline(sides: Sequence[int], z: np.ndarray) -> float | None:
+    """Sign accuracy of the value that knows only the colour: ``+1`` for the side whose colour won more
+    of these decided positions, ``-1`` for the other (``sides`` ``0`` White / ``1`` Black per position,
+    ``z`` its result for the side to move, ``0`` a draw, dropped). ``None`` without decided positions.
+    A value net whose sign accuracy is not above it has learnt nothing but the colour."""
+    sides = np.asarray(sides, np.int64)
+    z = np.asarray(z, np.float64)
+    keep = z != 0
+    if not keep.any():
+        return None
+    white_wins = np.where(sides[keep] == 0, z[keep], -z[keep]) > 0
+    return float(max(white_wins.mean(), 1.0 - white_wins.mean()))
+
+
+def first_square_report(records) -> dict[str, Any]:
+    """Who formed the first square of each game's battle and who won (JFA's first-square reward credits
+    the former): ``{"games", "results": {"w", "b", "draw"}, "first_square": {"w", "b", "none"},
+    "decided_with_square", "first_square_won"}``: the colours' results, the colour of the first
+    square-forming move (a move with victims, ``/``; the battle starts after the 196 placements, Black
+    first), and among the decided games with a square how many the first square's side won. ``records``:
+    objects with ``moves`` (notation strings from the start) and ``result`` (``"w"``, ``"b"``, ``"draw"``)."""
+    results = {"w": 0, "b": 0, "draw": 0}
+    first = {"w": 0, "b": 0, "none": 0}
+    decided = won = 0
+    for record in records:
+        result = record.result if record.result in ("w", "b") else "draw"
+        results[result] += 1
+        battle = record.moves[196:]
+        ply = next((i for i, m in enumerate(battle) if "/" in m), None)
+        side = "none" if ply is None else ("b" if ply % 2 == 0 else "w")
+        first[side] += 1
+        if side != "none" and result != "draw":
+            decided += 1
+            won += side == result
+    return {"games": len(records), "results": results, "first_square": first,
+            "decided_with_square": decided, "first_square_won": won}
 
 
 VICTIM_REFERENCE = "eval.expert:plies=2"  # the victim report's reference evaluator
@@ -297,7 +350,8 @@ def diagnose(model_dir: str | os.PathLike, record_paths: Sequence[str | os.PathL
     files = files[-max_records:]
     records = read_records(files, ruleset or DEFAULT_RULESET)
     report: dict[str, Any] = {"model_dir": str(model_dir), "records": len(records),
-                              "record_files": [str(files[0]), str(files[-1])]}
+                              "record_files": [str(files[0]), str(files[-1])],
+                              "first_square": first_square_report(records)}
     for kind, path in nets.items():
         model, _, _ = load(path, expected_kind=kind)
         if kind == "lower":
@@ -316,6 +370,12 @@ def format_report(report: dict[str, Any]) -> str:
         return "n/a" if x is None else f.format(x)
 
     lines = [f"model {report['model_dir']}: {report['records']} held-out games"]
+    fs = report.get("first_square")
+    if fs:
+        res, first = fs["results"], fs["first_square"]
+        lines.append(f"games: White won {res['w']}, Black {res['b']}, drawn {res['draw']}; first square formed by "
+                     f"White {first['w']}, Black {first['b']}, none {first['none']}; its side won "
+                     f"{fs['first_square_won']} of {fs['decided_with_square']} decided games")
     for kind in ("slm", "upper"):
         r = report.get(kind)
         if not r:
@@ -332,7 +392,9 @@ def format_report(report: dict[str, Any]) -> str:
             lines.append(f"      expert regret (one-ply score, 10 = a stone, capped at 100) mean "
                          f"{num(g['mean'], '{:.1f}')}, blunders (>= 1 stone) {pct(g['blunder_rate'])}, missed wins"
                          f" or moves into a loss {pct(g['decisive_rate'])} over {g['positions']} positions")
-        for stage in ("battle<50", "battle>=50"):
+        if r.get("colour_baseline") is not None:
+            lines.append(f"      colour baseline (the winning colour's side is ahead) {pct(r['colour_baseline'])}")
+        for stage in STAGES:
             if stage in r:
                 s = r[stage]
                 lines.append(f"      {stage}: top-1 {pct(s['top1'])}, value sign accuracy "
