@@ -41,6 +41,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from core.board import NUM_POINTS  # the layout fills every point: a record's battle starts at this ply
 from core.errors import JiuError
 
 HELDOUT_RECORDS = Path(__file__).resolve().parent.parent / "data" / "heldout-expert"  # games no shipped net saw
@@ -234,8 +235,8 @@ def first_square_report(records) -> dict[str, Any]:
     """Who formed the first square of each game's battle and who won (JFA's first-square reward credits
     the former): ``{"games", "results": {"w", "b", "draw"}, "first_square": {"w", "b", "none"},
     "decided_with_square", "first_square_won"}``: the colours' results, the colour of the first
-    square-forming move (a move with victims, ``/``; the battle starts after the 196 placements, Black
-    first), and among the decided games with a square how many the first square's side won. ``records``:
+    square-forming move (a move with victims, ``/`` in the rule book's notation; the battle starts
+    after the 196 placements, Black first), and among the decided games with a square how many the first square's side won. ``records``:
     objects with ``moves`` (notation strings from the start) and ``result`` (``"w"``, ``"b"``, ``"draw"``)."""
     results = {"w": 0, "b": 0, "draw": 0}
     first = {"w": 0, "b": 0, "none": 0}
@@ -243,7 +244,7 @@ def first_square_report(records) -> dict[str, Any]:
     for record in records:
         result = record.result if record.result in ("w", "b") else "draw"
         results[result] += 1
-        battle = record.moves[196:]
+        battle = record.moves[NUM_POINTS:]
         ply = next((i for i, m in enumerate(battle) if "/" in m), None)
         side = "none" if ply is None else ("b" if ply % 2 == 0 else "w")
         first[side] += 1
