@@ -179,9 +179,11 @@ def _forward(model, planes: np.ndarray, batch: int = 256) -> tuple[np.ndarray, n
     return np.concatenate(logits), np.concatenate(values)
 
 
+BATTLE_EARLY = 50  # the first 50 battle plies, the opening of the battle
+BATTLE_STAGES = (f"battle<{BATTLE_EARLY}", f"battle>={BATTLE_EARLY}")
 LAYOUT_LATE = 147  # the last quarter of the layout (placements 148-196), where the SLM and the expert part most
 LAYOUT_STAGES = (f"layout<{LAYOUT_LATE}", f"layout>={LAYOUT_LATE}")
-STAGES = ("battle<50", "battle>=50", *LAYOUT_STAGES)
+STAGES = (*BATTLE_STAGES, *LAYOUT_STAGES)
 
 
 def policy_value_report(model, records, kind: str, max_positions: int = 4000, seed: int = 0,
@@ -207,11 +209,10 @@ def policy_value_report(model, records, kind: str, max_positions: int = 4000, se
     if len(target):
         out["colour_baseline"] = colour_baseline([st.side for st in states], z)
         if kind == "upper":
-            stages = (("battle<50", battle_ply < 50), ("battle>=50", battle_ply >= 50))
+            names, early = BATTLE_STAGES, battle_ply < BATTLE_EARLY
         else:
-            ply = np.array([st.ply for st in states], np.int64)
-            stages = ((LAYOUT_STAGES[0], ply < LAYOUT_LATE), (LAYOUT_STAGES[1], ply >= LAYOUT_LATE))
-        for name, sel in stages:
+            names, early = LAYOUT_STAGES, np.array([st.ply for st in states], np.int64) < LAYOUT_LATE
+        for name, sel in zip(names, (early, ~early)):
             out[name] = {"positions": int(sel.sum()), "top1": float(top1[sel].mean()) if sel.any() else None,
                          "value": value_calibration(v[sel], z[sel])}
     return out
