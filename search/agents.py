@@ -4,8 +4,8 @@ stack of every search-backed agent, for play, arena matches and the training pip
 
 - ``mcts``: WU-UCT with the knowledge evaluator (``eval.shape`` value, uniform policy), or
   ``eval=uniform``, so that search plays without nets;
-- ``jfa``: SLM-guided search in the layout and HBM search (upper net; square victims by the lower
-  net) in the battle;
+- ``jfa``: SLM-guided search in the layout and HBM search (upper net; square victims by the expert's
+  one-ply value, or by the lower net) in the battle;
 - ``slm``: ``jfa`` with ``battle=expert`` (the paper's SLM setup: the expert plays the battle);
 - ``hbm``: ``jfa`` with ``layout=expert`` (the expert places, HBM searches the battle);
 - ``shape``: a layout search valued by ``eval.shape`` with the ``prior.gaussian`` policy, the expert
@@ -16,15 +16,19 @@ types, ranges and defaults). The search options' defaults (``c_puct``, ``formula
 ``search.mcts.SearchConfig``. The net agents take ``slm=PATH``, ``upper=PATH``, ``lower=PATH``
 (safetensors weights; default: the shipped model in ``models/default``) and ``layout``/``battle``:
 ``search`` or the spec of an agent that plays that phase instead (``NAME[:k=v]``, one option at most
-since ``,`` separates the net agent's own options). ``lower``: the lower net chooses the square victims
-of the searched battle among the capture pruner's ``victims`` best sets (JFA Eq. 6; ``lower=none``: the
-pruner's best set, no lower net); with a ``battle`` agent it is used only when given, and then chooses
-the victims of that agent's square-forming moves (epsilon-greedy with ``epsilon``; ``victims=0``: among
-all the pruner's sets). ``victim_eval=EVALUATOR`` (e.g. ``eval.expert:plies=2``; not with
-``lower=PATH``) chooses the victims by that knowledge plugin instead of a lower net, in the search and
-for a battle agent: the set after which its value for the opponent is lowest. The training pipeline's
+since ``,`` separates the net agent's own options).
+
+Square victims. A chooser ranks the capture pruner's ``victims`` best sets (default 8; ``0``: all of
+them; ``1``: the pruner's best set, nothing to choose). In the searched battle the chooser is
+``victim_eval=EVALUATOR`` (default ``search.mcts.NET_VICTIM_EVAL``, the expert's one-ply value: the
+set after which the plugin's value for the opponent is lowest) unless ``lower=PATH`` is given;
+``victim_eval=none`` hands the choice to the lower net (JFA Eq. 6: the highest Q; the shipped one, or
+``lower=PATH``), and ``victim_eval=none,lower=none`` takes the pruner's best set. Giving both
+``lower=PATH`` and an evaluator is refused. With a ``battle`` agent, ``lower=PATH`` or
+``victim_eval=EVALUATOR`` is used only when given, and then chooses the victims of that agent's
+square-forming moves (the lower net epsilon-greedy with ``epsilon``). The training pipeline's
 evaluation agents are specs of these (``train.selfplay.net_agent_spec``): ``slm:slm=PATH,...`` (SLM search, expert battle),
-``hbm:upper=PATH,lower=none,...`` (upper-net search without lower net, expert layout) and
+``hbm:upper=PATH,lower=none,victim_eval=...`` (upper-net search without lower net, expert layout) and
 ``hbm:battle=expert,lower=PATH,victims=0`` (the expert's moves, victims by the lower net).
 
 The net agents' battle search uses the expert's knowledge by default (``search.mcts.NET_*``): the
@@ -36,10 +40,10 @@ blends ``(1 - w)`` of the upper net's value in), taken relative to the root's (`
 ``c_puct=1.5,expansion_pruner=prune.expansion,value_eval=none`` (JFA Table 1 pruning, the net's
 value); the README's "The shipped model" has the matches that chose these defaults.
 
-``victims`` defaults to 1, the pruner's best set: the shipped lower net was trained by supervision on
-the expert's captures only, so it has never seen the other sets it would rank (README, "The shipped
-model", for the matches); a lower net trained by self-play (``python cli.py selfplay --model lower``)
-is what ``victims=8`` is for.
+The expert's one-ply victims beat the pruner's best set inside ``jfa``'s search at no measurable cost,
+while no lower net has yet (the shipped one was trained by supervision on the expert's captures only;
+``python cli.py selfplay --config configs/lower-eval.toml`` trains one towards the one-ply choice):
+README, "The shipped model", for the matches.
 """
 
 from __future__ import annotations
@@ -60,7 +64,8 @@ from core.state import GameState
 from knowledge.agents import AgentOptions, PhasedAgent, validate_agent_spec, make_agent
 from knowledge.registry import REGISTRY, SpecError, register
 from nets.config import Precision
-from search.mcts import (NET_C_PUCT, NET_EXPANSION_PRUNER, NET_ROOT_SELECTION, NET_VALUE_CENTER, NET_VALUE_EVAL, NET_VALUE_MIX, Search,
+from search.mcts import (NET_C_PUCT, NET_EXPANSION_PRUNER, NET_ROOT_SELECTION, NET_VALUE_CENTER, NET_VALUE_EVAL, NET_VALUE_MIX,
+                         NET_VICTIM_CANDIDATES, NET_VICTIM_EVAL, Search,
                          SearchConfig, SearchResult)
 
 MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
@@ -290,11 +295,11 @@ class NetOptions(SearchOptions):
     slm: str | None = Field(None, description="SLM weights file (default: models/default/slm.safetensors)")
     upper: str | None = Field(None, description="HBM upper weights file (default: models/default/upper.safetensors)")
     lower: str | None = Field(None, description="HBM lower weights file, or none (default: the shipped one for the searched battle, none for a battle agent)")
-    victims: int = Field(1, ge=0, le=100_000, description="the lower net ranks the capture pruner's best N victim sets (0: all)")
+    victims: int = Field(NET_VICTIM_CANDIDATES, ge=0, le=100_000, description="the victim chooser (victim_eval or the lower net) ranks the capture pruner's best N victim sets (0: all; 1: the pruner's best set)")
     layout: str = Field("search", description="'search' (SLM search) or the spec of an agent playing the layout")
     battle: str = Field("search", description="'search' (HBM search) or the spec of an agent playing the battle")
     epsilon: float = Field(0.0, ge=0, le=1, description="battle agent with lower=PATH: chance of a random victim candidate")
-    victim_eval: str | None = Field(None, description="an evaluator plugin that chooses the square victims instead of the lower net: among the pruner's best `victims` sets, the one after which its value for the opponent is lowest (e.g. eval.expert:plies=2)")
+    victim_eval: str | None = Field(None, description=f"an evaluator plugin that chooses the square victims instead of the lower net: among the pruner's best `victims` sets, the one after which its value for the opponent is lowest (e.g. eval.expert:plies=2); none: the lower net chooses. Default: {NET_VICTIM_EVAL} in the searched battle unless lower=PATH is given; a battle agent's victims only when given")
 
     @field_validator("slm", "upper")
     @classmethod
@@ -310,7 +315,7 @@ class NetOptions(SearchOptions):
     @classmethod
     def _victim_eval(cls, value: str | None) -> str | None:
         if value is None or value.strip().lower() == "none":
-            return None
+            return None if value is None else "none"
         try:
             REGISTRY.check(value, "evaluator")  # a name, or NAME:k=v with the plugin's own options
         except SpecError as exc:
@@ -319,9 +324,21 @@ class NetOptions(SearchOptions):
 
     @model_validator(mode="after")
     def _one_victim_chooser(self):
-        if self.victim_eval is not None and self.lower not in (None, "none"):
+        if self.victim_eval not in (None, "none") and self.lower not in (None, "none"):
             raise ValueError("give lower=PATH or victim_eval, not both: one of them chooses the square victims")
         return self
+
+    def search_victim_eval(self) -> str | None:
+        """The evaluator spec choosing the searched battle's square victims, or ``None`` when the lower net
+        does (or, with ``lower=none`` too, the pruner's best set): ``victim_eval`` when given, else
+        ``search.mcts.NET_VICTIM_EVAL`` unless ``lower=PATH`` is given."""
+        if self.victim_eval is None:
+            return NET_VICTIM_EVAL if self.lower in (None, "none") else None
+        return None if self.victim_eval == "none" else self.victim_eval
+
+    def agent_victim_eval(self) -> str | None:
+        """The evaluator spec choosing a ``battle=AGENT``'s square victims: only a given ``victim_eval``."""
+        return None if self.victim_eval in (None, "none") else self.victim_eval
 
     @field_validator("layout", "battle")
     @classmethod
@@ -407,21 +424,21 @@ def make_shape(o: ShapeOptions) -> PhasedAgent:
     return PhasedAgent(layout, make_agent(o.battle, seed=o.seed))
 
 
-def _victim_eval_scorer(o: NetOptions):
-    """The ``victim_eval`` plugin as a victim scorer (``knowledge.evaluation.EvaluatorVictimScorer``), or
-    ``None``."""
-    if o.victim_eval is None:
+def _victim_eval_scorer(spec: str | None):
+    """The evaluator plugin ``spec`` as a victim scorer (``knowledge.evaluation.EvaluatorVictimScorer``), or
+    ``None`` for ``None``."""
+    if spec is None:
         return None
     from knowledge.evaluation import EvaluatorVictimScorer
 
-    return EvaluatorVictimScorer(REGISTRY.create(o.victim_eval, "evaluator"))
+    return EvaluatorVictimScorer(REGISTRY.create(spec, "evaluator"))
 
 
 def _battle_agent(o: NetOptions, agent=None):
     """The ``battle=AGENT`` agent (or ``agent``), its victims chosen by the lower net when ``lower=PATH``
-    is given, or by the ``victim_eval`` plugin."""
+    is given, or by a given ``victim_eval`` plugin (``NetOptions.agent_victim_eval``)."""
     agent = agent if agent is not None else make_agent(o.battle, seed=o.seed)
-    scorer = _victim_eval_scorer(o)
+    scorer = _victim_eval_scorer(o.agent_victim_eval())
     if scorer is None:
         if o.lower is None or o.lower == "none":
             return agent
@@ -439,16 +456,17 @@ def make_net_agent(name: str, o: NetOptions):
     from nets.evaluator import NetEvaluator, NetVictimScorer
 
     layout_search, battle_search = o.layout == "search", o.battle == "search"
+    victim_eval = o.search_victim_eval()
     searcher = None
     if layout_search or battle_search:
         slm = load_net(weights_path(o.slm, "slm"), "slm") if layout_search else None
         upper = load_net(weights_path(o.upper, "upper"), "upper") if battle_search else None
         lower = (load_net(weights_path(o.lower, "lower"), "lower")
-                 if battle_search and o.lower != "none" and o.victim_eval is None else None)
+                 if battle_search and o.lower != "none" and victim_eval is None else None)
         evaluator = NetEvaluator(slm, upper, max_batch=o.batch, num_threads=o.torch_threads, clients=o.threads,
                                  inference_threads=o.inference_threads, precision=o.precision)
         # The lower net runs on the evaluator's inference threads, not in the search threads.
-        scorer = NetVictimScorer(lower, evaluator=evaluator) if lower is not None else _victim_eval_scorer(o)
+        scorer = NetVictimScorer(lower, evaluator=evaluator) if lower is not None else _victim_eval_scorer(victim_eval)
         search = Search(evaluator, o.search_config(victim_candidates=o.victims), victim_scorer=scorer)
         searcher = SearchAgent(f"{name}:sims={o.sims}", search, o.temperature, o.seed, owns_evaluator=True,
                                layout_simulations=o.layout_sims)

@@ -74,6 +74,11 @@ NET_VALUE_MIX = 1.0
 NET_VALUE_CENTER = True
 NET_C_PUCT = 0.5
 NET_ROOT_SELECTION = "gumbel"  # Gumbel root search with sequential halving (SearchConfig.root_selection)
+# The net agents' square victims: the expert's one-ply value of the position after each of the capture
+# pruner's 8 best sets chooses (``knowledge.evaluation.EvaluatorVictimScorer``; README, "The shipped
+# model", for the match), unless a lower net is given (``search.agents.NetOptions``).
+NET_VICTIM_EVAL = "eval.expert"
+NET_VICTIM_CANDIDATES = 8
 
 
 class SearchConfig(BaseModel):

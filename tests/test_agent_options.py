@@ -209,7 +209,7 @@ def test_net_agent_phases_build_the_right_agents():
         assert slm.layout_agent.search.evaluator.nets[1] is None  # no upper net loaded for an expert battle
     finally:
         slm.close()
-    upper_only = make_agent("hbm:sims=2,threads=1,lower=none,battle=search", seed=4)
+    upper_only = make_agent("hbm:sims=2,threads=1,lower=none,victim_eval=none,battle=search", seed=4)
     try:
         assert isinstance(upper_only.layout_agent, ExpertAgent) and upper_only.battle_agent.search.victim_scorer is None
     finally:
@@ -296,6 +296,47 @@ def test_victim_eval_in_the_search_and_its_errors():
     with pytest.raises(SpecError, match="victim_eval.*eval.nope"):
         make_agent("jfa:victim_eval=eval.nope")
     assert make_agent("hbm:battle=expert,victim_eval=none").name == "expert"  # none: the battle agent's own victims
+
+
+@pytest.mark.parametrize("options, searched, chooser", [
+    ("", "eval.expert", "EvaluatorVictimScorer"),                     # the default: the expert's one ply
+    ("victim_eval=eval.expert:plies=2", "eval.expert:plies=2", "EvaluatorVictimScorer"),
+    ("lower=none", "eval.expert", "EvaluatorVictimScorer"),           # no lower net: still the default evaluator
+    ("victim_eval=none", None, "NetVictimScorer"),                    # the shipped lower net
+    (f"lower={SHIPPED_LOWER}", None, "NetVictimScorer"),              # a given lower net replaces the default
+    ("victim_eval=none,lower=none", None, None),                      # the pruner's best set
+])
+def test_the_searched_battles_victim_chooser(options, searched, chooser):
+    """Who chooses the searched battle's square victims (module docstring, "Square victims"): the
+    resolved spec and the scorer the search holds, among the pruner's 8 best sets by default."""
+    from search.agents import NetOptions
+    from search.mcts import NET_VICTIM_CANDIDATES, NET_VICTIM_EVAL
+
+    spec = "jfa:sims=2,threads=1,inference_threads=1" + (f",{options}" if options else "")
+    o = NetOptions.model_validate(dict(kv.split("=", 1) for kv in spec.split(":", 1)[1].split(",")))
+    assert o.search_victim_eval() == searched and o.victims == NET_VICTIM_CANDIDATES
+    assert NET_VICTIM_EVAL == "eval.expert"
+    agent = make_agent(spec)
+    try:
+        assert type(agent.search.victim_scorer).__name__ == (chooser or "NoneType")
+        assert agent.search.config.victim_candidates == NET_VICTIM_CANDIDATES
+    finally:
+        agent.close()
+
+
+def test_a_battle_agent_keeps_its_own_victims_unless_a_chooser_is_given():
+    """The default evaluator chooses only the searched battle's victims: ``slm``'s expert battle plays
+    its own (the paper's setup), and gets a chooser only from a given ``victim_eval`` or ``lower``."""
+    slm = make_agent("slm:sims=2,threads=1,inference_threads=1")
+    try:
+        assert isinstance(slm.battle_agent, ExpertAgent)
+    finally:
+        slm.close()
+    chosen = make_agent("slm:sims=2,threads=1,inference_threads=1,victim_eval=eval.expert")
+    try:
+        assert isinstance(chosen.battle_agent, LowerVictimsAgent)
+    finally:
+        chosen.close()
 
 
 def test_training_evaluation_specs_are_valid_agent_specs(tmp_path):

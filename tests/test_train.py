@@ -767,6 +767,7 @@ def test_shards_carry_their_format_and_encoding_version(tmp_path, states):
     (["--set", "selfplay.aux_agent=nobody"], "selfplay.aux_agent"),
     (["--set", "gate.expert=expert:bogus=1"], "gate.expert"),
     (["--set", "selfplay.capture_pruner=prune.nothing"], "selfplay.capture_pruner"),
+    (["--set", "selfplay.victim_eval=eval.nothing"], "selfplay.victim_eval"),
     (["--set", 'curve.anchors=["random","nope"]', "--set", "curve.anchor=random"], "curve.anchors"),
 ])
 def test_names_are_resolved_before_any_work(tmp_path, args, field):
@@ -1025,6 +1026,40 @@ def test_upper_selfplay_with_gumbel_targets_the_improved_policy():
         replay = replay.apply(text)
     assert k == len(samples) and spread > 0
     assert "root=gumbel,gumbel_m=8" in net_agent_spec("upper", "/tmp/upper.safetensors", cfg)
+
+
+@pytest.mark.parametrize("victim_eval", [None, "eval.expert"])
+def test_upper_selfplay_chooses_the_victims_as_the_shipped_agent(victim_eval):
+    """``selfplay.victim_eval``: every square-forming move of the upper net's self-play takes, among the
+    capture pruner's 8 best sets, the one after which the plugin's value for the opponent is lowest
+    (``None``: the pruner's best set), searched or forced; the gate's agent spec chooses the same way."""
+    from knowledge.registry import REGISTRY
+    from nets.model import build
+    from search.victims import after_path
+    from train.selfplay import net_agent_spec, play_upper_game
+
+    cfg = micro_config(f"selfplay.victim_eval={victim_eval or 'none'}", "ruleset.max_battle_plies=120")
+    assert cfg.selfplay.victim_eval == victim_eval
+    game, _, _ = play_upper_game(cfg, build(cfg.nets.net_config("upper")).eval(), seed=5)
+    pruner = REGISTRY.create(cfg.selfplay.capture_pruner, "capture_pruner")
+    evaluator = REGISTRY.create(victim_eval, "evaluator") if victim_eval else None
+    replay, captures, chosen = GameState.initial(cfg.ruleset), 0, 0
+    for text in game.moves:
+        move = replay.parse_move(text)
+        if replay.phase == 1 and move.victims:
+            after = after_path(replay, move.path, move.jump, len(move.victims))
+            sets = [tuple(x) for x in pruner.candidates_after(after, len(move.victims))[0]][:8]
+            if evaluator is None:
+                assert move.victims == sets[0]
+            else:
+                values = np.array([evaluator.value(replay._play(type(move)(move.path, move.jump, v))) for v in sets])
+                assert move.victims in sets
+                assert values[sets.index(move.victims)] <= values.min() + 1e-6  # the lowest, up to ties
+                chosen += values[sets.index(move.victims)] < values[0] - 1e-6
+            captures += 1
+        replay = replay.apply(text)
+    assert captures > 0 and (evaluator is None or chosen > 0)  # the plugin's choice is not the pruner's first
+    assert f"victim_eval={victim_eval or 'none'}" in net_agent_spec("upper", "/tmp/upper.safetensors", cfg)
 
 
 @pytest.mark.parametrize("target", [None, "eval.expert:plies=1"])

@@ -69,6 +69,11 @@ field                           default                     meaning
                                                             agent's knowledge distilled with the visits
 ``selfplay.teacher_mix``        ``0.5``                     weight of the teacher in that target
 ``selfplay.capture_pruner``     ``"prune.capture"``         candidate victim sets (JFA Eq. 7-9)
+``selfplay.victim_eval``        ``"eval.expert"``           the searched battle's square victims: the set among
+                                                            the pruner's 8 best after which this ``evaluator``
+                                                            plugin's value for the opponent is lowest, as the
+                                                            shipped ``jfa`` (``search.mcts.NET_VICTIM_EVAL``);
+                                                            ``None``: the pruner's best set
 ``selfplay.expansion_pruner``   ``"prune.expert:top=4"``    the battle search's expansion pruner: the expert's
                                                             4 best paths, as the shipped ``jfa``
                                                             (``search.mcts.NET_EXPANSION_PRUNER``);
@@ -169,7 +174,8 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 from core.errors import JiuError
 from core.rules import Ruleset
 from nets.config import Precision
-from search.mcts import NET_C_PUCT, NET_EXPANSION_PRUNER, NET_ROOT_SELECTION, NET_VALUE_CENTER, NET_VALUE_EVAL, NET_VALUE_MIX
+from search.mcts import (NET_C_PUCT, NET_EXPANSION_PRUNER, NET_ROOT_SELECTION, NET_VALUE_CENTER, NET_VALUE_EVAL, NET_VALUE_MIX,
+                         NET_VICTIM_EVAL)
 
 KINDS: tuple[str, ...] = ("slm", "upper", "lower")
 MODELS: tuple[str, ...] = (*KINDS, "cycle")
@@ -236,6 +242,7 @@ class SelfPlayConfig(_Section):
     lower_eval: str | None = None
     lower_eval_scale: float = Field(0.1, gt=0, le=10)
     capture_pruner: str = "prune.capture"
+    victim_eval: str | None = NET_VICTIM_EVAL
     expansion_pruner: str | None = NET_EXPANSION_PRUNER
     value_eval: str | None = NET_VALUE_EVAL
     value_mix: float = Field(NET_VALUE_MIX, ge=0, le=1)
@@ -248,7 +255,7 @@ class SelfPlayConfig(_Section):
     _specs = field_validator("reward", "teacher", "lower_eval")(_spec)
     _agents = field_validator("aux_agent")(_agent_spec)
 
-    @field_validator("capture_pruner", "expansion_pruner", "value_eval")
+    @field_validator("capture_pruner", "expansion_pruner", "value_eval", "victim_eval")
     @classmethod
     def _search_plugin(cls, value: str | None) -> str | None:
         """A plugin of the self-play search: the gate and the curve play the same search through an agent
@@ -259,7 +266,7 @@ class SelfPlayConfig(_Section):
             raise ValueError(f"{value!r}: a search plugin takes at most one option here (the gate's agent spec holds it)")
         return value
 
-    @field_validator("value_eval", "teacher", "lower_eval", mode="before")
+    @field_validator("value_eval", "teacher", "lower_eval", "victim_eval", mode="before")
     @classmethod
     def _none_word(cls, value):
         """``"none"`` (a TOML file has no null) means no plugin."""
@@ -552,6 +559,7 @@ def resolve_names(config: TrainConfig) -> None:
                ("selfplay.capture_pruner", config.selfplay.capture_pruner, "capture_pruner"),
                ("selfplay.expansion_pruner", config.selfplay.expansion_pruner, "expansion_pruner"),
                ("selfplay.value_eval", config.selfplay.value_eval, "evaluator"),
+               ("selfplay.victim_eval", config.selfplay.victim_eval, "evaluator"),
                ("selfplay.teacher", config.selfplay.teacher, "battle_prior"),
                ("selfplay.lower_eval", config.selfplay.lower_eval, "evaluator")]
     for field, spec, kind in plugins:

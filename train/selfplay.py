@@ -15,7 +15,8 @@ plays everything else, so that the three nets learn independently:
   the auxiliary agent finishes the game from there, so the record is a whole game whose opening battle
   is the reward's (``metadata.reward.plies``).
 - ``upper``: the auxiliary agent plays the layout; HBM-upper MCTS (upper net, no lower net: the square
-  victims of a path are the capture pruner's best set, i.e. the expert's Eq. 9 choice) plays every
+  victims of a path are chosen by ``selfplay.victim_eval`` among the capture pruner's 8 best sets, as
+  the shipped ``jfa``, or with ``None`` the pruner's best set, the expert's Eq. 9 choice) plays every
   **battle** move. Samples: (battle planes, visit policy over the 48,804 upper actions, ``z`` = game
   result for the side to move). With ``selfplay.teacher`` (a ``battle_prior`` plugin such as
   ``prior.expert``: the auxiliary agent's move scores) the policy target is ``(1 - teacher_mix)`` times
@@ -45,8 +46,8 @@ and writes its shard **before** its record (both atomic): a game counts as done 
 so a run killed at any moment replays exactly the games without a record.
 
 The pipeline evaluates a net with the search agents of ``search.agents`` (:func:`net_agent_spec`):
-``slm:slm=PATH,...`` (SLM search in the layout, the ``expert`` in the battle), ``hbm:upper=PATH,lower=none,...``
-(the ``expert`` in the layout, upper-net search in the battle with the capture pruner's best victims) and
+``slm:slm=PATH,...`` (SLM search in the layout, the ``expert`` in the battle), ``hbm:upper=PATH,lower=none,victim_eval=...,...``
+(the ``expert`` in the layout, upper-net search in the battle with the self-play search's victims) and
 ``hbm:battle=expert,lower=PATH,victims=0`` (the ``expert``'s moves with the victims chosen by the lower net).
 """
 
@@ -111,16 +112,15 @@ def _forced(search, state: GameState) -> Move | None:
     if len(keep) != 1:
         return None
     i = int(keep[0])
-    path, jump = ps.path(i), bool(ps.jump[i])
-    victims: tuple[int, ...] = ()
-    if ps.nsq[i] > 0:  # what the search does without a lower net: the capture pruner's best set
-        if search.capture_pruner is not None:
-            from knowledge.pruning import best_victims
+    path, jump, k = ps.path(i), bool(ps.jump[i]), int(ps.nsq[i])
+    if k == 0:
+        return Move(path, jump)
+    from search.victims import after_path, choose_victims
 
-            victims = tuple(best_victims(state, path, jump, search.capture_pruner))
-        else:
-            victims = tuple(state.victims_left(path, jump)[: int(ps.nsq[i])])
-    return Move(path, jump, victims)
+    # the search's own victim choice (its capture pruner and victim scorer)
+    choice = choose_victims(after_path(state, path, jump, k), path, jump, k, search.capture_pruner,
+                            search.victim_scorer, search.config.victim_candidates)
+    return Move(path, jump, choice.victims)
 
 
 def _phase_ply(state: GameState) -> int:
@@ -183,16 +183,22 @@ def _close(*things) -> None:
 
 
 def _searched_moves(cfg, game, rng, builder, seed: int, slm_net, upper_net, until) -> list[int]:
-    """Play searched moves (WU-UCT with the given nets; the victims of square-forming paths by the
-    capture pruner, no lower net) while ``until(game.state)``; returns the side to move of each
-    recorded sample."""
+    """Play searched moves (WU-UCT with the given nets; the victims of square-forming paths by
+    ``selfplay.victim_eval`` among the capture pruner's sets, or the pruner's best set, no lower net) while
+    ``until(game.state)``; returns the side to move of each recorded sample."""
     from nets.evaluator import NetEvaluator
     from search.mcts import Search
 
     sp = cfg.selfplay
     evaluator = NetEvaluator(slm_net, upper_net, max_batch=sp.max_batch, num_threads=1, clients=sp.search_threads,
                              precision=sp.precision)
-    search = Search(evaluator, search_config(cfg, seed))
+    scorer = None
+    if upper_net is not None and sp.victim_eval is not None:
+        from knowledge.evaluation import EvaluatorVictimScorer
+        from knowledge.registry import REGISTRY
+
+        scorer = EvaluatorVictimScorer(REGISTRY.create(sp.victim_eval, "evaluator"))
+    search = Search(evaluator, search_config(cfg, seed), victim_scorer=scorer)
     teacher = None
     if upper_net is not None and sp.teacher is not None and sp.teacher_mix > 0:
         from knowledge.registry import REGISTRY
@@ -379,9 +385,9 @@ def _iso(text: str) -> str | None:
 def net_agent_spec(kind: str, path: str | os.PathLike, cfg) -> str:
     """The arena spec of the evaluation agent playing with the net at ``path`` (greedy: temperature 0;
     one inference and one torch thread per agent, as the self-play searches): ``slm:slm=PATH,...``,
-    ``hbm:upper=PATH,lower=none,...`` or ``hbm:battle=expert,lower=PATH,victims=0`` (``search.agents``).
+    ``hbm:upper=PATH,lower=none,victim_eval=...,...`` or ``hbm:battle=expert,lower=PATH,victims=0`` (``search.agents``).
     The upper net's agent searches with the self-play search's knowledge (``selfplay.expansion_pruner``,
-    ``capture_pruner``, ``value_eval``, ``value_mix``, ``value_center``), and both searching agents with its
+    ``capture_pruner``, ``victim_eval``, ``value_eval``, ``value_mix``, ``value_center``), and both searching agents with its
     exploration constant (``selfplay.c_puct``) and root selection (``selfplay.root_selection``, without
     noise), so that the gate and the curve measure the search
     that made the games. Raises ``ValueError`` if the path cannot go into a spec (it contains ``,`` or ``+``)."""
@@ -399,4 +405,4 @@ def net_agent_spec(kind: str, path: str | os.PathLike, cfg) -> str:
     sp = cfg.selfplay
     knowledge = (f"expansion_pruner={sp.expansion_pruner or 'none'},capture_pruner={sp.capture_pruner},"
                  f"value_eval={sp.value_eval or 'none'},value_mix={sp.value_mix},value_center={sp.value_center}")
-    return f"hbm:upper={p},lower=none,{search},{knowledge}"
+    return f"hbm:upper={p},lower=none,victim_eval={sp.victim_eval or 'none'},{search},{knowledge}"
