@@ -26,7 +26,9 @@ set after which the plugin's value for the opponent is lowest) unless ``lower=PA
 ``lower=PATH``), and ``victim_eval=none,lower=none`` takes the pruner's best set. Giving both
 ``lower=PATH`` and an evaluator is refused. With a ``battle`` agent, ``lower=PATH`` or
 ``victim_eval=EVALUATOR`` is used only when given, and then chooses the victims of that agent's
-square-forming moves (the lower net epsilon-greedy with ``epsilon``). The training pipeline's
+square-forming moves (the lower net epsilon-greedy with ``epsilon``). ``final_victim_eval=EVALUATOR``
+re-chooses the victims of the capture the searched battle plays (``SearchAgent.final_victims``), for a
+chooser too slow for every tree node (``eval.expert:plies=2``). The training pipeline's
 evaluation agents are specs of these (``train.selfplay.net_agent_spec``): ``slm:slm=PATH,...`` (SLM search, expert battle),
 ``hbm:upper=PATH,lower=none,victim_eval=...`` (upper-net search without lower net, expert layout) and
 ``hbm:battle=expert,lower=PATH,victims=0`` (the expert's moves, victims by the lower net).
@@ -118,12 +120,17 @@ class SearchAgent:
     ``last_search`` holds the latest search's root statistics for game records: ``visits`` (root
     visit count), ``value`` (root value for the mover) and ``simulations``; ``last_result`` the whole
     :class:`SearchResult` (every root move with its visits N, value Q and prior P).
+    ``final_victims``: an optional ``(scorer, limit)`` that re-chooses the square victims of the move
+    the search plays (:func:`choose_victims_q` among the search's capture pruner's first ``limit``
+    sets; the tree keeps its own choice), so that a chooser too slow for every tree node decides the
+    one capture that is played.
     """
 
     def __init__(self, name: str, search: Search, temperature: float = 0.0, seed: int = 0, owns_evaluator: bool = False,
-                 layout_simulations: int | None = None):
+                 layout_simulations: int | None = None, final_victims: tuple | None = None):
         self.name = name
         self.search = search
+        self.final_victims = final_victims
         self.layout_simulations = layout_simulations  # simulations per layout move (None: the search's)
         self.owns_evaluator = owns_evaluator  # close() also stops the evaluator (its inference thread)
         self.temperature = temperature
@@ -141,6 +148,10 @@ class SearchAgent:
             simulations = self.layout_simulations
         result = self.search.run(state, simulations, seconds, stop)
         move = result.sample(self.temperature, self.rng)
+        if self.final_victims is not None and state.phase != PHASE_LAYOUT and move.victims:
+            scorer, limit = self.final_victims
+            choice, _ = choose_victims_q(state, move, self.search.capture_pruner, scorer, limit=limit)
+            move = Move(move.path, move.jump, choice.victims)
         self.last_think_time = time.perf_counter() - t0
         self.last_result = result
         self.last_search = {"visits": int(result.visits.sum()), "value": round(result.value, 4),
@@ -299,6 +310,7 @@ class NetOptions(SearchOptions):
     layout: str = Field("search", description="'search' (SLM search) or the spec of an agent playing the layout")
     battle: str = Field("search", description="'search' (HBM search) or the spec of an agent playing the battle")
     epsilon: float = Field(0.0, ge=0, le=1, description="battle agent with lower=PATH: chance of a random victim candidate")
+    final_victim_eval: str | None = Field(None, description="an evaluator plugin that re-chooses the square victims of the move the battle search plays (not those inside the tree), among the pruner's best `victims` sets: for a chooser too slow for every tree node (e.g. eval.expert:plies=2), or none")
     victim_eval: str | None = Field(None, description=f"an evaluator plugin that chooses the square victims instead of the lower net: among the pruner's best `victims` sets, the one after which its value for the opponent is lowest (e.g. eval.expert:plies=2); none: the lower net chooses. Default: {NET_VICTIM_EVAL} in the searched battle unless lower=PATH is given; a battle agent's victims only when given")
 
     @field_validator("slm", "upper")
@@ -311,11 +323,11 @@ class NetOptions(SearchOptions):
     def _lower(cls, value: str | None) -> str | None:
         return _path_option(value, "lower", none_ok=True)
 
-    @field_validator("victim_eval")
+    @field_validator("victim_eval", "final_victim_eval")
     @classmethod
-    def _victim_eval(cls, value: str | None) -> str | None:
+    def _victim_eval(cls, value: str | None, info) -> str | None:
         if value is None or value.strip().lower() == "none":
-            return None if value is None else "none"
+            return None if value is None or info.field_name == "final_victim_eval" else "none"
         try:
             REGISTRY.check(value, "evaluator")  # a name, or NAME:k=v with the plugin's own options
         except SpecError as exc:
@@ -468,8 +480,10 @@ def make_net_agent(name: str, o: NetOptions):
         # The lower net runs on the evaluator's inference threads, not in the search threads.
         scorer = NetVictimScorer(lower, evaluator=evaluator) if lower is not None else _victim_eval_scorer(victim_eval)
         search = Search(evaluator, o.search_config(victim_candidates=o.victims), victim_scorer=scorer)
+        final = _victim_eval_scorer(o.final_victim_eval) if battle_search else None
         searcher = SearchAgent(f"{name}:sims={o.sims}", search, o.temperature, o.seed, owns_evaluator=True,
-                               layout_simulations=o.layout_sims)
+                               layout_simulations=o.layout_sims,
+                               final_victims=None if final is None else (final, o.victims))
     if layout_search and battle_search:
         return searcher
     if not layout_search and o.layout == o.battle:  # one agent plays both phases (one generator)

@@ -428,3 +428,40 @@ def test_layout_sims_sets_the_layout_search_only():
         assert agent.last_result.simulations == 6
     finally:
         agent.close()
+
+
+def test_final_victim_eval_rechooses_the_played_captures_victims():
+    """``final_victim_eval=EVALUATOR``: the tree keeps its own victims (here the pruner's best set), but
+    every square-forming move the agent plays takes, among the pruner's ``victims`` best sets of its
+    path, the one after which the plugin's value for the opponent is lowest (up to ties); without the
+    option the played victims are the tree's."""
+    from core.state import GameState
+    from search.victims import after_path
+
+    pruner = REGISTRY.create("prune.capture", "capture_pruner")
+    evaluator = REGISTRY.create("eval.expert", "evaluator")
+    base = "jfa:sims=2,threads=1,inference_threads=1,layout=expert,victim_eval=none,lower=none,victims=4"
+    plain, final = make_agent(base, seed=2), make_agent(base + ",final_victim_eval=eval.expert", seed=2)
+    expert = make_agent("expert", seed=3)
+    differs = captures = 0
+    try:
+        s = GameState.initial()
+        while not s.is_terminal() and captures < 6 and s.ply < 196 + 240:
+            if s.phase == 1:
+                move = final.select(s)
+                if move.victims:
+                    after = after_path(s, move.path, move.jump, len(move.victims))
+                    sets = [tuple(x) for x in pruner.candidates_after(after, len(move.victims))[0]][:4]
+                    values = np.array([evaluator.value(s._play(type(move)(move.path, move.jump, v))) for v in sets])
+                    assert move.victims in sets
+                    assert values[sets.index(move.victims)] <= values.min() + 1e-6
+                    tree_move = plain.select(s)
+                    if (tree_move.path, tree_move.jump) == (move.path, move.jump):
+                        assert tree_move.victims == sets[0]  # no final chooser: the tree's (pruner's best)
+                        differs += move.victims != tree_move.victims
+                    captures += 1
+            s = s.apply(expert.select(s))
+    finally:
+        plain.close()
+        final.close()
+    assert captures >= 3 and differs >= 1

@@ -173,3 +173,60 @@ def test_first_square_report_by_hand():
     assert r["results"] == {"w": 2, "b": 1, "draw": 1}
     assert r["first_square"] == {"w": 1, "b": 2, "none": 1}
     assert (r["decided_with_square"], r["first_square_won"]) == (2, 1)
+
+
+def test_first_square_report_by_colour():
+    """The first-square count split by the colour that formed it (the hand games above plus one)."""
+    from types import SimpleNamespace
+
+    from train.diagnose import first_square_report
+
+    layout = ["a1"] * 196
+    games = [
+        SimpleNamespace(moves=layout + ["g7-h7/a1", "b1-b2"], result="w"),  # Black's square, White won
+        SimpleNamespace(moves=layout + ["g7-h7/a1", "b1-b2"], result="b"),  # Black's square, Black won
+        SimpleNamespace(moves=layout + ["g7-h7/a1"], result="b"),  # Black's square, Black won
+        SimpleNamespace(moves=layout + ["g7-h7", "b1-b2/a3"], result="b"),  # White's square, Black won
+        SimpleNamespace(moves=layout + ["g7-h7", "b1-b2/a3"], result="draw"),  # White's, not decided
+    ]
+    r = first_square_report(games)
+    assert r["by_colour"] == {"b": {"decided": 3, "won": 2}, "w": {"decided": 1, "won": 0}}
+    assert (r["decided_with_square"], r["first_square_won"]) == (4, 2)
+
+
+def test_layout_end_report_against_numpy():
+    """Each evaluator's values at the first battle position, turned to White's view, against the
+    results: distinct values, sign accuracy and Pearson's correlation, recomputed here with numpy; a
+    constant evaluator has one value and no correlation."""
+    from core.board import PHASE_LAYOUT
+    from train.diagnose import HELDOUT_RECORDS, layout_end_report
+    from train.supervised import read_records, record_files
+
+    records = read_records(record_files([HELDOUT_RECORDS])[:12])
+
+    class Stones:  # a spread of values from the position's hash, for the side to move
+        name = "stones"
+
+        def value(self, s):
+            return ((int(s.hash) % 1000) / 1000.0 - 0.5) * (1.0 if s.side == 0 else -1.0)
+
+    class Constant:
+        name = "constant"
+
+        def value(self, s):
+            return 0.25
+
+    r = layout_end_report(records, [Stones(), Constant()])
+    starts = [next(s for s in rec.replay() if s.phase != PHASE_LAYOUT) for rec in records]
+    z = np.array([{"w": 1.0, "b": -1.0}.get(rec.result, 0.0) for rec in records])
+    v = np.array([(int(s.hash) % 1000) / 1000.0 - 0.5 for s in starts])  # White's view
+    d = z != 0
+    e = r["evaluators"]["stones"]
+    assert r["games"] == len(records) and r["decided"] == int(d.sum())
+    assert e["distinct"] == len(set(np.round(v, 6)))
+    assert e["sign_accuracy"] == pytest.approx(np.mean(np.sign(v[d]) == z[d]))
+    assert e["correlation"] == pytest.approx(np.corrcoef(v, z)[0, 1])
+    c = r["evaluators"]["constant"]
+    assert c["distinct"] == 1 and c["correlation"] is None
+    # Black is to move at the first battle position: a constant +0.25 for the mover is -0.25 for White
+    assert c["sign_accuracy"] == pytest.approx(np.mean(z[d] == -1.0))

@@ -20,7 +20,10 @@
   path: the mean regret and the blunder rate (regret of at least one stone, 10 units). Top-1 agreement
   counts every other move as wrong; the regret tells a harmless alternative from a move that hangs stones;
 - **the first square** (:func:`first_square_report`): who formed the first square of each battle, and
-  whether that side won (what JFA's first-square reward assumes);
+  whether that side won (what JFA's first-square reward assumes), overall and by colour;
+- **the layout's end** (:func:`layout_end_report`, with an SLM): whether the knowledge evaluations
+  (``LAYOUT_END_EVALUATORS``) tell the records' layouts apart at the first battle position, and how
+  their values go with the results (what a layout search valued by them could steer by);
 - **victim choice** (the lower net, JFA Eq. 6): on every square capture of the records, whether the
   lower net's best set among the capture pruner's ``victims`` best sets is the set the expert took, beside
   the capture pruner's own first choice; and both against a reference, the set a deeper evaluation
@@ -237,11 +240,13 @@ def first_square_report(records) -> dict[str, Any]:
     the former): ``{"games", "results": {"w", "b", "draw"}, "first_square": {"w", "b", "none"},
     "decided_with_square", "first_square_won"}``: the colours' results, the colour of the first
     square-forming move (a move with victims, ``/`` in the rule book's notation; the battle starts
-    after the 196 placements, Black first), and among the decided games with a square how many the first square's side won. ``records``:
+    after the 196 placements, Black first), and among the decided games with a square how many the first square's side won;
+    ``"by_colour"``: the same count for each colour, ``{"w"|"b": {"decided", "won"}}``, to set beside that
+    colour's share of all decided games (the reward is informative only if it beats the colour). ``records``:
     objects with ``moves`` (notation strings from the start) and ``result`` (``"w"``, ``"b"``, ``"draw"``)."""
     results = {"w": 0, "b": 0, "draw": 0}
     first = {"w": 0, "b": 0, "none": 0}
-    decided = won = 0
+    by_colour = {c: {"decided": 0, "won": 0} for c in ("w", "b")}
     for record in records:
         result = record.result if record.result in ("w", "b") else "draw"
         results[result] += 1
@@ -250,10 +255,46 @@ def first_square_report(records) -> dict[str, Any]:
         side = "none" if ply is None else ("b" if ply % 2 == 0 else "w")
         first[side] += 1
         if side != "none" and result != "draw":
-            decided += 1
-            won += side == result
+            by_colour[side]["decided"] += 1
+            by_colour[side]["won"] += side == result
     return {"games": len(records), "results": results, "first_square": first,
-            "decided_with_square": decided, "first_square_won": won}
+            "decided_with_square": sum(c["decided"] for c in by_colour.values()),
+            "first_square_won": sum(c["won"] for c in by_colour.values()), "by_colour": by_colour}
+
+
+LAYOUT_END_EVALUATORS = ("eval.expert", "eval.shape", "eval.expert:plies=2")  # layout_end_report's default
+
+
+def layout_end_report(records, evaluators: Sequence[Any] = LAYOUT_END_EVALUATORS) -> dict[str, Any]:
+    """Whether a knowledge evaluation tells the records' layouts apart by their results: each evaluator
+    (an ``evaluator`` plugin spec, or an object with ``value(state)``) values the first battle position
+    of every game (after the 196 placements), turned to White's view; per evaluator ``{"distinct"``
+    (values that differ by more than 1e-6), ``"sign_accuracy"`` (``sign v = z`` over the decided games,
+    ``z`` = +1 White won, -1 Black), ``"correlation"`` (Pearson's of ``v`` and ``z``; ``None`` when
+    either is constant)``}``, and ``"decided"``. ``records``: objects with ``replay()`` (the positions
+    from the start, ``core.records.GameRecord``) and ``result``."""
+    from core.board import PHASE_LAYOUT
+    from knowledge.registry import REGISTRY
+
+    starts, z = [], []
+    for record in records:
+        start = next((s for s in record.replay() if s.phase != PHASE_LAYOUT), None)
+        if start is not None:
+            starts.append(start)
+            z.append({"w": 1.0, "b": -1.0}.get(record.result, 0.0))
+    z_arr = np.array(z)
+    decided = z_arr != 0
+    out: dict[str, Any] = {"games": len(starts), "decided": int(decided.sum()), "evaluators": {}}
+    for spec in evaluators:
+        evaluator = REGISTRY.create(spec, "evaluator") if isinstance(spec, str) else spec
+        v = np.array([evaluator.value(s) * (1.0 if s.side == 0 else -1.0) for s in starts])
+        distinct = int(len(np.unique(np.round(v, 6)))) if len(v) else 0
+        corr = (float(np.corrcoef(v, z_arr)[0, 1])
+                if len(v) > 1 and np.ptp(v) > 1e-6 and np.ptp(z_arr) > 0 else None)
+        acc = float(np.mean(np.sign(v[decided]) == z_arr[decided])) if decided.any() else None
+        out["evaluators"][spec if isinstance(spec, str) else getattr(spec, "name", repr(spec))] = {
+            "distinct": distinct, "sign_accuracy": acc, "correlation": corr}
+    return out
 
 
 VICTIM_REFERENCE = "eval.expert:plies=2"  # the victim report's reference evaluator
@@ -354,6 +395,8 @@ def diagnose(model_dir: str | os.PathLike, record_paths: Sequence[str | os.PathL
     report: dict[str, Any] = {"model_dir": str(model_dir), "records": len(records),
                               "record_files": [str(files[0]), str(files[-1])],
                               "first_square": first_square_report(records)}
+    if "slm" in nets:
+        report["layout_end"] = layout_end_report(records)
     for kind, path in nets.items():
         model, _, _ = load(path, expected_kind=kind)
         if kind == "lower":
@@ -378,6 +421,18 @@ def format_report(report: dict[str, Any]) -> str:
         lines.append(f"games: White won {res['w']}, Black {res['b']}, drawn {res['draw']}; first square formed by "
                      f"White {first['w']}, Black {first['b']}, none {first['none']}; its side won "
                      f"{fs['first_square_won']} of {fs['decided_with_square']} decided games")
+        colour = fs.get("by_colour")
+        if colour:
+            decided = res["w"] + res["b"]
+            lines.append("      by colour: " + "; ".join(
+                f"{name} formed it in {colour[c]['decided']} decided games and won {colour[c]['won']} "
+                f"(all decided games: {name} won {pct(res[c] / decided if decided else None)})"
+                for c, name in (("w", "White"), ("b", "Black"))))
+    le = report.get("layout_end")
+    if le:
+        lines.append(f"layout end ({le['games']} first battle positions, {le['decided']} decided): " + "; ".join(
+            f"{name} {e['distinct']} distinct values, sign accuracy {pct(e['sign_accuracy'])}, correlation "
+            f"{num(e['correlation'], '{:+.2f}')}" for name, e in le["evaluators"].items()))
     for kind in ("slm", "upper"):
         r = report.get(kind)
         if not r:
