@@ -127,7 +127,7 @@ class SearchAgent:
     """
 
     def __init__(self, name: str, search: Search, temperature: float = 0.0, seed: int = 0, owns_evaluator: bool = False,
-                 layout_simulations: int | None = None, final_victims: tuple | None = None):
+                 layout_simulations: int | None = None, final_victims: tuple[Any, int] | None = None):
         self.name = name
         self.search = search
         self.final_victims = final_victims
