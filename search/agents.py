@@ -493,7 +493,7 @@ def make_net_agent(name: str, o: NetOptions):
     return PhasedAgent(layout, battle)
 
 
-@register("jfa", "agent", "SLM search in the layout, HBM (upper + lower nets) search in the battle", options=NetOptions)
+@register("jfa", "agent", "SLM search in the layout, HBM search in the battle (upper net; square victims by the expert's one-ply value, or the lower net)", options=NetOptions)
 def make_jfa(o: NetOptions):
     return make_net_agent("jfa", o)
 
