@@ -36,7 +36,7 @@ from core.board import DRAW, PHASE_BATTLE
 from core.shapes import shape_counts
 from core.state import GameState
 from knowledge.expert_kernels import BATTLE_WEIGHTS, EVAL_WEIGHTS, leaf_value
-from knowledge.registry import register
+from knowledge.registry import REGISTRY, register
 
 V_CHAIN = 7.0
 V_GATE = 3.0
@@ -181,6 +181,12 @@ class EvaluatorVictimScorer:
         self.evaluator = evaluator
         self.name = f"victims:{getattr(evaluator, 'name', 'evaluator')}"
         self._lock = threading.Lock()
+
+    @classmethod
+    def from_spec(cls, spec: str) -> "EvaluatorVictimScorer":
+        """The scorer of the ``evaluator`` plugin ``spec`` (``NAME[:k=v]``); raises
+        ``knowledge.registry.SpecError`` for an unknown name or option."""
+        return cls(REGISTRY.create(spec, "evaluator"))
 
     def q_values(self, states_after: Sequence[GameState], upper_actions: Sequence[int]) -> np.ndarray:
         states_after = list(states_after)

@@ -443,7 +443,7 @@ def _victim_eval_scorer(spec: str | None):
         return None
     from knowledge.evaluation import EvaluatorVictimScorer
 
-    return EvaluatorVictimScorer(REGISTRY.create(spec, "evaluator"))
+    return EvaluatorVictimScorer.from_spec(spec)
 
 
 def _battle_agent(o: NetOptions, agent=None):

@@ -315,7 +315,7 @@ def victim_report(lower, records, candidates: int = 8, max_captures: int = 1000,
 
     pruner = REGISTRY.create("prune.capture", "capture_pruner")
     scorer = lower if hasattr(lower, "q_values") else NetVictimScorer(lower)
-    judge = EvaluatorVictimScorer(REGISTRY.create(reference, "evaluator")) if reference else None
+    judge = EvaluatorVictimScorer.from_spec(reference) if reference else None
     rng = np.random.default_rng(seed)
     cases = []
     for record in records:

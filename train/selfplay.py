@@ -195,9 +195,8 @@ def _searched_moves(cfg, game, rng, builder, seed: int, slm_net, upper_net, unti
     scorer = None
     if upper_net is not None and sp.victim_eval is not None:
         from knowledge.evaluation import EvaluatorVictimScorer
-        from knowledge.registry import REGISTRY
 
-        scorer = EvaluatorVictimScorer(REGISTRY.create(sp.victim_eval, "evaluator"))
+        scorer = EvaluatorVictimScorer.from_spec(sp.victim_eval)
     search = Search(evaluator, search_config(cfg, seed), victim_scorer=scorer)
     teacher = None
     if upper_net is not None and sp.teacher is not None and sp.teacher_mix > 0:
@@ -289,8 +288,7 @@ def play_lower_game(cfg, lower_net, seed: int) -> tuple[_Game, Any, dict]:
     agents = (make_agent(cfg.selfplay.aux_agent, seed=s_aux), make_agent(cfg.selfplay.aux_agent, seed=s_aux + 1))
     pruner = REGISTRY.create(cfg.selfplay.capture_pruner, "capture_pruner")
     scorer = NetVictimScorer(lower_net, precision=cfg.selfplay.precision)
-    judge = (EvaluatorVictimScorer(REGISTRY.create(cfg.selfplay.lower_eval, "evaluator"))
-             if cfg.selfplay.lower_eval else None)
+    judge = EvaluatorVictimScorer.from_spec(cfg.selfplay.lower_eval) if cfg.selfplay.lower_eval else None
     builder = SampleBuilder("lower")
     sides: list[int] = []
     choices = 0
