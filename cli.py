@@ -567,7 +567,7 @@ def selfplay(
     resume: Annotated[Optional[Path], typer.Option(help="Continue the run in this directory where it stopped (across days).")] = None,
     from_scratch: Annotated[bool, typer.Option("--from-scratch", help="Run the whole pipeline from records (pretraining) instead of continuing from the model directory.")] = False,
     model_dir: Annotated[Path, typer.Option("--model-dir", help="The model directory a new run continues from (its nets and config.toml).")] = Path("models/default"),
-    export: Annotated[Optional[Path], typer.Option("--export", help="After the run, write its gated best nets into this model directory with an updated model card (lineage).")] = None,
+    export: Annotated[Optional[Path], typer.Option("--export", help="After the run, play its best nets against this model directory's (the export gate: an SPRT of up to gate.export_games games) and, if they pass, write them there with config.toml and the model card's lineage; exit status 1 if they do not.")] = None,
     no_progress: Annotated[bool, typer.Option("--no-progress", help="No live display and no progress lines.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print the final state as one JSON object.")] = False,
     rule: RuleOption = None,
@@ -619,23 +619,36 @@ def selfplay(
     progress = "off" if no_progress or json_out else "auto"
     result = run_pipeline(cfg, target, resume=is_resume, progress=progress)
     state = result["state"]
-    exported = None
+    exported, gate_rows = None, None
     if export is not None:
-        from train.modeldir import export_run
+        from train.modeldir import export_gate, export_run
 
-        exported = [str(p) for p in export_run(target, export, "python cli.py " + shlex.join(sys.argv[1:]))]
+        gate_rows = export_gate(target, export, progress=progress == "auto")
+        for r in gate_rows:
+            score = (f"+{r['wins']} ={r['draws']} -{r['losses']} = {100 * r['win_rate']:.1f}% "
+                     f"(Wilson {100 * r['wilson_ci95'][0]:.1f}-{100 * r['wilson_ci95'][1]:.1f}); "
+                     if r.get("games") and r.get("win_rate") is not None else "")
+            typer.echo(f"export gate {r['kind']} (iteration {r['iteration']}) vs {r['against']}: "
+                       f"{'passed' if r['passed'] else 'failed'}: {score}{r['decision']}", err=True)
+        if all(r["passed"] for r in gate_rows):
+            exported = [str(p) for p in export_run(target, export, "python cli.py " + shlex.join(sys.argv[1:]),
+                                                   export_gate=gate_rows)]
     if json_out:
         typer.echo(json.dumps({"run_dir": str(target), "reason": result["reason"],
                                "session_seconds": round(result["session_seconds"], 3), "state": state,
-                               "exported": exported}))
+                               "exported": exported, "export_gate": gate_rows}))
     else:
         typer.echo(f"stopped ({result['reason']}) after {state.get('completed_iterations', 0)} completed iteration(s) in "
                    f"{result['session_seconds']:.0f} s; next: iteration {state['iteration']} phase {state['phase']}")
         if exported:
             typer.echo(f"exported the best nets, config.toml and the model card lineage into {export}")
+        elif export is not None:
+            typer.echo(f"not exported: the run's best net did not pass the export gate against {export}'s")
         typer.echo(f"run directory: {target}  (best nets in {Path(target) / 'best'}; "
                    f"plots: python cli.py report {target}; continue: python cli.py selfplay --resume {target} --iterations N;"
                    f" export: python cli.py selfplay --resume {target} --export models/default)")
+    if export is not None and not exported:
+        raise typer.Exit(1)
 
 
 @app.command()

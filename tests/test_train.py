@@ -922,6 +922,57 @@ def test_export_and_continue_from_a_model_directory(cycle_run, tmp_path):
     assert json.loads(result.output.strip().splitlines()[-1])["state"]["init_from"] == str(model_dir)
 
 
+def test_the_export_gate_plays_the_incumbent_and_guards_the_export(tmp_path, monkeypatch):
+    """``selfplay --export DIR``: the run's best net plays DIR's net of its kind (an SPRT capped at
+    ``gate.export_games``; at the cap the score decides); a rerun resumes the same games; a directory
+    without the kind's net has nothing to beat; a failed gate writes nothing and exits with status 1."""
+    import shutil
+
+    import train.modeldir as modeldir
+
+    run = tmp_path / "run"
+    cfg = micro_config("model=upper", "iterations=1", "seed=5", "gate.max_games=0", "curve.every=0",
+                       "gate.export_games=2")
+    run_pipeline(cfg, run, progress=False)
+    incumbent = tmp_path / "incumbent"
+    incumbent.mkdir()
+    shutil.copyfile(run / "checkpoints" / "upper-i0000.safetensors", incumbent / "upper.safetensors")
+    rows = modeldir.export_gate(run, incumbent, workers=0)
+    assert [(r["kind"], r["iteration"], r["against"]) for r in rows] == [("upper", 1, str(incumbent / "upper.safetensors"))]
+    (r,) = rows
+    assert r["games"] == 2 and r["wins"] + r["draws"] + r["losses"] == 2
+    assert r["decision"].startswith("cap of 2 games") and r["passed"] == (r["win_rate"] > 0.5)  # 2 games never decide
+    assert modeldir.export_gate(run, incumbent, workers=0) == rows  # resumed from the records on disk
+    (free,) = modeldir.export_gate(run, tmp_path / "empty", workers=0)
+    assert free["passed"] and "games" not in free and "no upper.safetensors" in free["decision"]
+
+    fresh = tmp_path / "fresh"
+    result = runner.invoke(app, ["selfplay", "--resume", str(run), "--export", str(fresh), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output.strip().splitlines()[-1])["export_gate"][0]["passed"]
+    assert json.loads((fresh / "lineage.json").read_text())[0]["export_gate"][0]["decision"].startswith("no gate")
+    assert "export gate upper i1" in (fresh / "README.md").read_text()
+    # config.toml: the run's values, but the directory keeps its own run length; unchanged values are not rewritten
+    assert validate_config(modeldir.read_model_config(fresh)) == cfg
+    toml_path = fresh / "config.toml"
+    toml_path.write_text("# a note by hand\n" + toml_path.read_text().replace("iterations = 1", "iterations = 7"))
+    modeldir.export_run(run, fresh, "again")
+    assert toml_path.read_text().startswith("# a note by hand")
+    toml_path.write_text(toml_path.read_text().replace("seed = 5", "seed = 6").replace("workers = 0", "minutes = 30.0\nworkers = 0"))
+    modeldir.export_run(run, fresh, "again")
+    stored = validate_config(modeldir.read_model_config(fresh))
+    assert (stored.seed, stored.iterations, stored.minutes) == (5, 7, 30.0)
+    assert stored == cfg.model_copy(update={"iterations": 7, "minutes": 30.0})
+
+    failed = {**r, "passed": False, "decision": "SPRT accepted H0 after 2 games"}
+    monkeypatch.setattr(modeldir, "export_gate", lambda *a, **k: [failed])
+    guarded = tmp_path / "guarded"
+    result = runner.invoke(app, ["selfplay", "--resume", str(run), "--export", str(guarded)])
+    assert result.exit_code == 1, result.output
+    assert "failed" in result.stderr and "not exported" in result.stdout
+    assert not guarded.exists() or not any(guarded.iterdir())
+
+
 def test_a_teacher_prior_is_blended_into_the_upper_targets(tmp_path):
     """Distillation targets: (1 - mix) one-hot(played) + mix prior.expert over the legal paths, in the
     paths' action order; the per-record cache gives the same samples back; a teacher is refused for

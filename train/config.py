@@ -131,6 +131,11 @@ field                           default                     meaning
                                                             above this (strictly)
 ``gate.expert_games``           ``0``                       candidate vs ``gate.expert`` (even; 0: skip;
                                                             the learning curve measures the expert anyway)
+``gate.export_games``           ``200``                     the export gate (``selfplay --export DIR``): the
+                                                            run's best net against DIR's net of its kind,
+                                                            an SPRT with the fields above capped at this many
+                                                            games; only a net that passes is written (even;
+                                                            0: export without a gate). May change on resume
 ``gate.simulations``            ``32``                      search simulations in evaluation games
 ``gate.search_threads``         ``4``
 ``gate.expert``                 ``"expert"``                the reference opponent (agent spec)
@@ -180,7 +185,8 @@ from search.mcts import (NET_C_PUCT, NET_EXPANSION_PRUNER, NET_ROOT_SELECTION, N
 KINDS: tuple[str, ...] = ("slm", "upper", "lower")
 MODELS: tuple[str, ...] = (*KINDS, "cycle")
 # Fields a resumed run may change (they do not change what the run computes, only how far/fast).
-RESUMABLE_FIELDS: tuple[str, ...] = ("iterations", "minutes", "workers", "backend", "curve", "export_dir")
+RESUMABLE_FIELDS: tuple[str, ...] = ("iterations", "minutes", "workers", "backend", "curve", "export_dir",
+                                     "gate.export_games")
 
 TRAIN_RULESET = Ruleset(max_battle_plies=300, adjudicate="stones")
 
@@ -323,12 +329,13 @@ class GateConfig(_Section):
     beta: float = Field(0.05, gt=0, lt=0.5)
     threshold: float = Field(0.5, ge=0, le=1)
     expert_games: int = Field(0, ge=0, le=100_000)
+    export_games: int = Field(200, ge=0, le=100_000)
     simulations: int = Field(32, ge=1)
     search_threads: int = Field(4, ge=1, le=64)
     expert: str = "expert"
 
     _agents = field_validator("expert")(_agent_spec)
-    _even = field_validator("max_games", "batch", "expert_games")(_even_or_zero)
+    _even = field_validator("max_games", "batch", "expert_games", "export_games")(_even_or_zero)
 
     @model_validator(mode="after")
     def _bounds(self) -> "GateConfig":

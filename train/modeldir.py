@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from core.atomic import atomic_write_text
-from train.rundir import RunPaths, TrainError, atomic_write_json, read_metrics, read_state
+from train.rundir import RunPaths, TrainError, atomic_write_json, eval_seed, read_metrics, read_state
 
 CONFIG_FILE = "config.toml"
 CARD_FILE = "README.md"
@@ -68,6 +68,33 @@ def read_model_config(model_dir: str | os.PathLike) -> dict[str, Any] | None:
     return read_config_file(path) if path.exists() else None
 
 
+def _model_config(config, model_dir: Path):
+    """The configuration an export writes into ``model_dir``: the run's, except that the fields which only
+    say how far or how fast a run goes (``train.config.RESUMABLE_FIELDS``: ``iterations``, ``minutes``,
+    ``workers``, ``curve``, ...) keep the values of the directory's valid ``config.toml``; ``None`` when
+    that file already holds exactly these values (it is left as it is, comments and all)."""
+    from train.config import RESUMABLE_FIELDS, ConfigError, config_to_dict, validate_config
+
+    try:
+        data = read_model_config(model_dir)
+        previous = validate_config(data) if data is not None else None
+    except (ConfigError, ValueError, OSError):
+        previous = None
+    if previous is None:
+        return config
+    merged = config_to_dict(config)
+    old = config_to_dict(previous)
+    for name in RESUMABLE_FIELDS:
+        section, _, key = name.partition(".")
+        if key:
+            merged[section][key] = old[section][key]
+        else:
+            merged[section] = old[section]
+    merged = validate_config(merged)
+    strip = {"init_dir": None, "export_dir": None}
+    return None if merged.model_copy(update=strip) == previous.model_copy(update=strip) else merged
+
+
 def _gates(run: Path) -> list[dict[str, Any]]:
     rows = {}
     for e in read_metrics(run / "metrics.jsonl"):
@@ -78,11 +105,76 @@ def _gates(run: Path) -> list[dict[str, Any]]:
     return [rows[k] for k in sorted(rows, key=lambda k: (k[1] or 0, str(k[0])))]
 
 
+EXPORT_GATE_DIR = "export-gate"
+
+
+def export_gate(run_dir: str | os.PathLike, model_dir: str | os.PathLike, workers: int | None = None,
+                progress: Any = False) -> list[dict[str, Any]]:
+    """The export gate: each best net of the run in ``run_dir`` that training changed (best iteration > 0)
+    plays ``model_dir``'s net of its kind, colour-balanced, with the run's evaluation agent
+    (``train.selfplay.net_agent_spec``) and the pentanomial SPRT of the run's ``gate.elo0``, ``gate.elo1``,
+    ``gate.alpha``, ``gate.beta``, stopping when it decides or at ``gate.export_games`` games (at the cap
+    the score decides against ``gate.threshold``, as in the run's own gate). The games go to
+    ``RUN/eval/export-gate/<kind>-i<iteration>`` (a rerun resumes them). ``workers``: ``None`` = the run's.
+
+    Returns one row per kind: ``kind``, ``iteration``, ``against`` (the incumbent's path), ``passed``
+    (bool) and, when games were played, ``games``, ``wins``, ``draws``, ``losses``, ``win_rate``,
+    ``wilson_ci95``, ``elo``, ``sprt`` and ``decision``; a kind without an incumbent net, or with
+    ``gate.export_games = 0``, passes without games. Raises ``TrainError`` for a run without a best net
+    or an evaluation that fails."""
+    from train.arena import ArenaError, run_arena
+    from train.rundir import load_run_config
+    from train.selfplay import net_agent_spec
+
+    paths = RunPaths(Path(run_dir))
+    state = read_state(paths)
+    config = load_run_config(paths.root)
+    if not state.best:
+        raise TrainError(f"{paths.root}: no best net yet (the run has not finished its first init phase)")
+    g = config.gate
+    rows = []
+    for kind, best in sorted(state.best.items()):
+        incumbent = Path(model_dir) / f"{kind}.safetensors"
+        row: dict[str, Any] = {"kind": kind, "iteration": best.iteration, "against": str(incumbent)}
+        if best.iteration == 0 or not incumbent.exists() or g.export_games == 0:
+            why = ("the start net, unchanged" if best.iteration == 0 else
+                   f"no {incumbent.name} in {model_dir}" if not incumbent.exists() else "gate.export_games = 0")
+            rows.append({**row, "passed": True, "decision": f"no gate ({why})"})
+            continue
+        try:
+            spec_cand, spec_inc = net_agent_spec(kind, paths.best(kind), config), net_agent_spec(kind, incumbent, config)
+        except ValueError as exc:
+            raise TrainError(str(exc)) from None
+        seed = eval_seed(config.seed, best.iteration, 7)
+        out = paths.root / "eval" / EXPORT_GATE_DIR / f"{kind}-i{best.iteration:04d}"
+        try:
+            summary = run_arena(spec_cand, spec_inc, g.export_games, workers=config.workers if workers is None else workers,
+                                seed=seed, out_dir=out, ruleset=config.ruleset, progress=progress,
+                                sprt=(g.elo0, g.elo1, g.alpha, g.beta))
+        except ArenaError as exc:
+            raise TrainError(f"export gate ({out}): {exc}; rerun to resume it") from None
+        test = summary.data["sprt"]
+        rate = summary.win_rate
+        if test.get("decision") == "H1":
+            passed, how = True, f"SPRT accepted H1 after {summary.games} games"
+        elif test.get("decision") == "H0":
+            passed, how = False, f"SPRT accepted H0 after {summary.games} games"
+        else:
+            passed = rate is not None and rate > g.threshold
+            how = f"cap of {g.export_games} games: score {rate if rate is None else round(rate, 3)} vs threshold {g.threshold}"
+        rows.append({**row, "passed": passed, "decision": how, "sprt": test,
+                     **{k: summary.data.get(k) for k in ("games", "wins", "draws", "losses", "win_rate", "wilson_ci95",
+                                                         "elo")}})
+    return rows
+
+
 def export_run(run_dir: str | os.PathLike, model_dir: str | os.PathLike, command: str = "",
-               half: bool = True) -> list[Path]:
+               half: bool = True, export_gate: list[dict[str, Any]] | None = None) -> list[Path]:
     """Write the gated best nets of the run in ``run_dir`` into ``model_dir`` (float16 with ``half``), its
-    configuration as ``config.toml``, and append the lineage entry (module docstring). Returns the files
-    written. Raises ``TrainError`` when the run has no best net."""
+    configuration as ``config.toml`` (keeping the directory's run-length fields, :func:`_model_config`;
+    not rewritten when nothing else changed), and append the lineage entry (module docstring), with the rows of
+    :func:`export_gate` when given. Returns the files written. Raises ``TrainError`` when the run has no
+    best net."""
     from nets.io import load, save
 
     from train.rundir import load_run_config
@@ -104,13 +196,15 @@ def export_run(run_dir: str | os.PathLike, model_dir: str | os.PathLike, command
         save(model, net_config, target, extra=lineage_extra, half=half)
         written.append(target)
         nets[kind] = {"best_iteration": best.iteration, "checkpoint": best.checkpoint}
-    atomic_write_text(out / CONFIG_FILE, config_toml(config))
-    written.append(out / CONFIG_FILE)
+    model_config = _model_config(config, out)
+    if model_config is not None:
+        atomic_write_text(out / CONFIG_FILE, config_toml(model_config))
+        written.append(out / CONFIG_FILE)
     gates = _gates(paths.root)
     entry = {"time": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "command": command, "run": str(paths.root),
              "model": config.model, "iterations": state.completed_iterations, "games": state.games,
              "samples": state.samples, "hours": round(state.elapsed_seconds / 3600, 3), "init_from": state.init_from,
-             "nets": nets, "gates": gates, "curve": state.last_curve}
+             "nets": nets, "gates": gates, "export_gate": export_gate, "curve": state.last_curve}
     lineage_path = out / LINEAGE_FILE
     lineage: list = []
     if lineage_path.exists():
@@ -132,6 +226,11 @@ def export_run(run_dir: str | os.PathLike, model_dir: str | os.PathLike, command
     for g in gates:
         lines.append(f"- gate i{g['iteration']} {g['kind']}: {'accepted' if g['accepted'] else 'rejected'} "
                      f"(+{g.get('wins') or 0:g} ={g.get('draws') or 0:g} -{g.get('losses') or 0:g}; {g.get('decision')})")
+    for r in export_gate or []:
+        score = (f"+{r['wins']} ={r['draws']} -{r['losses']}, {100 * r['win_rate']:.1f}%; "
+                 if r.get("games") and r.get("win_rate") is not None else "")
+        lines.append(f"- export gate {r['kind']} i{r['iteration']} vs the directory's previous net: "
+                     f"{'passed' if r['passed'] else 'failed'} ({score}{r['decision']})")
     c = state.last_curve
     if c and c.get("elo") is not None:
         lines.append(f"- learning curve: {c['player']} Elo {c['elo']:+.0f} [{c['ci95'][0]:+.0f}, {c['ci95'][1]:+.0f}]"

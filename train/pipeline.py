@@ -93,6 +93,7 @@ from train.rundir import (
     atomic_write_json,
     default_run_dir,
     disk_totals,
+    eval_seed,
     load_run_config,
     lock_dir,
     read_metrics,
@@ -361,7 +362,7 @@ class Pipeline:
         return summary
 
     def _seed(self, it: int, what: int) -> int:
-        return int(np.random.SeedSequence([self.config.seed, it, what]).generate_state(1)[0] % (2**30))
+        return eval_seed(self.config.seed, it, what)
 
     def _log_match(self, it: int, kind: str, what: str, spec_a: str, spec_b: str, data: dict[str, Any]) -> None:
         row = {k: data.get(k) for k in ("games", "wins", "draws", "losses", "win_rate", "se", "ci95", "wilson_ci95",
@@ -512,7 +513,8 @@ class Pipeline:
         if resume:
             self.state = read_state(self.paths)
             stored = load_run_config(root)
-            bad = [f for f in changed_fields(stored, cfg) if f.split(".")[0] not in RESUMABLE_FIELDS]
+            bad = [f for f in changed_fields(stored, cfg)
+                   if f not in RESUMABLE_FIELDS and f.split(".")[0] not in RESUMABLE_FIELDS]
             if bad:
                 raise ConfigError(f"--resume {root}: config field {bad[0]!r} differs from the run's config.json;"
                                   f" only {', '.join(RESUMABLE_FIELDS)} may change on resume")

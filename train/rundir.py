@@ -308,6 +308,14 @@ def load_run_config(run_dir: str | os.PathLike):
     return validate_config(data, str(p))
 
 
+def eval_seed(run_seed: int, iteration: int, what: int) -> int:
+    """The base seed (30-bit) of an evaluation match of a run: ``what`` 3 = the gate, 4 = the expert
+    games, 5 = the learning curve, 7 = the export gate; from ``SeedSequence([run_seed, iteration, what])``."""
+    import numpy as np
+
+    return int(np.random.SeedSequence([int(run_seed), int(iteration), int(what)]).generate_state(1)[0] % (2**30))
+
+
 def default_run_dir(base: str | os.PathLike = "runs") -> Path:
     """``runs/selfplay-YYYYmmdd-HHMMSS`` (a suffix is added if it exists)."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
