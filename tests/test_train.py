@@ -488,7 +488,7 @@ def test_kill_9_and_resume_loses_and_duplicates_no_game(tmp_path):
     record appears, resume, and check every game exists once with its deterministic seed."""
     run = tmp_path / "run"
     games = 6
-    args = [sys.executable, str(ROOT / "cli.py"), "selfplay", "--run-dir", str(run), "--no-progress",
+    args = [sys.executable, str(ROOT / "cli.py"), "selfplay", "--run-dir", str(run), "--no-progress", "--model", "slm",
             *sum((["--set", s] for s in MICRO), []), "--set", f"selfplay.games={games}", "--set", "workers=1",
             "--set", "pretrain.enabled=false", "--set", "iterations=1", "--set", "seed=5"]
     proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,

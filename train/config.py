@@ -117,7 +117,10 @@ field                           default                     meaning
                                                             divides the centred targets by it (target units),
                                                             so captures whose sets differ more weigh more
 ``learner.precision``           ``"float32"``               ``bfloat16``: forward and loss under CPU autocast
-                                                            (weights, optimiser and gradients stay float32)
+                                                            (weights, optimiser and gradients stay float32);
+                                                            ``auto``: bfloat16 only on a CPU that has it
+                                                            natively (``nets.inference.bfloat16_native``;
+                                                            elsewhere emulated, many times slower)
 ``gate.max_games``              ``4``                       SPRT gate, candidate vs best: at most this many
                                                             games (even; 0: accept every candidate)
 ``gate.batch``                  ``4``                       games played between two SPRT looks (even)
@@ -311,7 +314,7 @@ class LearnerConfig(_Section):
     grad_clip: float | None = Field(5.0, gt=0)
     dqn_loss: Literal["huber", "mse", "group"] = "huber"
     group_unit: float = Field(0.0, ge=0, le=10)
-    precision: Literal["float32", "bfloat16"] = "float32"
+    precision: Precision = "float32"
 
 
 def _even_or_zero(v: int) -> int:

@@ -35,6 +35,7 @@ from core.atomic import atomic_write
 import torch
 
 from nets.config import NetConfig
+from nets.inference import resolve_precision
 from nets.losses import dqn_loss, group_ranking_loss, l2_penalty, policy_value_terms
 from train.config import LearnerConfig
 from train.samples import Batch, Samples, make_batch
@@ -74,6 +75,7 @@ class Learner:
         self.kind = net_config.kind
         self.net_config = net_config
         self.cfg = cfg
+        self.autocast = resolve_precision(cfg.precision) == "bfloat16"  # "auto": only where the CPU has bfloat16
         self.horizon = horizon
         self.peak_lr = cfg.lr if lr is None else lr
         if model is None:
@@ -149,7 +151,7 @@ class Learner:
         lr = self.lr()
         for group in self.optimizer.param_groups:
             group["lr"] = lr
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.cfg.precision == "bfloat16"):
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.autocast):
             terms = self.losses(batch)
         self.optimizer.zero_grad(set_to_none=True)
         terms["total"].backward()
