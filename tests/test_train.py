@@ -287,6 +287,24 @@ def test_bfloat16_learner_step_trains_in_bfloat16_and_keeps_float32_weights(stat
         assert float(learner.losses(batch)["total"]) < loss_before
 
 
+@pytest.mark.parametrize("precision", ["float32", "auto"])
+def test_learner_precision_auto_trains_in_bfloat16_only_where_the_cpu_has_it(states, precision):
+    from nets.inference import bfloat16_native
+
+    cfg = micro_config("learner.schedule=constant", f"learner.precision={precision}")
+    samples = _policy_samples("upper", states, np.random.default_rng(2)).build()
+    learner = Learner(cfg.nets.net_config("upper"), cfg.learner, seed=0)
+    seen = []
+    hook = next(m for m in learner.model.modules() if isinstance(m, torch.nn.Conv2d)).register_forward_hook(
+        lambda module, args, output: seen.append(output.dtype))
+    learner.train_step(make_batch(samples, np.arange(min(8, len(samples)))))
+    hook.remove()
+    native = precision == "auto" and bfloat16_native()
+    assert seen == [torch.bfloat16 if native else torch.float32]
+    with pytest.raises(ConfigError, match="learner.precision"):
+        micro_config("learner.precision=float16")
+
+
 # ============================================================================ the pipeline
 EXPECTED_EVENTS = {"run_start", "init", "game", "selfplay", "train", "evaluate", "gate", "iteration", "run_end"}
 
