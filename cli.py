@@ -567,7 +567,7 @@ def selfplay(
     resume: Annotated[Optional[Path], typer.Option(help="Continue the run in this directory where it stopped (across days).")] = None,
     from_scratch: Annotated[bool, typer.Option("--from-scratch", help="Run the whole pipeline from records (pretraining) instead of continuing from the model directory.")] = False,
     model_dir: Annotated[Path, typer.Option("--model-dir", help="The model directory a new run continues from (its nets and config.toml).")] = Path("models/default"),
-    export: Annotated[Optional[Path], typer.Option("--export", help="After the run, play its best nets against this model directory's (the export gate: an SPRT of up to gate.export_games games) and, if they pass, write them there with config.toml and the model card's lineage; exit status 1 if they do not.")] = None,
+    export: Annotated[Optional[Path], typer.Option("--export", help="After the run, play its best nets against this model directory's (the export gate: an SPRT of up to gate.export_games games) and, if they pass, write them there with config.toml and the model card's lineage; exit status 1 if they do not. With --resume and neither --iterations nor --minutes the run is not continued: only the export.")] = None,
     no_progress: Annotated[bool, typer.Option("--no-progress", help="No live display and no progress lines.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print the final state as one JSON object.")] = False,
     rule: RuleOption = None,
@@ -617,13 +617,19 @@ def selfplay(
         target, is_resume = (run_dir if run_dir is not None else default_run_dir()), False
     typer.echo(f"run directory: {target}", err=True)
     progress = "off" if no_progress or json_out else "auto"
-    result = run_pipeline(cfg, target, resume=is_resume, progress=progress)
+    if is_resume and export is not None and iterations is None and minutes is None:
+        from train.rundir import RunPaths, read_state  # export only: the run is not continued
+
+        result = {"reason": "export only", "session_seconds": 0.0,
+                  "state": read_state(RunPaths(target)).model_dump(mode="json")}
+    else:
+        result = run_pipeline(cfg, target, resume=is_resume, progress=progress)
     state = result["state"]
     exported, gate_rows = None, None
     if export is not None:
         from train.modeldir import export_gate, export_run
 
-        gate_rows = export_gate(target, export, progress=progress == "auto")
+        gate_rows = export_gate(target, export, progress=progress == "auto", config=cfg)
         for r in gate_rows:
             score = (f"+{r['wins']} ={r['draws']} -{r['losses']} = {100 * r['win_rate']:.1f}% "
                      f"(Wilson {100 * r['wilson_ci95'][0]:.1f}-{100 * r['wilson_ci95'][1]:.1f}); "

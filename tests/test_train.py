@@ -967,7 +967,8 @@ def test_the_export_gate_plays_the_incumbent_and_guards_the_export(tmp_path, mon
     fresh = tmp_path / "fresh"
     result = runner.invoke(app, ["selfplay", "--resume", str(run), "--export", str(fresh), "--json"])
     assert result.exit_code == 0, result.output
-    assert json.loads(result.output.strip().splitlines()[-1])["export_gate"][0]["passed"]
+    out = json.loads(result.output.strip().splitlines()[-1])
+    assert out["export_gate"][0]["passed"] and out["reason"] == "export only"
     assert json.loads((fresh / "lineage.json").read_text())[0]["export_gate"][0]["decision"].startswith("no gate")
     assert "export gate upper i1" in (fresh / "README.md").read_text()
     # config.toml: the run's values, but the directory keeps its own run length; unchanged values are not rewritten

@@ -109,12 +109,13 @@ EXPORT_GATE_DIR = "export-gate"
 
 
 def export_gate(run_dir: str | os.PathLike, model_dir: str | os.PathLike, workers: int | None = None,
-                progress: Any = False) -> list[dict[str, Any]]:
+                progress: Any = False, config=None) -> list[dict[str, Any]]:
     """The export gate: each best net of the run in ``run_dir`` that training changed (best iteration > 0)
     plays ``model_dir``'s net of its kind, colour-balanced, with the run's evaluation agent
     (``train.selfplay.net_agent_spec``) and the pentanomial SPRT of the run's ``gate.elo0``, ``gate.elo1``,
     ``gate.alpha``, ``gate.beta``, stopping when it decides or at ``gate.export_games`` games (at the cap
-    the score decides against ``gate.threshold``, as in the run's own gate). The games go to
+    the score decides against ``gate.threshold``, as in the run's own gate); ``config`` (a ``TrainConfig``)
+    replaces the run's stored one, e.g. with the command line's ``--set gate.*``. The games go to
     ``RUN/eval/export-gate/<kind>-i<iteration>`` (a rerun resumes them). ``workers``: ``None`` = the run's.
 
     Returns one row per kind: ``kind``, ``iteration``, ``against`` (the incumbent's path), ``passed``
@@ -128,7 +129,7 @@ def export_gate(run_dir: str | os.PathLike, model_dir: str | os.PathLike, worker
 
     paths = RunPaths(Path(run_dir))
     state = read_state(paths)
-    config = load_run_config(paths.root)
+    config = load_run_config(paths.root) if config is None else config
     if not state.best:
         raise TrainError(f"{paths.root}: no best net yet (the run has not finished its first init phase)")
     g = config.gate
