@@ -627,15 +627,12 @@ def selfplay(
     state = result["state"]
     exported, gate_rows = None, None
     if export is not None:
-        from train.modeldir import export_gate, export_run
+        from train.modeldir import export_gate, export_gate_text, export_run
 
         gate_rows = export_gate(target, export, progress=progress == "auto", config=cfg)
         for r in gate_rows:
-            score = (f"+{r['wins']} ={r['draws']} -{r['losses']} = {100 * r['win_rate']:.1f}% "
-                     f"(Wilson {100 * r['wilson_ci95'][0]:.1f}-{100 * r['wilson_ci95'][1]:.1f}); "
-                     if r.get("games") and r.get("win_rate") is not None else "")
             typer.echo(f"export gate {r['kind']} (iteration {r['iteration']}) vs {r['against']}: "
-                       f"{'passed' if r['passed'] else 'failed'}: {score}{r['decision']}", err=True)
+                       f"{export_gate_text(r)}", err=True)
         if all(r["passed"] for r in gate_rows):
             exported = [str(p) for p in export_run(target, export, "python cli.py " + shlex.join(sys.argv[1:]),
                                                    export_gate=gate_rows)]

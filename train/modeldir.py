@@ -169,6 +169,16 @@ def export_gate(run_dir: str | os.PathLike, model_dir: str | os.PathLike, worker
     return rows
 
 
+def export_gate_text(row: dict[str, Any]) -> str:
+    """One export-gate row of :func:`export_gate` as text: ``passed (+W =D -L = R% (Wilson a-b); decision)``."""
+    score = ""
+    if row.get("games") and row.get("win_rate") is not None:
+        lo, hi = row.get("wilson_ci95") or (0.0, 1.0)
+        score = (f"+{row['wins']} ={row['draws']} -{row['losses']} = {100 * row['win_rate']:.1f}% "
+                 f"(Wilson {100 * lo:.1f}-{100 * hi:.1f}); ")
+    return f"{'passed' if row['passed'] else 'failed'} ({score}{row['decision']})"
+
+
 def export_run(run_dir: str | os.PathLike, model_dir: str | os.PathLike, command: str = "",
                half: bool = True, export_gate: list[dict[str, Any]] | None = None) -> list[Path]:
     """Write the gated best nets of the run in ``run_dir`` into ``model_dir`` (float16 with ``half``), its
@@ -228,10 +238,8 @@ def export_run(run_dir: str | os.PathLike, model_dir: str | os.PathLike, command
         lines.append(f"- gate i{g['iteration']} {g['kind']}: {'accepted' if g['accepted'] else 'rejected'} "
                      f"(+{g.get('wins') or 0:g} ={g.get('draws') or 0:g} -{g.get('losses') or 0:g}; {g.get('decision')})")
     for r in export_gate or []:
-        score = (f"+{r['wins']} ={r['draws']} -{r['losses']}, {100 * r['win_rate']:.1f}%; "
-                 if r.get("games") and r.get("win_rate") is not None else "")
         lines.append(f"- export gate {r['kind']} i{r['iteration']} vs the directory's previous net: "
-                     f"{'passed' if r['passed'] else 'failed'} ({score}{r['decision']})")
+                     f"{export_gate_text(r)}")
     c = state.last_curve
     if c and c.get("elo") is not None:
         lines.append(f"- learning curve: {c['player']} Elo {c['elo']:+.0f} [{c['ci95'][0]:+.0f}, {c['ci95'][1]:+.0f}]"
