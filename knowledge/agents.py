@@ -407,8 +407,12 @@ class ExpertAgent(_Agent):
             scores[legal] += self.layout_mix * raw[legal]
         return scores
 
-    def battle_scores(self, state: GameState) -> tuple[np.ndarray, np.ndarray]:
-        """``(scores float64[m], levels int8[m])`` of the legal paths (``state.paths()`` order), before noise."""
+    def battle_scores(self, state: GameState, cutoff: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """``(scores float64[m], levels int8[m])`` of the legal paths (``state.paths()`` order), before noise.
+
+        ``cutoff`` (``plies=2`` only): the alpha cut of ``knowledge.expert_kernels.search_scores``: the
+        maximum and the paths reaching it are exact, the other scores only upper bounds below it. For
+        callers that need only the best score or move (:meth:`best_score`)."""
         ps = state.paths()
         s = state.side
         n_own, n_opp = state.counts[s], state.counts[1 - s]
@@ -419,8 +423,16 @@ class ExpertAgent(_Agent):
         else:
             scores, _ = search_scores(state.board, s, n_own, n_opp, state.ruleset.vector, ps.pts, ps.off, ps.nsq,
                                       ps.jump, ps.m, levels, self.weights, self.eval_weights, self.k_full, self.top,
-                                      self.replies)
+                                      self.replies, bool(cutoff))
         return scores, levels
+
+    def best_score(self, state: GameState) -> float:
+        """The best legal path's score (:meth:`battle_scores`' maximum, computed with the alpha cut), in
+        the expert's units (one stone = 10) for the side to move; raises ``ValueError`` when the
+        position has no legal path."""
+        if state.paths().m == 0:
+            raise ValueError("expert: the position has no legal path to score")
+        return float(self.battle_scores(state, cutoff=True)[0].max())
 
     def _argmax(self, scores: np.ndarray, noise: float) -> int:
         jitter = self.rng.random(len(scores)) * 1e-6

@@ -109,8 +109,9 @@ class ExpertEvaluator:
     ``plies=2`` values a position by the expert's own two-ply search from it instead of the static
     leaf: the best, over the expert's ``top`` candidate paths (one-ply score with the reply check), of
     the worst leaf value after the opponent's replies (``knowledge.expert_kernels.search_scores``, the
-    expert agent's move choice; ``replies`` as the agent's). A search using it sees two plies beyond
-    each of its own leaves, at the cost of one expert decision per leaf. ``plies`` 1 or 2, ``top``
+    expert agent's move choice; ``replies`` as the agent's; computed with its alpha cut,
+    ``ExpertAgent.best_score``). A search using it sees two plies beyond each of its own leaves, at
+    the cost of one expert decision per leaf. ``plies`` 1 or 2, ``top``
     1..1,000, ``replies`` 1..100,000, else ``ValueError``.
     """
 
@@ -140,7 +141,7 @@ class ExpertEvaluator:
             return 0.0
         me = state.side
         if self._expert is not None and state.paths().m > 0:
-            v = float(self._expert.battle_scores(state)[0].max())
+            v = self._expert.best_score(state)
         else:
             v = float(leaf_value(state.board, me, state.counts[me], state.counts[1 - me], state.ruleset.vector,
                                  BATTLE_WEIGHTS, EVAL_WEIGHTS))

@@ -49,7 +49,9 @@ could jump, landing where we would capture) is played with its own victims, and 
 position is valued for us, to move, by :func:`_leaf`: ``E_MATERIAL`` per stone of difference,
 ``E_MY_THREAT`` per stone we can take now, ``-E_THEIR_THREAT`` per stone they could take, and the
 shape terms above. A candidate's value is its worst reply (plus ``E_ONE_PLY`` times its one-ply
-score as a tie-breaker).
+score as a tie-breaker). A caller that needs only the best value (``eval.expert:plies=2``, a leaf
+value of ``jfa``'s search) asks for the alpha cut: replies strongest first, and a candidate stops at
+the first reply that holds it below the best so far.
 """
 
 from __future__ import annotations
@@ -570,14 +572,21 @@ def leaf_value(board, side, n_own, n_opp, rules, w, ew):
 
 @kernel
 def search_scores(board, side, n_own, n_opp, rules, pts, off, nsq, jump, m, levels, w, ew, k_full, n_top,
-                  k_reply):
+                  k_reply, cutoff):
     """Two-ply refinement of :func:`battle_scores` (module docstring): the ``n_top`` best paths by the
     one-ply score are searched one reply deep. For each, the opponent's replies (all of them, or the
     ``k_reply`` best by a cheap pre-score, as in :func:`battle_scores`) are played (their square
     victims by :func:`_take_victims`) and the resulting position is valued for us by :func:`_leaf`;
     the candidate's score is the minimum over the replies (plus ``E_ONE_PLY`` times its one-ply
-    score). Returns ``(scores float64[m], one_ply float64[m])``; paths outside the ``n_top`` keep
-    ``one_ply - 1e7``."""
+    score), or ``-W_WIN`` (plus that) when one of those replies takes us below ``loss_below``.
+    Returns ``(scores float64[m], one_ply float64[m])``; paths outside the ``n_top`` keep
+    ``one_ply - 1e7``.
+
+    ``cutoff`` (bool): an alpha cut for callers that need only the best score and its path. The
+    replies are then tried strongest first by their pre-score, and a candidate stops as soon as one
+    reply holds it strictly below the best candidate so far; its score is then an upper bound,
+    strictly below the maximum, instead of its exact value. The maximum and the paths reaching it
+    (so ``argmax``) are exactly those of ``cutoff=False``."""
     one, full = battle_scores(board, side, n_own, n_opp, rules, pts, off, nsq, jump, m, levels, w, k_full)
     out = np.empty(m)
     for i in range(m):
@@ -602,6 +611,7 @@ def search_scores(board, side, n_own, n_opp, rules, pts, off, nsq, jump, m, leve
     value = np.zeros(NUM_POINTS)
     victims = np.empty(8, np.int16)
     top = min(n_top, m)
+    best = -np.inf  # the best candidate's score so far (the alpha of ``cutoff``)
     for r in range(top):
         i = order[r]
         a = off[i]
@@ -611,6 +621,7 @@ def search_scores(board, side, n_own, n_opp, rules, pts, off, nsq, jump, m, leve
         n_opp1 = n_opp - hops - k
         if n_opp1 < loss_below:
             out[i] = one[i] + w[W_WIN]
+            best = max(best, out[i])
             continue
         if k > 0:
             nv, nt, lpts, loff, lnsq, ljump = _take_victims(b1, side, n_own, n_opp - hops, rules, k, lpts, loff, lnsq,
@@ -618,6 +629,7 @@ def search_scores(board, side, n_own, n_opp, rules, pts, off, nsq, jump, m, leve
         mr, rpts, roff, rnsq, rjump = generate_paths(b1, opp_side, n_opp1, n_own, rules, rpts, roff, rnsq, rjump)
         if mr == 0:
             out[i] = one[i] + w[W_WIN]
+            best = max(best, out[i])
             continue
         if mr > k_reply:  # the replies are cut by pre-score: mark our threats so that parries rank high
             for p in range(NUM_POINTS):
@@ -652,8 +664,21 @@ def search_scores(board, side, n_own, n_opp, rules, pts, off, nsq, jump, m, leve
                     rpre[j] += w[W_BLOCK]
         if mr > k_reply:
             rorder = np.argsort(-rpre, kind="mergesort")[:k_reply]
+        elif cutoff:
+            rorder = np.argsort(-rpre, kind="mergesort")
         else:
             rorder = np.arange(mr)
+        tie = ew[E_ONE_PLY] * one[i]
+        lost = False  # a reply taking us below loss_below decides the candidate without a leaf
+        for jj in range(rorder.shape[0]):
+            if n_own - rgain[rorder[jj]] < loss_below:
+                lost = True
+                break
+        if lost:
+            out[i] = -w[W_WIN] + tie
+            if out[i] > best:
+                best = out[i]
+            continue
         worst = np.inf
         for jj in range(rorder.shape[0]):
             j = rorder[jj]
@@ -661,15 +686,16 @@ def search_scores(board, side, n_own, n_opp, rules, pts, off, nsq, jump, m, leve
             re = roff[j + 1]
             rh = _play_path(b2, b1, rpts, ra, re, rjump[j] != 0, opp_side)
             rk = rgain[j] - rh
-            n_own2 = n_own - rgain[j]
-            if n_own2 < loss_below:
-                worst = -w[W_WIN]
-                break
             if rk > 0:
                 nv, nt, lpts, loff, lnsq, ljump = _take_victims(b2, opp_side, n_opp1, n_own - rh, rules, rk, lpts, loff,
                                                                 lnsq, ljump, value, victims)
-            v, lpts, loff, lnsq, ljump = _leaf(b2, side, n_own2, n_opp1, rules, w, ew, lpts, loff, lnsq, ljump, mark)
+            v, lpts, loff, lnsq, ljump = _leaf(b2, side, n_own - rgain[j], n_opp1, rules, w, ew, lpts, loff, lnsq,
+                                               ljump, mark)
             if v < worst:
                 worst = v
-        out[i] = worst + ew[E_ONE_PLY] * one[i]
+                if cutoff and worst + tie < best:
+                    break
+        out[i] = worst + tie
+        if out[i] > best:
+            best = out[i]
     return out, one

@@ -251,6 +251,23 @@ def test_two_ply_expert_value_matches_the_reference(text, top):
     assert ev.value(state) == pytest.approx(math.tanh(want / ev.scale))
 
 
+@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+@given(text=st.one_of(battle_boards(), played_positions()), top=st.integers(1, 8), replies=st.sampled_from([2, 48]))
+def test_the_alpha_cut_keeps_the_best_score_and_its_paths(text, top, replies):
+    """``search_scores(cutoff=True)`` against the full two-ply scores: the same maximum reached by the
+    same paths; every other score an upper bound of the exact one, and below the maximum when not exact."""
+    state = GameState.from_jfen(text)
+    if state.phase != PHASE_BATTLE or state.is_terminal() or state.paths().m == 0:
+        return
+    expert = ExpertAgent(plies=2, top=top, replies=replies)
+    full = expert.battle_scores(state)[0]
+    cut = expert.battle_scores(state, cutoff=True)[0]
+    assert cut.max() == full.max() == expert.best_score(state)
+    assert np.array_equal(np.flatnonzero(cut == cut.max()), np.flatnonzero(full == full.max()))
+    assert np.all(cut >= full)
+    assert np.all((cut == full) | (cut < full.max()))
+
+
 def test_two_ply_expert_value_refuses_bad_options():
     for bad in ({"plies": 3}, {"plies": 0}, {"top": 0}, {"top": 1001}, {"replies": 0}):
         with pytest.raises(ValueError, match=next(iter(bad))):
