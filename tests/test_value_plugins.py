@@ -268,6 +268,14 @@ def test_the_alpha_cut_keeps_the_best_score_and_its_paths(text, top, replies):
     assert np.all((cut == full) | (cut < full.max()))
 
 
+def test_the_expert_value_benchmark_finds_the_cut_exact():
+    from bench.expert_value import run_expert_value_benchmark
+
+    r = run_expert_value_benchmark(positions=4, games=2)
+    assert r["positions"] == 4 and r["max_mismatches"] == 0
+    assert all(v > 0 for v in r["ms"].values())
+
+
 def test_two_ply_expert_value_refuses_bad_options():
     for bad in ({"plies": 3}, {"plies": 0}, {"top": 0}, {"top": 1001}, {"replies": 0}):
         with pytest.raises(ValueError, match=next(iter(bad))):
