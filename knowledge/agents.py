@@ -48,6 +48,7 @@ Agents (papers/004 section 2 for the baselines, papers/000 sections 3.4-3.5 for 
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any, Literal
 
@@ -348,6 +349,10 @@ class MinimaxAgent(_Agent):
 
 
 # ============================================================================ expert
+JITTER = 1e-6  # the expert's tie-breaking noise: uniform in [0, JITTER) added to every score
+REPETITION_TOP = 12  # the best paths ``ExpertAgent.repetition_adjust`` looks at
+
+
 class ExpertAgent(_Agent):
     """The JFA auxiliary agent from human knowledge (module docstring; kernels in ``knowledge/expert_kernels.py``).
 
@@ -368,6 +373,10 @@ class ExpertAgent(_Agent):
 
     Public helpers for training code: :meth:`layout_scores`, :meth:`battle_scores` and
     :meth:`victims` (the auxiliary agent "responsible for square capturing", JFA section 4.2).
+
+    Without noise, a battle move is chosen from scores computed with the two-ply search's alpha cut
+    (margin ``2 * JITTER``): the same move as from every score exact, found sooner; when the
+    repetition rule changes a score, they are computed again in full.
     """
 
     name = "expert"
@@ -407,12 +416,14 @@ class ExpertAgent(_Agent):
             scores[legal] += self.layout_mix * raw[legal]
         return scores
 
-    def battle_scores(self, state: GameState, cutoff: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    def battle_scores(self, state: GameState, margin: float = math.inf) -> tuple[np.ndarray, np.ndarray]:
         """``(scores float64[m], levels int8[m])`` of the legal paths (``state.paths()`` order), before noise.
 
-        ``cutoff`` (``plies=2`` only): the alpha cut of ``knowledge.expert_kernels.search_scores``: the
-        maximum and the paths reaching it are exact, the other scores only upper bounds below it. For
-        callers that need only the best score or move (:meth:`best_score`)."""
+        ``margin`` (``plies=2`` only; expert units, >= 0): the alpha cut of
+        ``knowledge.expert_kernels.search_scores``: the scores within ``margin`` of the maximum are
+        exact, the others only upper bounds below ``maximum - margin``. ``inf`` (the default): every
+        score exact. For callers that need only the best score or move (:meth:`best_score`,
+        :meth:`select`)."""
         ps = state.paths()
         s = state.side
         n_own, n_opp = state.counts[s], state.counts[1 - s]
@@ -423,7 +434,7 @@ class ExpertAgent(_Agent):
         else:
             scores, _ = search_scores(state.board, s, n_own, n_opp, state.ruleset.vector, ps.pts, ps.off, ps.nsq,
                                       ps.jump, ps.m, levels, self.weights, self.eval_weights, self.k_full, self.top,
-                                      self.replies, bool(cutoff))
+                                      self.replies, float(margin))
         return scores, levels
 
     def best_score(self, state: GameState) -> float:
@@ -432,10 +443,10 @@ class ExpertAgent(_Agent):
         position has no legal path."""
         if state.paths().m == 0:
             raise ValueError("expert: the position has no legal path to score")
-        return float(self.battle_scores(state, cutoff=True)[0].max())
+        return float(self.battle_scores(state, margin=0.0)[0].max())
 
     def _argmax(self, scores: np.ndarray, noise: float) -> int:
-        jitter = self.rng.random(len(scores)) * 1e-6
+        jitter = self.rng.random(len(scores)) * JITTER
         if noise > 0:
             jitter += self.rng.normal(0.0, noise, len(scores))
         return int(np.argmax(scores + jitter))
@@ -444,22 +455,30 @@ class ExpertAgent(_Agent):
         if state.phase == PHASE_LAYOUT:
             return Move((self._argmax(self.layout_scores(state), self.layout_noise),))
         ps = state.paths()
-        scores, _ = self.battle_scores(state)
-        self.repetition_adjust(state, ps, scores)
+        # Without noise only the paths within the jitter of the best can be chosen, so the alpha cut
+        # gives the same move; unless the repetition rule moves a score, which needs them all exact.
+        # (With top <= REPETITION_TOP every searched path is among those it looks at, cut or not.)
+        cut = self.noise == 0 and self.top <= REPETITION_TOP
+        scores, _ = self.battle_scores(state, 2 * JITTER if cut else math.inf)  # 2x: room for rounding
+        if self.repetition_adjust(state, ps, scores) and cut:
+            scores, _ = self.battle_scores(state)
+            self.repetition_adjust(state, ps, scores)
         i = self._argmax(scores, self.noise)
         path, jump = ps.path(i), bool(ps.jump[i])
         return Move(path, jump, self.victims(state, path, jump, int(ps.nsq[i])))
 
-    def repetition_adjust(self, state: GameState, ps, scores: np.ndarray, top: int = 12) -> None:
+    def repetition_adjust(self, state: GameState, ps, scores: np.ndarray, top: int = REPETITION_TOP) -> bool:
         """Repetition awareness for the best ``top`` quiet paths (only quiet moves can repeat a position):
         a move that would end the game by the repetition rule scores ``-1000 * sign(stone lead)`` (avoid
         it when ahead, take it when behind); when ahead, a move back to a position seen before costs
-        ``5`` per earlier occurrence, so the expert makes progress instead of shuffling."""
+        ``5`` per earlier occurrence, so the expert makes progress instead of shuffling. ``scores`` is
+        changed in place; returns whether any score changed."""
         rep = state.ruleset.repetition_draw
         lead = state.counts[state.side] - state.counts[1 - state.side]
         if len(state.history) < 2 or (lead == 0 and rep == 0):
-            return
+            return False
         hist = state.history
+        changed = False
         for i in np.argsort(-scores, kind="stable")[:top]:
             if ps.jump[i] or ps.nsq[i] > 0:
                 continue
@@ -468,9 +487,13 @@ class ExpertAgent(_Agent):
             if seen == 0:
                 continue
             if rep > 0 and seen + 1 >= rep:
-                scores[i] -= 1000.0 * np.sign(lead)
+                if lead != 0:
+                    scores[i] -= 1000.0 * np.sign(lead)
+                    changed = True
             elif lead > 0:
                 scores[i] -= 5.0 * seen
+                changed = True
+        return changed
 
     def victims(self, state: GameState, path: tuple[int, ...], jump: bool, nsq: int) -> tuple[int, ...]:
         """Square victims of a legal path forming ``nsq`` squares. Rule ``"threat"`` (default): when

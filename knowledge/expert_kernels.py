@@ -572,7 +572,7 @@ def leaf_value(board, side, n_own, n_opp, rules, w, ew):
 
 @kernel
 def search_scores(board, side, n_own, n_opp, rules, pts, off, nsq, jump, m, levels, w, ew, k_full, n_top,
-                  k_reply, cutoff):
+                  k_reply, margin):
     """Two-ply refinement of :func:`battle_scores` (module docstring): the ``n_top`` best paths by the
     one-ply score are searched one reply deep. For each, the opponent's replies (all of them, or the
     ``k_reply`` best by a cheap pre-score, as in :func:`battle_scores`) are played (their square
@@ -582,11 +582,13 @@ def search_scores(board, side, n_own, n_opp, rules, pts, off, nsq, jump, m, leve
     Returns ``(scores float64[m], one_ply float64[m])``; paths outside the ``n_top`` keep
     ``one_ply - 1e7``.
 
-    ``cutoff`` (bool): an alpha cut for callers that need only the best score and its path. The
-    replies are then tried strongest first by their pre-score, and a candidate stops as soon as one
-    reply holds it strictly below the best candidate so far; its score is then an upper bound,
-    strictly below the maximum, instead of its exact value. The maximum and the paths reaching it
-    (so ``argmax``) are exactly those of ``cutoff=False``."""
+    ``margin`` (float >= 0, or ``inf`` for none): an alpha cut for callers that need only the best
+    score and the paths near it. With a finite margin the replies are tried strongest first by their
+    pre-score, and a candidate stops as soon as one reply holds it strictly below the best candidate
+    so far less ``margin``; its score is then an upper bound, below ``maximum - margin``, instead of
+    its exact value. Every score within ``margin`` of the maximum, the maximum itself and the paths
+    reaching it are exactly those of ``margin=inf``; so is ``argmax(scores + jitter)`` for any jitter
+    in ``[0, margin)``."""
     one, full = battle_scores(board, side, n_own, n_opp, rules, pts, off, nsq, jump, m, levels, w, k_full)
     out = np.empty(m)
     for i in range(m):
@@ -611,7 +613,8 @@ def search_scores(board, side, n_own, n_opp, rules, pts, off, nsq, jump, m, leve
     value = np.zeros(NUM_POINTS)
     victims = np.empty(8, np.int16)
     top = min(n_top, m)
-    best = -np.inf  # the best candidate's score so far (the alpha of ``cutoff``)
+    best = -np.inf  # the best candidate's score so far (the alpha of the cut)
+    cut = margin < np.inf
     for r in range(top):
         i = order[r]
         a = off[i]
@@ -664,7 +667,7 @@ def search_scores(board, side, n_own, n_opp, rules, pts, off, nsq, jump, m, leve
                     rpre[j] += w[W_BLOCK]
         if mr > k_reply:
             rorder = np.argsort(-rpre, kind="mergesort")[:k_reply]
-        elif cutoff:
+        elif cut:
             rorder = np.argsort(-rpre, kind="mergesort")
         else:
             rorder = np.arange(mr)
@@ -693,7 +696,7 @@ def search_scores(board, side, n_own, n_opp, rules, pts, off, nsq, jump, m, leve
                                                ljump, mark)
             if v < worst:
                 worst = v
-                if cutoff and worst + tie < best:
+                if cut and worst + tie < best - margin:
                     break
         out[i] = worst + tie
         if out[i] > best:

@@ -8,8 +8,12 @@ and 9, out of reach.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from core.board import BLACK, POINT_BY_NAME, WHITE
 from core.jfen import format_jfen
@@ -17,9 +21,10 @@ from core.notation import Move
 from knowledge.pruning_kernels import path_levels
 from core.rules import Ruleset
 from core.state import GameState
-from knowledge.agents import ExpertAgent, PhasedAgent, make_agent
+from knowledge.agents import JITTER, ExpertAgent, PhasedAgent, make_agent
 from knowledge.protocols import Agent, Reward
 from knowledge.registry import REGISTRY
+from tests.strategies import battle_boards, played_positions
 
 FAST = Ruleset(max_battle_plies=60)
 SPECS = ["random", "greedy", "minimax:depth=1", "expert"]
@@ -195,6 +200,55 @@ def test_expert_beats_random():
         wins += s.winner() == (WHITE if expert is white else BLACK)
     assert wins >= 4
     assert np.mean(times) < 0.05
+
+
+def _expert_move_in_full(agent: ExpertAgent, state: GameState) -> Move:
+    """The expert's battle move the slow way: every two-ply score exact, then its repetition rule and
+    its seeded tie-break (``agent``'s generator advances as in ``select``)."""
+    ps = state.paths()
+    scores, _ = agent.battle_scores(state)
+    agent.repetition_adjust(state, ps, scores)
+    i = agent._argmax(scores, agent.noise)
+    path, jump = ps.path(i), bool(ps.jump[i])
+    return Move(path, jump, agent.victims(state, path, jump, int(ps.nsq[i])))
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck))
+@given(text=st.one_of(battle_boards(), played_positions()), seed=st.integers(0, 2**16),
+       top=st.sampled_from([2, 8]))
+def test_the_experts_alpha_cut_plays_the_moves_of_the_full_search(text, seed, top):
+    """``ExpertAgent.select`` scores with the alpha cut (margin twice its tie-break jitter): the same
+    moves as every score exact, over a game between two experts, repeated positions included."""
+    state = GameState.from_jfen(text, Ruleset(max_battle_plies=60))
+    if state.phase != 1:
+        return
+    fast, slow = ExpertAgent(seed=seed, top=top), ExpertAgent(seed=seed, top=top)
+    for _ in range(30):
+        if state.is_terminal():
+            break
+        move = fast.select(state)
+        assert move == _expert_move_in_full(slow, state)
+        state = state._play(move)
+
+
+@pytest.mark.parametrize("behind", [True, False])
+def test_the_experts_alpha_cut_keeps_its_repetition_choice(behind):
+    """Where the repetition rule moves a score (a step that draws by repetition, for a side behind and
+    a side ahead), ``select`` rescored in full: the move of the full search."""
+    from tests.test_pruning import _shuffle_to_a_draw
+
+    state, _ = next(filter(None, (_shuffle_to_a_draw(40, 30, seed) if behind else _shuffle_to_a_draw(30, 40, seed)
+                                  for seed in range(40))))
+    agent, margins = ExpertAgent(seed=5), []
+    scored = agent.battle_scores
+
+    def spy(s, margin=math.inf):
+        margins.append(margin)
+        return scored(s, margin)
+
+    agent.battle_scores = spy
+    assert agent.select(state) == _expert_move_in_full(ExpertAgent(seed=5), state)
+    assert margins == [2 * JITTER, math.inf]  # cut first, then in full once the rule moved a score
 
 
 # ============================================================================ phased agent

@@ -254,18 +254,22 @@ def test_two_ply_expert_value_matches_the_reference(text, top):
 @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
 @given(text=st.one_of(battle_boards(), played_positions()), top=st.integers(1, 8), replies=st.sampled_from([2, 48]))
 def test_the_alpha_cut_keeps_the_best_score_and_its_paths(text, top, replies):
-    """``search_scores(cutoff=True)`` against the full two-ply scores: the same maximum reached by the
-    same paths; every other score an upper bound of the exact one, and below the maximum when not exact."""
+    """``search_scores`` with the alpha cut (margin 0, and the expert's own 2e-6) against the full
+    two-ply scores: the same maximum reached by the same paths, every score within the margin of it
+    exact, every other one an upper bound of the exact one, below the maximum less the margin."""
     state = GameState.from_jfen(text)
     if state.phase != PHASE_BATTLE or state.is_terminal() or state.paths().m == 0:
         return
     expert = ExpertAgent(plies=2, top=top, replies=replies)
     full = expert.battle_scores(state)[0]
-    cut = expert.battle_scores(state, cutoff=True)[0]
-    assert cut.max() == full.max() == expert.best_score(state)
-    assert np.array_equal(np.flatnonzero(cut == cut.max()), np.flatnonzero(full == full.max()))
-    assert np.all(cut >= full)
-    assert np.all((cut == full) | (cut < full.max()))
+    assert expert.best_score(state) == full.max()
+    for margin in (0.0, 2e-6):
+        cut = expert.battle_scores(state, margin=margin)[0]
+        assert cut.max() == full.max()
+        assert np.array_equal(np.flatnonzero(cut == cut.max()), np.flatnonzero(full == full.max()))
+        assert np.all(cut >= full)
+        assert np.all((cut == full) | (cut < full.max() - margin))
+        assert np.all(cut[full >= full.max() - margin] == full[full >= full.max() - margin])
 
 
 def test_the_expert_value_benchmark_finds_the_cut_exact():
