@@ -423,7 +423,9 @@ class ExpertAgent(_Agent):
         ``knowledge.expert_kernels.search_scores``: the scores within ``margin`` of the maximum are
         exact, the others only upper bounds below ``maximum - margin``. ``inf`` (the default): every
         score exact. For callers that need only the best score or move (:meth:`best_score`,
-        :meth:`select`)."""
+        :meth:`select`). A negative or NaN ``margin`` raises ``ValueError``."""
+        if not margin >= 0.0:
+            raise ValueError(f"expert: margin must be >= 0 (inf: no cut), got {margin!r}")
         ps = state.paths()
         s = state.side
         n_own, n_opp = state.counts[s], state.counts[1 - s]

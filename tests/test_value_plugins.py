@@ -272,6 +272,17 @@ def test_the_alpha_cut_keeps_the_best_score_and_its_paths(text, top, replies):
         assert np.all(cut[full >= full.max() - margin] == full[full >= full.max() - margin])
 
 
+def test_the_alpha_cut_refuses_a_negative_margin():
+    import random
+
+    from tests.strategies import random_battle_jfen
+
+    state = GameState.from_jfen(random_battle_jfen(random.Random(0), 12, 12))
+    for bad in (-1e-9, float("nan")):
+        with pytest.raises(ValueError, match="margin"):
+            ExpertAgent().battle_scores(state, margin=bad)
+
+
 def test_the_expert_value_benchmark_finds_the_cut_exact():
     from bench.expert_value import run_expert_value_benchmark
 
