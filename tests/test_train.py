@@ -913,6 +913,49 @@ def test_progress_lines_without_a_terminal(tmp_path):
     assert sum("phase self-play" in x for x in lines) >= 2 and "phase train" in lines[-1]
 
 
+
+def test_match_progress_lines_without_a_terminal():
+    import io
+
+    from train.arena import new_progress
+    from train.dashboard import LineProgress
+
+    assert isinstance(new_progress(), LineProgress)  # pytest's stderr is not a terminal
+    out = io.StringIO()
+    with LineProgress(interval=0.3, min_gap=0.0, stream=out) as bar:
+        task = bar.add_task("a vs b", total=3, completed=0, score="+0 =0 -0")
+        bar.update(task, advance=1, score="+1 =0 -0")
+        bar.update(task, score="+1 =0 -0")  # no count change: no line
+        time.sleep(1.2)  # an unfinished task gets a status line at least every interval
+        bar.update(task, advance=2, score="+2 =0 -1")
+        bar.update(task, advance=0)
+        quiet = bar.add_task("hidden", total=5)
+        bar.update(quiet, visible=False)
+        bar.update(quiet, advance=1)
+    lines = out.getvalue().splitlines()
+    assert lines[0].endswith("a vs b: 1/3, +1 =0 -0, elapsed 0:00:00, about 0:00:00 left")
+    assert sum("a vs b: 1/3, +1 =0 -0" in x for x in lines) >= 2  # the update's line and the timer's
+    assert "a vs b: 3/3, +2 =0 -1, elapsed" in lines[-1] and "left" not in lines[-1]
+    assert not any("hidden" in x for x in lines)
+
+
+def test_match_progress_lines_are_throttled():
+    import io
+
+    from train.dashboard import LineProgress
+
+    out = io.StringIO()
+    bar = LineProgress(interval=60.0, min_gap=60.0, stream=out)
+    task = bar.add_task("records expert", total=100)
+    for _ in range(100):
+        bar.advance(task)
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 2 and "1/100" in lines[0] and "100/100" in lines[1]
+    with pytest.raises(ValueError, match="interval"):
+        LineProgress(interval=0)
+    with pytest.raises(ValueError, match="min_gap"):
+        LineProgress(min_gap=float("nan"))
+
 def test_export_and_continue_from_a_model_directory(cycle_run, tmp_path):
     from nets.io import load
     from train.modeldir import export_run, read_model_config

@@ -41,6 +41,7 @@ import json
 import math
 import os
 import random
+import sys
 import time
 from collections import Counter
 from concurrent.futures import Executor
@@ -587,7 +588,13 @@ def _progress_context(progress: Any):
 
 def new_progress(transient: bool = False):
     """A rich ``Progress`` on stderr with columns: description, bar, games done/total, score of A
-    (``+wins =draws -losses``), elapsed and remaining time; ``transient``: erased when it stops."""
+    (``+wins =draws -losses``), elapsed and remaining time; ``transient``: erased when it stops. When
+    stderr is not a terminal (a log file, a CI job), where a bar is not drawn, a
+    ``train.dashboard.LineProgress`` instead: the same facts as plain lines, at least once a minute."""
+    if not sys.stderr.isatty():
+        from train.dashboard import LineProgress
+
+        return LineProgress()
     from rich.console import Console
     from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
                                TimeRemainingColumn)

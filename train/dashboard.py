@@ -5,6 +5,10 @@
   stderr are terminals; otherwise (a log file, a CI job) :class:`Dashboard` prints one plain line per
   phase change and at least one status line a minute (a timer thread) on stdout, so a log never stays
   silent.
+- :class:`LineProgress`: the same plain lines for the progress bars of ``arena``, ``tournament``,
+  ``gen-records``, ``pretrain`` and the export gate when stderr is not a terminal (a rich bar is not
+  drawn there): a line as games finish and a status line at least once a minute.
+- :class:`StampedLines`: the one timestamped-line printer with its timer thread under both.
 - :class:`TensorBoard`: scalars in ``RUN/tb`` (``torch.utils.tensorboard``), or nothing with one warning.
 """
 
@@ -15,7 +19,7 @@ import threading
 import time
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -49,6 +53,140 @@ class TensorBoard:
             self.writer = None
 
 
+class StampedLines:
+    """Timestamped plain lines (``[HH:MM:SS] text``) on ``stream`` (default: ``sys.stdout`` or ``sys.stderr``
+    as named by ``to``, looked up when a line is printed), and, between :meth:`start` and :meth:`stop`, a
+    timer thread that prints ``status()`` whenever ``interval`` seconds (> 0) pass without a line; a
+    ``status()`` of ``None`` or ``""`` prints nothing. Thread-safe."""
+
+    def __init__(self, status: Callable[[], str | None], interval: float = 60.0, stream=None, to: str = "stdout"):
+        if not interval > 0:
+            raise ValueError(f"interval: expected seconds > 0, got {interval!r}")
+        if to not in ("stdout", "stderr"):
+            raise ValueError(f"to: stdout or stderr, got {to!r}")
+        self.status = status
+        self.interval = float(interval)
+        self.stream = stream
+        self.to = to
+        self._last = time.time()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._timer: threading.Thread | None = None
+
+    def line(self, text: str) -> None:
+        out = self.stream if self.stream is not None else getattr(sys, self.to)
+        with self._lock:
+            print(f"[{time.strftime('%H:%M:%S')}] {text}", file=out, flush=True)
+            self._last = time.time()
+
+    def seconds_since_line(self) -> float:
+        return time.time() - self._last
+
+    def start(self) -> None:
+        if self._timer is not None:
+            return
+        self._stop.clear()
+        self._last = time.time()
+        self._timer = threading.Thread(target=self._beat, name="progress-lines", daemon=True)
+        self._timer.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._timer is not None:
+            self._timer.join(timeout=2)
+            self._timer = None
+
+    def _beat(self) -> None:
+        while not self._stop.wait(min(5.0, self.interval)):
+            if self.seconds_since_line() >= self.interval:
+                text = self.status()
+                if text:
+                    self.line(text)
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(0, int(round(seconds)))
+    h, rest = divmod(seconds, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}:{m:02d}:{s:02d}"
+
+
+class LineProgress:
+    """A stand-in for the part of ``rich.progress.Progress`` the commands use (``add_task``, ``update``,
+    ``advance``, ``start``/``stop``, ``with``), printing plain :class:`StampedLines` on stderr instead of a
+    bar: ``description: done/total [score], elapsed h:mm:ss, about h:mm:ss left`` when a task's count
+    changes (at most one line per task every ``min_gap`` seconds, and always when it finishes), and every
+    unfinished task's line when ``interval`` seconds pass without one. ``update(visible=False)`` silences
+    a task. For output that is not a terminal (:func:`train.arena.new_progress` picks it)."""
+
+    def __init__(self, interval: float = 60.0, min_gap: float = 10.0, stream=None):
+        if not min_gap >= 0:
+            raise ValueError(f"min_gap: expected seconds >= 0, got {min_gap!r}")
+        self.min_gap = float(min_gap)
+        self._tasks: dict[int, dict[str, Any]] = {}
+        self._printer = StampedLines(self._status, interval, stream, to="stderr")
+
+    def add_task(self, description: str, total: float | None = None, completed: float = 0, **fields: Any) -> int:
+        task_id = len(self._tasks)
+        self._tasks[task_id] = {"description": description, "total": total, "completed": completed,
+                                "fields": dict(fields), "visible": True, "start": time.time(),
+                                "start_completed": completed, "last_line": 0.0}
+        return task_id
+
+    def update(self, task_id: int, *, advance: float | None = None, completed: float | None = None,
+               total: float | None = None, visible: bool | None = None, **fields: Any) -> None:
+        task = self._tasks[task_id]
+        before = task["completed"]
+        if total is not None:
+            task["total"] = total
+        if completed is not None:
+            task["completed"] = completed
+        if advance is not None:
+            task["completed"] += advance
+        if visible is not None:
+            task["visible"] = visible
+        task["fields"].update(fields)
+        if task["completed"] == before or not task["visible"]:
+            return
+        done = task["total"] is not None and task["completed"] >= task["total"]
+        if done or time.time() - task["last_line"] >= self.min_gap:
+            task["last_line"] = time.time()
+            self._printer.line(self._text(task))
+
+    def advance(self, task_id: int, advance: float = 1) -> None:
+        self.update(task_id, advance=advance)
+
+    def start(self) -> None:
+        self._printer.start()
+
+    def stop(self) -> None:
+        self._printer.stop()
+
+    def __enter__(self) -> "LineProgress":
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def _text(self, task: dict[str, Any]) -> str:
+        done, total = task["completed"], task["total"]
+        elapsed = time.time() - task["start"]
+        parts = [f"{task['description']}: {done:g}" + (f"/{total:g}" if total is not None else "")]
+        score = task["fields"].get("score")
+        if score:
+            parts.append(str(score))
+        parts.append(f"elapsed {_duration(elapsed)}")
+        rate = (done - task["start_completed"]) / elapsed if elapsed > 0 else 0.0
+        if total is not None and done < total and rate > 0:
+            parts.append(f"about {_duration((total - done) / rate)} left")
+        return ", ".join(parts)
+
+    def _status(self) -> str:
+        return "; ".join(self._text(t) for t in self._tasks.values()
+                         if t["visible"] and (t["total"] is None or t["completed"] < t["total"]))
+
+
 class Dashboard:
     """The run's display. ``mode``: ``"live"`` (rich panel), ``"lines"`` (plain lines on ``stream``: one
     per phase change and one status line at least every ``interval`` seconds), ``"off"``, or ``"auto"``
@@ -74,10 +212,7 @@ class Dashboard:
         self.progress = None
         self._phase_line = None
         self._t0 = time.time()
-        self._last_line = 0.0
-        self._stop = threading.Event()
-        self._timer: threading.Thread | None = None
-        self._lock = threading.Lock()
+        self._lines = StampedLines(self.status_text, self.interval, stream, to="stdout") if mode == "lines" else None
         if self.enabled:
             from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -93,33 +228,22 @@ class Dashboard:
             self.live = Live(get_renderable=self._render, console=self.console, refresh_per_second=2,
                              transient=False)
             self.live.__enter__()
-        elif self.mode == "lines":
-            self._last_line = time.time()
-            self._timer = threading.Thread(target=self._beat, name="progress-lines", daemon=True)
-            self._timer.start()
+        elif self._lines is not None:
+            self._lines.start()
         return self
 
     def __exit__(self, *exc) -> None:
         if self.live is not None:
             self.live.__exit__(*exc)
             self.live = None
-        self._stop.set()
-        if self._timer is not None:
-            self._timer.join(timeout=2)
-            self._timer = None
+        if self._lines is not None:
+            self._lines.stop()
 
     # ------------------------------------------------------------------ plain lines
-    def _out(self):
-        return self.stream if self.stream is not None else sys.stdout
-
     def line(self, text: str) -> None:
         """Print one plain progress line (``lines`` mode only)."""
-        if self.mode != "lines":
-            return
-        with self._lock:
-            stamp = time.strftime("%H:%M:%S")
-            print(f"[{stamp}] {text}", file=self._out(), flush=True)
-            self._last_line = time.time()
+        if self._lines is not None:
+            self._lines.line(text)
 
     def status_text(self) -> str:
         f = self.fields
@@ -137,11 +261,6 @@ class Dashboard:
             parts.append(f"curve: {f['curve']}")
         parts.append(f"session {time.time() - self._t0:.0f} s")
         return "; ".join(parts)
-
-    def _beat(self) -> None:
-        while not self._stop.wait(min(5.0, self.interval)):
-            if time.time() - self._last_line >= self.interval:
-                self.line(self.status_text())
 
     # ------------------------------------------------------------------ updates
     def update(self, **fields: Any) -> None:
