@@ -119,6 +119,32 @@ def test_search_regret_of_the_expert_is_zero_by_its_own_one_ply_scores():
     assert regret_of("random", states)["mean"] >= 0.0
 
 
+
+def test_layout_sensitivity_counts():
+    """bench.layout_sensitivity.summarize against counts by hand; one short game task (battles cut at
+    20 plies) changes the placements it says it changes."""
+    from bench.layout_sensitivity import game_task, summarize
+
+    rows = [{"base": "w", "control": "w", "variants": [{"ply": 160, "side": "b", "result": "b"},
+                                                       {"ply": 161, "side": "w", "result": "w"}]},
+            {"base": "draw", "control": "b", "variants": [{"ply": 170, "side": "b", "result": "w"},
+                                                          {"ply": 171, "side": "w", "result": "w"}]}]
+    s = summarize(rows)
+    assert (s["games"], s["variants"]) == (2, 4)
+    assert s["white_score"] == 0.75 and s["control_flip_rate"] == 0.5
+    assert s["flip_rate"] == 0.75 and s["better_rate"] == 0.5 and s["worse_rate"] == 0.25
+    assert s["mean_change"] == pytest.approx((1.0 + 0.0 - 0.5 + 0.5) / 4)
+    assert s["best_of"] == {"w": 1.0, "b": 0.5}
+    assert summarize([])["flip_rate"] is None
+
+    row = game_task({"index": 3, "seed": 1, "variants": 2, "from_ply": 190,
+                     "rules": {"max_battle_plies": 20, "adjudicate": "stones"}})
+    assert row["index"] == 3 and len(row["variants"]) == 2
+    for v in row["variants"]:
+        assert 191 <= v["ply"] <= 195 and v["side"] == "wb"[(v["ply"] - 1) % 2]
+        assert v["result"] in ("w", "b", "draw")
+    assert row["base"] in ("w", "b", "draw") and row["control"] in ("w", "b", "draw")
+
 def test_victim_report_against_its_reference(tmp_path):
     """A scorer that is the reference itself agrees with it on every capture with zero regret; the
     pruner's first set agrees as often as a direct count says, with a regret >= 0."""
