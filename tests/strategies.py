@@ -153,3 +153,50 @@ def layout_positions(draw) -> str:
     for _ in range(n):
         s = s._play(rng.choice(s.legal_moves()))
     return s.to_jfen()
+
+
+def shuffle_to_a_draw(white: int, black: int, seed: int):
+    """A battle game of quiet steps back and forth (White a-b, Black c-d, twice) whose next Black step
+    ``d-c`` repeats the start position a third time (a draw, rule book: ``repetition_draw`` 3); the
+    step is among Black's 12 best by the expert's score (the ones its repetition check looks at).
+    Returns ``(state before that step, index of the step)`` or ``None`` for this board."""
+    import numpy as np
+
+    from core.notation import Move
+    from core.state import GameState
+    from knowledge.agents import ExpertAgent
+
+    def quiet_step(s, a, b):
+        ps = s.paths()
+        for i in range(ps.m):
+            if ps.path(i) == (a, b) and not ps.jump[i] and ps.nsq[i] == 0:
+                return i
+        return None
+
+    start = GameState.from_jfen(random_battle_jfen(random.Random(seed), white, black))
+    if start.side != 0 or start.is_terminal():
+        return None
+    expert, ps = ExpertAgent(plies=1), start.paths()
+    for i in range(ps.m):
+        a, b = ps.path(i) if len(ps.path(i)) == 2 else (None, None)
+        if a is None or ps.jump[i] or ps.nsq[i]:
+            continue
+        p1 = start._play(Move((a, b)))  # paths of the position itself: legal, so played unchecked
+        q = p1.paths()
+        for j in range(q.m):
+            c, d = q.path(j) if len(q.path(j)) == 2 else (None, None)
+            if c is None or q.jump[j] or q.nsq[j]:
+                continue
+            p2 = p1._play(Move((c, d)))
+            if quiet_step(p2, b, a) is None:
+                continue
+            p3 = p2._play(Move((b, a)))
+            back = quiet_step(p3, d, c)
+            if back is None:
+                continue
+            s = p3._play(Move((d, c)))._play(Move((a, b)))._play(Move((c, d)))._play(Move((b, a)))
+            k = quiet_step(s, d, c)
+            scores = expert.battle_scores(s)[0]
+            if k is not None and k in np.argsort(-scores, kind="stable")[:12] and not s.is_terminal():
+                return s, k
+    return None

@@ -235,9 +235,9 @@ def test_the_experts_alpha_cut_plays_the_moves_of_the_full_search(text, seed, to
 def test_the_experts_alpha_cut_keeps_its_repetition_choice(behind):
     """Where the repetition rule moves a score (a step that draws by repetition, for a side behind and
     a side ahead), ``select`` rescored in full: the move of the full search."""
-    from tests.test_pruning import _shuffle_to_a_draw
+    from tests.strategies import shuffle_to_a_draw
 
-    state, _ = next(filter(None, (_shuffle_to_a_draw(40, 30, seed) if behind else _shuffle_to_a_draw(30, 40, seed)
+    state, _ = next(filter(None, (shuffle_to_a_draw(40, 30, seed) if behind else shuffle_to_a_draw(30, 40, seed)
                                   for seed in range(40))))
     agent, margins = ExpertAgent(seed=5), []
     scored = agent.battle_scores

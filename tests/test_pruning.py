@@ -35,7 +35,7 @@ from core.shapes import dalians, find_dalians
 from core.state import GameState
 from knowledge.pruning import CapturePruner, ExpansionPruner, best_victims
 from knowledge.registry import REGISTRY
-from tests.strategies import battle_boards, played_positions, rulesets
+from tests.strategies import battle_boards, played_positions, rulesets, shuffle_to_a_draw
 
 N = 14
 TABLE2 = {  # (Ns >= 1, Ne >= 2, destroyable) -> score, JFA Table 2
@@ -513,59 +513,13 @@ def test_expert_pruner_options_and_registration():
 
 
 
-def _shuffle_to_a_draw(white: int, black: int, seed: int):
-    """A battle game of quiet steps back and forth (White a-b, Black c-d, twice) whose next Black step
-    ``d-c`` repeats the start position a third time (a draw, rule book: ``repetition_draw`` 3); the
-    step is among Black's 12 best by the expert's score (the ones its repetition check looks at).
-    Returns ``(state before that step, index of the step)`` or ``None`` for this board."""
-    import random
-
-    from knowledge.agents import ExpertAgent
-    from tests.strategies import random_battle_jfen
-
-    def quiet_step(s, a, b):
-        ps = s.paths()
-        for i in range(ps.m):
-            if ps.path(i) == (a, b) and not ps.jump[i] and ps.nsq[i] == 0:
-                return i
-        return None
-
-    start = GameState.from_jfen(random_battle_jfen(random.Random(seed), white, black))
-    if start.side != 0 or start.is_terminal():
-        return None
-    expert, ps = ExpertAgent(plies=1), start.paths()
-    for i in range(ps.m):
-        a, b = ps.path(i) if len(ps.path(i)) == 2 else (None, None)
-        if a is None or ps.jump[i] or ps.nsq[i]:
-            continue
-        p1 = start._play(Move((a, b)))  # paths of the position itself: legal, so played unchecked
-        q = p1.paths()
-        for j in range(q.m):
-            c, d = q.path(j) if len(q.path(j)) == 2 else (None, None)
-            if c is None or q.jump[j] or q.nsq[j]:
-                continue
-            p2 = p1._play(Move((c, d)))
-            if quiet_step(p2, b, a) is None:
-                continue
-            p3 = p2._play(Move((b, a)))
-            back = quiet_step(p3, d, c)
-            if back is None:
-                continue
-            s = p3._play(Move((d, c)))._play(Move((a, b)))._play(Move((c, d)))._play(Move((b, a)))
-            k = quiet_step(s, d, c)
-            scores = expert.battle_scores(s)[0]
-            if k is not None and k in np.argsort(-scores, kind="stable")[:12] and not s.is_terminal():
-                return s, k
-    return None
-
-
 @pytest.mark.parametrize("behind", [True, False])
 def test_expert_pruner_keeps_the_draw_for_the_side_behind_only(behind):
     """With the game's history, ``prune.expert`` ranks a step that ends the game by repetition as the
     expert does: kept (first) for a side behind on stones, dropped for a side ahead."""
     from knowledge.pruning import ExpertPruner
 
-    found = next(filter(None, (_shuffle_to_a_draw(40, 30, seed) if behind else _shuffle_to_a_draw(30, 40, seed)
+    found = next(filter(None, (shuffle_to_a_draw(40, 30, seed) if behind else shuffle_to_a_draw(30, 40, seed)
                                for seed in range(40))))
     state, draw = found
     assert state.side == 1 and (state.counts[1] < state.counts[0]) == behind

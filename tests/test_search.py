@@ -337,9 +337,9 @@ def test_terminal_bound_sees_the_draw_the_side_behind_can_force():
     """A side behind on stones that can end the game by repetition: with the centred value plugin its
     leaf is worth at least the centred draw (``tanh((0 - margin(root)) / scale)`` for it), which is
     above its own static value, and exactly its static value without the bound."""
-    from tests.test_pruning import _shuffle_to_a_draw
+    from tests.strategies import shuffle_to_a_draw
 
-    state, draw = next(filter(None, (_shuffle_to_a_draw(40, 30, seed) for seed in range(40))))
+    state, draw = next(filter(None, (shuffle_to_a_draw(40, 30, seed) for seed in range(40))))
     values = {}
     for bound in (True, False):
         config = SearchConfig(simulations=1, expansion_pruner="prune.expert:top=4", value_evaluator="eval.expert",
