@@ -679,8 +679,7 @@ def search_scores(board, side, n_own, n_opp, rules, pts, off, nsq, jump, m, leve
                 break
         if lost:
             out[i] = -w[W_WIN] + tie
-            if out[i] > best:
-                best = out[i]
+            best = max(best, out[i])
             continue
         worst = np.inf
         for jj in range(rorder.shape[0]):
@@ -699,6 +698,5 @@ def search_scores(board, side, n_own, n_opp, rules, pts, off, nsq, jump, m, leve
                 if cut and worst + tie < best - margin:
                     break
         out[i] = worst + tie
-        if out[i] > best:
-            best = out[i]
+        best = max(best, out[i])
     return out, one
