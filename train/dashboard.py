@@ -183,7 +183,7 @@ class LineProgress:
         return ", ".join(parts)
 
     def _status(self) -> str:
-        return "; ".join(self._text(t) for t in self._tasks.values()
+        return "; ".join(self._text(t) for t in list(self._tasks.values())  # a copy: the timer thread reads
                          if t["visible"] and (t["total"] is None or t["completed"] < t["total"]))
 
 
