@@ -682,6 +682,10 @@ def pretrain(
     if model not in KINDS:
         fail(f"--model {model!r}: expected one of {', '.join(KINDS)}")
     check_teacher(model, teacher)
+    if init is not None:  # a bad --init fails before the samples are built
+        from nets.io import load
+
+        load(init, expected_kind=model)
     cfg = load_config(config, overrides or [])
     ruleset = ruleset_from(rule)
     games = read_records(records, ruleset)
