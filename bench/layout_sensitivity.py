@@ -34,13 +34,6 @@ import numpy as np
 LAYOUT_PLIES = 196
 
 
-def _expert(seed: int):
-    import catalog  # noqa: F401 - registers the agents
-    from knowledge.agents import make_agent
-
-    return make_agent("expert", seed=seed)
-
-
 def _play_out(state, agents) -> str | None:
     """Play ``state`` to its end with ``agents`` (White, Black); returns ``"w"``, ``"b"`` or ``"draw"``."""
     while not state.is_terminal():
@@ -57,34 +50,29 @@ def game_task(task: dict[str, Any]) -> dict[str, Any]:
     from core.notation import Move
     from core.rules import Ruleset
     from core.state import GameState
+    from train.arena import build_agent
 
     seed, index = int(task["seed"]), int(task["index"])
     rng = np.random.default_rng([seed, index])
-    agents = (_expert(2 * index), _expert(2 * index + 1))
+    agents = (build_agent("expert", 2 * index), build_agent("expert", 2 * index + 1))
     rules = Ruleset(**task.get("rules", {}))
-    state, layout = GameState.initial(rules), []
-    while state.phase == 0:
-        move = agents[state.current_player()].select(state)
+    states, layout = [GameState.initial(rules)], []  # states[i]: before placement i (0-based)
+    while states[-1].phase == 0:
+        move = agents[states[-1].current_player()].select(states[-1])
         layout.append(move)
-        state = state.apply(move)
-    battle_start = state
-    base = _play_out(state, agents)
-    control = _play_out(battle_start, (_expert(10_000 + 2 * index), _expert(10_000 + 2 * index + 1)))
+        states.append(states[-1].apply(move))
+    base = _play_out(states[-1], agents)
+    control = _play_out(states[-1], (build_agent("expert", 10_000 + 2 * index),
+                                     build_agent("expert", 10_000 + 2 * index + 1)))
     variants = []
     for _ in range(int(task["variants"])):
         ply = int(rng.integers(int(task["from_ply"]), LAYOUT_PLIES - 1))  # the last placement is forced
-        state = GameState.initial(rules)
-        for move in layout[:ply]:
-            state = state.apply(move)
+        state = states[ply]
         others = [p for p in state.placements() if p != layout[ply].path[0]]
         side = state.current_player()
         state = state.apply(Move((int(rng.choice(others)),)))
         variants.append({"ply": ply + 1, "side": "wb"[side], "result": _play_out(state, agents)})
     return {"index": index, "base": base, "control": control, "variants": variants}
-
-
-def _points(result: str | None, colour: str) -> float:
-    return 0.5 if result in (None, "draw") else float(result == colour)
 
 
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -94,6 +82,8 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     better / worse for the side that made the changed placement), ``mean_change`` (that side's points,
     variant minus base) and ``best_of`` (``{"w", "b"}``: the share of games where the base game or a
     variant changed by that colour is that colour's win); ``None`` where there is nothing to count."""
+    from train.arena import a_points
+
     flips = better = worse = n = 0
     change = 0.0
     best = {"w": 0, "b": 0}
@@ -101,7 +91,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         for v in r["variants"]:
             n += 1
             flips += v["result"] != r["base"]
-            delta = _points(v["result"], v["side"]) - _points(r["base"], v["side"])
+            delta = a_points(v["result"], v["side"]) - a_points(r["base"], v["side"])
             change += delta
             better += delta > 0
             worse += delta < 0
@@ -110,7 +100,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
             best[colour] += colour in own
     games = len(rows)
     return {"games": games, "variants": n,
-            "white_score": float(np.mean([_points(r["base"], "w") for r in rows])) if rows else None,
+            "white_score": float(np.mean([a_points(r["base"], "w") for r in rows])) if rows else None,
             "control_flip_rate": float(np.mean([r["control"] != r["base"] for r in rows])) if rows else None,
             "flip_rate": flips / n if n else None, "better_rate": better / n if n else None,
             "worse_rate": worse / n if n else None, "mean_change": change / n if n else None,

@@ -119,10 +119,9 @@ def test_search_regret_of_the_expert_is_zero_by_its_own_one_ply_scores():
     assert regret_of("random", states)["mean"] >= 0.0
 
 
-
 def test_layout_sensitivity_counts():
     """bench.layout_sensitivity.summarize against counts by hand; one short game task (battles cut at
-    20 plies) changes the placements it says it changes."""
+    20 plies) reports variants at the plies and sides it may change, with results."""
     from bench.layout_sensitivity import game_task, summarize
 
     rows = [{"base": "w", "control": "w", "variants": [{"ply": 160, "side": "b", "result": "b"},
@@ -144,6 +143,7 @@ def test_layout_sensitivity_counts():
         assert 191 <= v["ply"] <= 195 and v["side"] == "wb"[(v["ply"] - 1) % 2]
         assert v["result"] in ("w", "b", "draw")
     assert row["base"] in ("w", "b", "draw") and row["control"] in ("w", "b", "draw")
+
 
 def test_victim_report_against_its_reference(tmp_path):
     """A scorer that is the reference itself agrees with it on every capture with zero regret; the
