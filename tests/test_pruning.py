@@ -512,7 +512,6 @@ def test_expert_pruner_options_and_registration():
     assert ExpertPruner(top=2).keep(state, state.paths()).tolist() == list(range(state.paths().m))
 
 
-
 @pytest.mark.parametrize("behind", [True, False])
 def test_expert_pruner_keeps_the_draw_for_the_side_behind_only(behind):
     """With the game's history, ``prune.expert`` ranks a step that ends the game by repetition as the

@@ -913,7 +913,6 @@ def test_progress_lines_without_a_terminal(tmp_path):
     assert sum("phase self-play" in x for x in lines) >= 2 and "phase train" in lines[-1]
 
 
-
 def test_match_progress_lines_without_a_terminal():
     import io
 
