@@ -206,7 +206,6 @@ class Dashboard:
         self.run_dir = run_dir
         self.config = config
         self.interval = float(interval)
-        self.stream = stream
         self.fields: dict[str, Any] = {}
         self.live = None
         self.progress = None
