@@ -4,6 +4,9 @@ import json
 
 import numpy as np
 import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from train.diagnose import DiagnoseError, _masked_stats, diagnose, format_report, value_calibration
 
@@ -256,3 +259,55 @@ def test_layout_end_report_against_numpy():
     assert c["distinct"] == 1 and c["correlation"] is None
     # Black is to move at the first battle position: a constant +0.25 for the mover is -0.25 for White
     assert c["sign_accuracy"] == pytest.approx(np.mean(z[d] == -1.0))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(0.0, 1.0), min_size=2, max_size=8), st.integers(0, 2**31 - 1))
+def test_target_noise_pair_stats_against_direct_sums(weights, seed):
+    """bench.target_noise.pair_stats: a target against itself agrees with zero distance; the
+    cross-entropy under its own probabilities is its entropy and never below it under other priors
+    (Gibbs); each number against a direct sum over the children."""
+    from bench.target_noise import pair_stats
+
+    w = np.asarray(weights) + 1e-3
+    t = w / w.sum()
+    other = np.random.default_rng(seed).dirichlet(np.ones(len(t)))
+    same = pair_stats(t, t, t)
+    assert same["agree"] == 1.0 and same["tv"] == 0.0 and same["prior_top1"] == 1.0
+    entropy = -sum(p * np.log(p) for p in t)
+    assert same["entropy"] == pytest.approx(entropy) and same["prior_ce"] == pytest.approx(entropy)
+    r = pair_stats(t, other, other)
+    assert r["tv"] == pytest.approx(sum(abs(a - b) for a, b in zip(t, other)) / 2)
+    assert r["agree"] == float(np.argmax(t) == np.argmax(other)) == r["prior_top1"]
+    assert r["prior_ce"] == pytest.approx(-sum(p * np.log(q) for p, q in zip(t, other)))
+    assert r["prior_ce"] >= r["entropy"] - 1e-9
+    with pytest.raises(ValueError):
+        pair_stats(t, t[:1], t)
+
+
+def test_target_noise_measure_is_decided_by_its_seed():
+    """bench.target_noise: battle positions from expert games; the one-thread self-play searches of a
+    seed give the same rows again, rows whose numbers are in range; the summary's means and Wilson
+    interval against the rows."""
+    from bench.target_noise import battle_positions, measure, summarize
+    from core.rules import Ruleset
+    from nets.config import preset
+    from nets.model import build
+    from train.config import validate_config
+
+    rules = Ruleset(max_battle_plies=40, adjudicate="stones")
+    states = battle_positions(rules, 3, seed=2)
+    assert len(states) == 3 and all(s.phase != 0 and not s.is_terminal() for s in states)
+    cfg = validate_config({"selfplay": {"value_eval": "eval.expert", "victim_eval": None}})
+    torch.manual_seed(0)
+    net = build(preset("upper", "tiny"))
+    rows = measure(cfg, net, states, simulations=4, seed=5)
+    assert rows == measure(cfg, net, states, simulations=4, seed=5)
+    assert 1 <= len(rows) <= 3
+    for r in rows:
+        assert r["agree"] in (0.0, 1.0) and 0.0 <= r["tv"] <= 1.0 and 0.0 <= r["entropy"] <= r["prior_ce"] + 1e-9
+    s = summarize(rows)
+    assert s["positions"] == len(rows) and s["agree"] == pytest.approx(np.mean([r["agree"] for r in rows]))
+    lo, hi = s["agreement_ci"]
+    assert 0.0 <= lo <= s["agree"] <= hi <= 1.0
+    assert summarize([])["agree"] is None

@@ -182,10 +182,11 @@ def _close(*things) -> None:
                 pass
 
 
-def _searched_moves(cfg, game, rng, builder, seed: int, slm_net, upper_net, until) -> list[int]:
-    """Play searched moves (WU-UCT with the given nets; the victims of square-forming paths by
-    ``selfplay.victim_eval`` among the capture pruner's sets, or the pruner's best set, no lower net) while
-    ``until(game.state)``; returns the side to move of each recorded sample."""
+def open_search(cfg, seed: int, slm_net, upper_net):
+    """``(search, evaluator)``: the self-play search of a ``TrainConfig`` (``search_config``) over a
+    ``nets.evaluator.NetEvaluator`` of the given nets (either may be ``None``), the victims of
+    square-forming paths chosen by ``selfplay.victim_eval`` among the capture pruner's sets when there is
+    an upper net (else the pruner's best set; no lower net). The caller closes both (``_close``)."""
     from nets.evaluator import NetEvaluator
     from search.mcts import Search
 
@@ -197,7 +198,14 @@ def _searched_moves(cfg, game, rng, builder, seed: int, slm_net, upper_net, unti
         from knowledge.evaluation import EvaluatorVictimScorer
 
         scorer = EvaluatorVictimScorer.from_spec(sp.victim_eval)
-    search = Search(evaluator, search_config(cfg, seed), victim_scorer=scorer)
+    return Search(evaluator, search_config(cfg, seed), victim_scorer=scorer), evaluator
+
+
+def _searched_moves(cfg, game, rng, builder, seed: int, slm_net, upper_net, until) -> list[int]:
+    """Play searched moves (``open_search``) while ``until(game.state)``; returns the side to move of each
+    recorded sample."""
+    sp = cfg.selfplay
+    search, evaluator = open_search(cfg, seed, slm_net, upper_net)
     teacher = None
     if upper_net is not None and sp.teacher is not None and sp.teacher_mix > 0:
         from knowledge.registry import REGISTRY
