@@ -1142,6 +1142,33 @@ def test_upper_selfplay_with_gumbel_targets_the_improved_policy():
     assert "root=gumbel,gumbel_m=8" in net_agent_spec("upper", "/tmp/upper.safetensors", cfg)
 
 
+def test_upper_selfplay_with_playout_caps_samples_only_its_full_searches():
+    """``selfplay.full_simulations`` (playout-cap randomization): every searched battle move runs the
+    fast or the full count, both occur, and exactly the full ones gave the samples, in order, with
+    their search's children; a full count below the fast one is refused."""
+    from nets.model import build
+    from train.selfplay import play_upper_game
+
+    cfg = micro_config("selfplay.simulations=2", "selfplay.full_simulations=5", "selfplay.full_fraction=0.5",
+                       "ruleset.max_battle_plies=40")
+    net = build(cfg.nets.net_config("upper")).eval()
+    game, builder, _ = play_upper_game(cfg, net, seed=4)
+    samples = builder.build()
+    replay, k, counts = GameState.initial(cfg.ruleset), 0, {2: 0, 5: 0}
+    for text, info in zip(game.moves, game.search):
+        if info is not None and replay.phase == 1:
+            counts[info["simulations"]] += 1  # a KeyError: a search of another count
+            if info["simulations"] == 5:
+                idx, val = samples.policy(k)
+                assert len(idx) >= 1 and val.sum() == pytest.approx(1.0, abs=1e-5)
+                k += 1
+        replay = replay.apply(text)
+    assert k == len(samples) == counts[5] and counts[2] > 0 and counts[5] > 0
+    assert game.searched == counts[2] + counts[5]
+    with pytest.raises(ConfigError, match="full_simulations"):
+        micro_config("selfplay.simulations=4", "selfplay.full_simulations=3")
+
+
 @pytest.mark.parametrize("victim_eval", [None, "eval.expert"])
 def test_upper_selfplay_chooses_the_victims_as_the_shipped_agent(victim_eval):
     """``selfplay.victim_eval``: every square-forming move of the upper net's self-play takes, among the

@@ -33,6 +33,14 @@ field                           default                     meaning
 ``nets.blocks/channels``        ``None``                    optional overrides of the preset (tests: tiny nets)
 ``selfplay.games``              ``4``                       self-play games per iteration
 ``selfplay.simulations``        ``32``                      MCTS simulations per searched move
+``selfplay.full_simulations``   ``None``                    playout-cap randomization (KataGo): with a number,
+                                                            a searched move is a full search of this many
+                                                            simulations with probability
+                                                            ``selfplay.full_fraction`` and gives a training
+                                                            sample; the others search ``simulations`` (fast)
+                                                            and only play. ``None``: every searched move
+                                                            searches ``simulations`` and gives a sample
+``selfplay.full_fraction``      ``0.25``                    the share of full searches (KataGo's 0.25)
 ``selfplay.search_threads``     ``4``                       WU-UCT threads per game (batched evaluation)
 ``selfplay.max_batch``          ``8``                       evaluator batch size
 ``selfplay.precision``          ``"auto"``                  net arithmetic of the self-play searches and the
@@ -237,6 +245,8 @@ class NetsConfig(_Section):
 class SelfPlayConfig(_Section):
     games: int = Field(4, ge=1)
     simulations: int = Field(32, ge=1)
+    full_simulations: int | None = Field(None, ge=1)
+    full_fraction: float = Field(0.25, gt=0, le=1)
     search_threads: int = Field(4, ge=1, le=64)
     max_batch: int = Field(8, ge=1)
     precision: Precision = "auto"
@@ -274,6 +284,13 @@ class SelfPlayConfig(_Section):
         if value is not None and "," in value:
             raise ValueError(f"{value!r}: a search plugin takes at most one option here (the gate's agent spec holds it)")
         return value
+
+    @model_validator(mode="after")
+    def _full_search(self) -> "SelfPlayConfig":
+        if self.full_simulations is not None and self.full_simulations < self.simulations:
+            raise ValueError(f"full_simulations ({self.full_simulations}) is below simulations ({self.simulations}): "
+                             "a full search is the longer one")
+        return self
 
     @field_validator("value_eval", "teacher", "lower_eval", "victim_eval", mode="before")
     @classmethod
@@ -334,6 +351,8 @@ class GateConfig(_Section):
     expert_games: int = Field(0, ge=0, le=100_000)
     export_games: int = Field(200, ge=0, le=100_000)
     simulations: int = Field(32, ge=1)
+    full_simulations: int | None = Field(None, ge=1)
+    full_fraction: float = Field(0.25, gt=0, le=1)
     search_threads: int = Field(4, ge=1, le=64)
     expert: str = "expert"
 

@@ -145,7 +145,9 @@ class _Game:
 
     def searched_move(self, search, rng: np.random.Generator, cfg, builder, teacher=None) -> None:
         """Search the position, add a sample to ``builder`` and play the sampled move. ``teacher``: a
-        ``battle_prior`` plugin blended into a battle sample's policy target (module docstring)."""
+        ``battle_prior`` plugin blended into a battle sample's policy target (module docstring). With
+        playout-cap randomization (``selfplay.full_simulations``) a fast search (``selfplay.simulations``)
+        only plays; a full search, drawn with ``rng`` at ``selfplay.full_fraction``, also gives the sample."""
         from nets.features import state_planes
 
         state = self.state
@@ -153,24 +155,25 @@ class _Game:
         if forced is not None:
             self.play(forced, None)
             return
-        result = search.run(state)
+        sp = cfg.selfplay
+        full = sp.full_simulations is None or rng.random() < sp.full_fraction
+        result = search.run(state, simulations=sp.full_simulations if full and sp.full_simulations else None)
         self.searched += 1
         self.simulations += int(result.simulations)
         self.search_seconds += float(result.seconds)
-        target = (result.actions, result.target().astype(np.float64))  # visits, or the Gumbel improved policy
-        if teacher is not None and state.phase != PHASE_LAYOUT and target[1].sum() > 0:
-            from nets.encoding import encode_paths
-            from train.samples import blend_teacher
+        if full:
+            target = (result.actions, result.target().astype(np.float64))  # visits, or the Gumbel improved policy
+            if teacher is not None and state.phase != PHASE_LAYOUT and target[1].sum() > 0:
+                from nets.encoding import encode_paths
+                from train.samples import blend_teacher
 
-            ps = state.paths()
-            target = blend_teacher(*target, encode_paths(ps.pts, ps.off, ps.jump, ps.m), teacher.prior(state, ps),
-                                   cfg.selfplay.teacher_mix)
-        builder.add_policy(state_planes(state), *target)
-        temp = cfg.selfplay.temperature if _phase_ply(state) < cfg.selfplay.temperature_plies else 0.0
-        move = result.sample(temp, rng)
-        self.play(move, {"visits": int(result.visits.sum()), "value": round(float(result.value), 4),
-                         "simulations": int(result.simulations)})
-
+                ps = state.paths()
+                target = blend_teacher(*target, encode_paths(ps.pts, ps.off, ps.jump, ps.m), teacher.prior(state, ps),
+                                       sp.teacher_mix)
+            builder.add_policy(state_planes(state), *target)
+        temp = sp.temperature if _phase_ply(state) < sp.temperature_plies else 0.0
+        self.play(result.sample(temp, rng), {"visits": int(result.visits.sum()), "value": round(float(result.value), 4),
+                                             "simulations": int(result.simulations)})
 
 
 def _close(*things) -> None:
