@@ -255,6 +255,11 @@ def test_one_learner_step_reduces_the_loss_on_a_fixed_batch(tmp_path, states, ki
     assert out["total"] == pytest.approx(before, rel=1e-4)
     assert after < before
     assert learner.step == 1
+    # the targets' entropy, the floor of the policy term: by hand over each row's positive entries
+    rows = [] if kind == "lower" else [r[r > 0] for r in batch.pi]
+    want = float(np.mean([-(r * np.log(r)).sum() for r in rows])) if rows else 0.0
+    assert out["target_entropy"] == pytest.approx(want, rel=1e-5, abs=1e-7)
+    assert kind == "lower" or out["policy"] >= out["target_entropy"] - 1e-6
     # checkpoint round trip: weights, step and optimiser state
     path = learner.save(tmp_path / f"{kind}.safetensors", extra={"iteration": 1})
     again = Learner.from_checkpoint(path, cfg.learner)
@@ -329,6 +334,8 @@ def test_pipeline_iterations_write_every_artefact(cycle_run):
     events = read_metrics(run / "metrics.jsonl")
     assert EXPECTED_EVENTS <= {e["event"] for e in events}
     assert [e["kind"] for e in events if e["event"] == "train"] == ["slm", "upper", "lower"]
+    floors = {e["kind"]: e["policy_target_entropy"] for e in events if e["event"] == "train"}
+    assert floors["lower"] == 0.0 and floors["slm"] >= 0.0 and floors["upper"] >= 0.0
     assert list((run / "tb").glob("events.out.tfevents.*"))
     assert len(list((run / "pretrain" / "records").glob("g*.json"))) == 2
     for it, kind in ((1, "slm"), (2, "upper"), (3, "lower")):

@@ -53,6 +53,13 @@ def learning_rate(cfg: LearnerConfig, step: int, horizon: int, lr: float | None 
     return floor + (peak - floor) * 0.5 * (1.0 + math.cos(math.pi * t))
 
 
+def target_entropy(pi: torch.Tensor) -> torch.Tensor:
+    """Mean entropy (nats, a 0-d tensor without gradient) of the rows of ``pi`` ``(B, A)`` float32, each a
+    distribution (``0 log 0 = 0``)."""
+    with torch.no_grad():
+        return -torch.where(pi > 0, pi * torch.log(pi.clamp_min(1e-30)), torch.zeros_like(pi)).sum(dim=1).mean()
+
+
 def optimizer_path(checkpoint: str | os.PathLike) -> Path:
     p = Path(checkpoint)
     return p.with_name(p.name.removesuffix(".safetensors") + ".opt.pt")
@@ -124,7 +131,9 @@ class Learner:
         return learning_rate(self.cfg, self.step, self.horizon, self.peak_lr)
 
     def losses(self, batch: Batch) -> dict[str, torch.Tensor]:
-        """The loss terms of ``batch`` (tensors; ``total`` includes the L2 term)."""
+        """The loss terms of ``batch`` (tensors; ``total`` = ``value`` + ``policy`` + ``l2``), and
+        ``target_entropy``, the policy targets' mean entropy (nats; 0 for ``lower``): the floor of the
+        policy cross-entropy, which ``policy - target_entropy`` (the KL divergence) is measured from."""
         x = torch.from_numpy(batch.planes)
         z = torch.from_numpy(batch.z)
         if self.kind == "lower":
@@ -135,11 +144,12 @@ class Learner:
                 value = group_ranking_loss(q, z, torch.from_numpy(batch.group), unit=self.cfg.group_unit)
             else:
                 value = dqn_loss(q, z, kind=self.cfg.dqn_loss)
-            terms = {"value": value, "policy": torch.zeros(())}
+            terms = {"value": value, "policy": torch.zeros(()), "target_entropy": torch.zeros(())}
         else:
             logits, v = self.model(x)
-            t = policy_value_terms(logits, v, torch.from_numpy(batch.pi), z, torch.from_numpy(batch.mask))
-            terms = {"value": t.value, "policy": t.policy}
+            pi = torch.from_numpy(batch.pi)
+            t = policy_value_terms(logits, v, pi, z, torch.from_numpy(batch.mask))
+            terms = {"value": t.value, "policy": t.policy, "target_entropy": target_entropy(pi)}
         l2 = l2_penalty(self.model, self.cfg.l2_penalty)
         terms["l2"] = l2
         terms["total"] = terms["value"] + terms["policy"] + l2

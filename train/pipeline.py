@@ -333,7 +333,8 @@ class Pipeline:
             self.show(loss=losses["total"], value_loss=losses["value"], policy_loss=losses["policy"],
                       l2=losses["l2"], lr=losses["lr"], step=learner.step)
             if self.tb and (i % tb_every == 0 or i == cfg.learner.steps - 1):
-                self.tb.scalars(learner.step, **{f"loss/{kind}/{k}": losses[k] for k in ("total", "value", "policy", "l2")},
+                self.tb.scalars(learner.step, **{f"loss/{kind}/{k}": losses[k]
+                                                 for k in ("total", "value", "policy", "l2", "target_entropy")},
                                 **{f"lr/{kind}": losses["lr"]})
 
         summary = learner.train(samples, cfg.learner.steps, cfg.learner.batch_size, rng, cfg.replay.symmetries, cb)
@@ -346,7 +347,7 @@ class Pipeline:
         self.log("train", iteration=it, kind=kind, step=learner.step, steps=cfg.learner.steps, window=len(samples),
                  shards=len(files), lr=summary["lr"], seconds=round(time.time() - t0, 3),
                  checkpoint=self.paths.rel(ckpt), loss=losses["total"], value_loss=losses["value"],
-                 policy_loss=losses["policy"], l2=losses["l2"])
+                 policy_loss=losses["policy"], l2=losses["l2"], policy_target_entropy=summary["target_entropy"])
 
     def _arena(self, spec_a: str, spec_b: str, games: int, out_dir: Path, seed: int):
         from train.arena import ArenaError, run_arena
