@@ -351,8 +351,6 @@ class GateConfig(_Section):
     expert_games: int = Field(0, ge=0, le=100_000)
     export_games: int = Field(200, ge=0, le=100_000)
     simulations: int = Field(32, ge=1)
-    full_simulations: int | None = Field(None, ge=1)
-    full_fraction: float = Field(0.25, gt=0, le=1)
     search_threads: int = Field(4, ge=1, le=64)
     expert: str = "expert"
 
