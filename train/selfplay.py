@@ -36,7 +36,9 @@ plays everything else, so that the three nets learn independently:
   (``learner.dqn_loss = "group"``) trains on.
 
 Positions with a single candidate (one legal placement, or one path left by the expansion pruner) are
-played without a search and give no sample. The search does not reuse its tree between moves in
+played without a search and give no sample. With playout-cap randomization (``selfplay.full_simulations``,
+KataGo) a searched position gives a sample only when its search was a full one (drawn with the move
+sampling's generator at ``selfplay.full_fraction``); the fast searches (``selfplay.simulations``) only play. The search does not reuse its tree between moves in
 self-play when root noise is on, so every root gets fresh Dirichlet noise.
 
 Game seeds: :func:`game_seed` derives the seed of game ``index`` of ``iteration`` from the run seed with
