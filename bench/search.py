@@ -141,7 +141,7 @@ def run_search_benchmark(simulations=SIMULATIONS, threads=THREADS, progress: boo
     from rich.console import Console
     from rich.table import Table
 
-    from nets.evaluator import NetEvaluator, UniformEvaluator, available_cores, net_throughput
+    from nets.evaluator import NetEvaluator, available_cores, net_throughput
     from nets.inference import compile_for_inference
 
     console = Console(quiet=not progress, stderr=True)
