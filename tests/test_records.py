@@ -20,7 +20,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core import BLACK, DEFAULT_RULESET, WHITE, GameState, Move, RecordError, Ruleset
-from core import records
 from core.records import (
     GameRecord,
     detect_format,
