@@ -770,10 +770,15 @@ def report(
 @app.command()
 @_train_errors
 def diagnose(
-    model_dir: Annotated[Path, typer.Argument(help="A model directory holding slm/upper/lower .safetensors.")],
+    model_dir: Annotated[Path, typer.Argument(help="A model directory holding slm/upper/lower .safetensors, or one "
+                                              "net file (a run's checkpoint).")],
     records: Annotated[Optional[list[Path]], typer.Option("--records", help="Held-out record files or directories "
-                                                          "(games the nets were not trained on; default: the "
-                                                          "shipped corpus data/heldout-expert).")] = None,
+                                                          "(games the nets were not trained on; default without "
+                                                          "--shards: the shipped corpus data/heldout-expert).")] = None,
+    shards: Annotated[Optional[list[Path]], typer.Option("--shards", help="Sample shards (.npz) or directories of "
+                                                         "them, e.g. a run's shards written after the net's "
+                                                         "checkpoint: how well the nets predict those search "
+                                                         "targets (alone unless --records is given).")] = None,
     max_records: Annotated[int, typer.Option(min=1, max=100_000, help="Use at most this many games (the last).")] = 200,
     positions: Annotated[int, typer.Option(min=1, max=1_000_000, help="Positions per net, drawn uniformly.")] = 4000,
     victims: Annotated[int, typer.Option(min=0, max=1000, help="Capture-pruner sets the lower net ranks (0: all).")] = 8,
@@ -787,7 +792,8 @@ def diagnose(
 ):
     """Where strength is lost: policy top-1/top-3 agreement with the records' moves, value calibration
     (sign accuracy, Brier score), and the lower net's victim choice against the capture pruner's and
-    against the expert's two-ply value of the position after each set (train.diagnose)."""
+    against the expert's two-ply value of the position after each set; with --shards, the policy's
+    cross-entropy and KL divergence to unseen self-play targets (train.diagnose)."""
     import json
 
     from train.diagnose import HELDOUT_RECORDS, VICTIM_REFERENCE, diagnose as run_diagnose, format_report
@@ -802,8 +808,9 @@ def diagnose(
             REGISTRY.create(reference, "evaluator")
         except (SpecError, ValueError) as exc:
             fail(f"--victim-reference: {exc}")
-    report = run_diagnose(model_dir, records or [HELDOUT_RECORDS], max_records=max_records, max_positions=positions, victims=victims,
-                          seed=seed, ruleset=ruleset_from(rule), victim_reference=reference)
+    record_paths = records or ([] if shards else [HELDOUT_RECORDS])
+    report = run_diagnose(model_dir, record_paths, max_records=max_records, max_positions=positions, victims=victims,
+                          seed=seed, ruleset=ruleset_from(rule), victim_reference=reference, shard_paths=shards or [])
     typer.echo(json.dumps(report) if json_out else format_report(report))
 
 

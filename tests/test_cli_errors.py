@@ -111,6 +111,8 @@ CASES = [
     ("J", ["random-game", "--record", "/proc/no/such/dir/g.json"], "/proc/no"),
     ("J", ["diagnose", "models/default", "--victim-reference", "eval.nope"], "--victim-reference: unknown evaluator"),
     ("J", ["diagnose", "models/default", "--victim-reference", "eval.expert:plies=9"], "--victim-reference: eval.expert: plies"),
+    ("J", ["diagnose", "models/default", "--shards", "{d}/config.json"], "shards: {d}/config.json is neither a shard"),
+    ("J", ["diagnose", "{d}/config.json", "--shards", "{d}"], "config.json: not a readable safetensors file"),
 ]
 
 

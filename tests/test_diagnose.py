@@ -311,3 +311,98 @@ def test_target_noise_measure_is_decided_by_its_seed():
     lo, hi = s["agreement_ci"]
     assert 0.0 <= lo <= s["agree"] <= hi <= 1.0
     assert summarize([])["agree"] is None
+
+
+class _FixedNet(torch.nn.Module):
+    """A stand-in net: row ``i`` of its input gets ``logits[i]`` and ``values[i]`` (the input's first
+    scalar tells the row)."""
+
+    def __init__(self, logits: np.ndarray, values: np.ndarray):
+        super().__init__()
+        self.logits = torch.from_numpy(np.asarray(logits, np.float32))
+        self.values = torch.from_numpy(np.asarray(values, np.float32))
+
+    def forward(self, x):
+        rows = x[:, 0, 0, 0].long()
+        return self.logits[rows], self.values[rows]
+
+
+def _policy_samples(policies, z):
+    from nets.features import NUM_PLANES
+    from train.samples import SampleBuilder
+
+    b = SampleBuilder("upper")
+    for i, ((acts, vals), zi) in enumerate(zip(policies, z)):
+        planes = np.zeros((NUM_PLANES, 14, 14), np.float32)
+        planes[0, 0, 0] = i
+        b.add_policy(planes, np.array(acts), np.array(vals, np.float64), zi)
+    return b.build()
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.data())
+def test_target_report_against_direct_sums(data):
+    """Cross-entropy, entropy, KL, uniform cross-entropy and top-1 of ``target_report`` against sums
+    written out per sample; Gibbs: the KL is never negative, and 0 for a net whose policy is the target."""
+    from train.diagnose import target_report
+
+    n, n_actions = data.draw(st.integers(1, 6)), 12
+    policies, logits = [], np.zeros((n, n_actions), np.float32)
+    for i in range(n):
+        k = data.draw(st.integers(1, 5))
+        acts = sorted(data.draw(st.sets(st.integers(0, n_actions - 1), min_size=k, max_size=k)))
+        vals = data.draw(st.lists(st.integers(0, 9), min_size=k, max_size=k))
+        policies.append((acts, vals))
+        logits[i] = data.draw(st.lists(st.floats(-4, 4, width=32), min_size=n_actions, max_size=n_actions))
+    z = data.draw(st.lists(st.sampled_from([-1.0, 1.0]), min_size=n, max_size=n))
+    samples = _policy_samples(policies, z)
+    values = np.array(data.draw(st.lists(st.floats(-0.99, 0.99), min_size=n, max_size=n)), np.float32)
+    r = target_report(_FixedNet(logits, values), samples)
+    ce, ent, uni, top = [], [], [], []
+    for i in range(n):
+        acts, pi = samples.policy(i)
+        if len(acts) < 2:
+            continue
+        pi = pi.astype(np.float64)
+        q = np.exp(logits[i, acts].astype(np.float64))
+        q /= q.sum()
+        ce.append(-sum(p * np.log(qq) for p, qq in zip(pi, q)))
+        ent.append(-sum(p * np.log(p) for p in pi if p > 0))
+        uni.append(np.log(len(acts)))
+        top.append(int(np.argmax(q)) == int(np.argmax(pi)))
+    assert r["positions"] == len(ce)
+    if not ce:
+        assert r["cross_entropy"] is None and r["kl"] is None
+        return
+    assert r["cross_entropy"] == pytest.approx(np.mean(ce), rel=1e-6, abs=1e-9)
+    assert r["target_entropy"] == pytest.approx(np.mean(ent), rel=1e-6, abs=1e-9)
+    assert r["uniform_cross_entropy"] == pytest.approx(np.mean(uni))
+    assert r["top1"] == pytest.approx(np.mean(top))
+    assert r["kl"] >= -1e-9
+    exact = np.full((n, n_actions), -30.0, np.float32)  # a net whose masked policy is the target
+    for i in range(n):
+        acts, pi = samples.policy(i)
+        exact[i, acts] = np.log(np.maximum(pi, 1e-12))
+    assert target_report(_FixedNet(exact, values), samples)["kl"] == pytest.approx(0.0, abs=1e-5)
+
+
+def test_diagnose_on_shards_alone(tmp_path):
+    """A run's checkpoint file and its shards: only the targets are reported, in the JSON and the text;
+    lower shards are skipped, and a path that is neither a shard nor a directory is refused."""
+    from train.samples import write_shard
+
+    rng = np.random.default_rng(0)
+    policies = [(list(rng.choice(48804, 4, replace=False)), list(rng.random(4))) for _ in range(5)]
+    write_shard(tmp_path / "shards" / "i0000-g0000.npz", _policy_samples(policies, [1.0, -1.0] * 2 + [1.0]))
+    report = diagnose("models/default/upper.safetensors", [], shard_paths=[tmp_path / "shards"])
+    assert set(report) == {"model_dir", "upper"} and set(report["upper"]) == {"targets"}
+    t = report["upper"]["targets"]
+    assert t["positions"] == 5 and t["mean_actions"] == 4.0
+    assert t["uniform_cross_entropy"] == pytest.approx(np.log(4))
+    json.dumps(report)
+    assert "on the shards' targets (5 positions" in format_report(report)
+    with pytest.raises(DiagnoseError, match="neither a shard"):
+        diagnose("models/default", [], shard_paths=[tmp_path / "nope.txt"])
+    with pytest.raises(DiagnoseError, match="give records or shards"):
+        diagnose("models/default", [])
+

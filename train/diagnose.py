@@ -32,6 +32,14 @@
   regret (the reference's value of its best set minus that of the chosen one, for the capturing side,
   in value units of ``[-1, 1]``).
 
+- **self-play targets** (:func:`target_report`, with shards): on training samples the net was not
+  trained on (the shards a run wrote after the net's checkpoint), the learner's policy loss, the mean
+  cross-entropy of the search's target ``pi`` under the net's policy masked to the target's actions,
+  beside the targets' mean entropy (the loss's floor: their difference is the KL divergence the net
+  could still remove) and a uniform prior's cross-entropy over the same actions; how often the net's
+  most probable action is the target's; and the value's calibration against the samples' ``z``. It tells
+  whether self-play's policy learning generalises to new positions, which the training loss cannot.
+
 Strength against the number of simulations is measured by matches (``arena jfa:sims=S expert``); this
 module measures the nets alone. All numbers are computed in one process on the CPU, seeded, in batches.
 """
@@ -133,6 +141,76 @@ def _positions(records, kind: str, max_positions: int, rng: np.random.Generator)
     battle_ply = np.array([max(0, s.ply - 196) for s, *_ in rows], np.int64)
     return (planes, [r[1] for r in rows], np.array([r[2] for r in rows], np.int64),
             np.array([r[3] for r in rows], np.float32), battle_ply, [r[0] for r in rows])
+
+
+def target_report(model, samples, max_positions: int = 4000, seed: int = 0) -> dict[str, Any]:
+    """How well ``model`` (a policy/value net of ``samples.kind``) predicts the policy and value targets of
+    ``samples`` (``train.samples.Samples`` of kind ``slm`` or ``upper``), at most ``max_positions`` drawn
+    uniformly (module docstring, "self-play targets"). Entropies and cross-entropies in nats, per sample
+    ``-sum_a pi(a) log p(a)`` over the target's actions ``a`` (``p``: the net's softmax over those actions
+    only, as the learner's loss masks it). Returns ``{"positions", "cross_entropy", "target_entropy",
+    "kl", "uniform_cross_entropy", "top1", "mean_actions", "value"}`` (``value``: :func:`value_calibration`
+    against ``sign(z)``); the means are ``None`` when there is no sample with two actions or more."""
+    rng = np.random.default_rng(seed)
+    counts = np.diff(samples.pi_off)
+    rows = np.flatnonzero(counts >= 2)
+    if len(rows) > max_positions:
+        rows = np.sort(rng.choice(rows, max_positions, replace=False))
+    logits, v = _forward(model, samples.planes[rows])
+    ce = np.zeros(len(rows), np.float64)
+    ent = np.zeros(len(rows), np.float64)
+    uniform = np.zeros(len(rows), np.float64)
+    top1 = np.zeros(len(rows), bool)
+    for j, i in enumerate(rows):
+        acts, pi = samples.policy(int(i))
+        pi = pi.astype(np.float64) / pi.sum()
+        zl = logits[j, acts].astype(np.float64)
+        zl -= zl.max()
+        logp = zl - np.log(np.exp(zl).sum())
+        ce[j] = -(pi * logp).sum()
+        nz = pi > 0
+        ent[j] = -(pi[nz] * np.log(pi[nz])).sum()
+        uniform[j] = np.log(len(acts))
+        top1[j] = np.argmax(zl) == np.argmax(pi)
+
+    def mean(x):
+        return float(x.mean()) if len(x) else None
+
+    return {
+        "positions": int(len(rows)),
+        "cross_entropy": mean(ce),
+        "target_entropy": mean(ent),
+        "kl": mean(ce - ent),
+        "uniform_cross_entropy": mean(uniform),
+        "top1": mean(top1),
+        "mean_actions": mean(counts[rows].astype(np.float64)),
+        "value": value_calibration(v, np.sign(samples.z[rows])),
+    }
+
+
+def read_target_shards(paths: Sequence[str | os.PathLike]) -> dict[str, Any]:
+    """The policy samples (``slm``, ``upper``) of shard files and directories of shards (``*.npz``, in name
+    order), one ``train.samples.Samples`` per kind; ``lower`` shards are skipped. Raises ``DiagnoseError``
+    when a path does not exist or no policy shard is found, ``train.samples.ShardError`` (naming the file)
+    for an unreadable shard."""
+    from train.samples import SHARD_SUFFIX, concat, read_shard, shard_files
+
+    files: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            files += shard_files(p) + [f for d in sorted(q for q in p.iterdir() if q.is_dir()) for f in shard_files(d)]
+        elif p.is_file() and p.name.endswith(SHARD_SUFFIX):
+            files.append(p)
+        else:
+            raise DiagnoseError(f"shards: {p} is neither a shard ({SHARD_SUFFIX}) nor a directory")
+    parts: dict[str, list] = {}
+    for f in files:
+        s = read_shard(f)
+        if s.kind != "lower":
+            parts.setdefault(s.kind, []).append(s)
+    if not parts:
+        raise DiagnoseError("shards: no slm or upper shard found")
+    return {kind: concat(ps) for kind, ps in parts.items()}
 
 
 BLUNDER_UNITS = 10.0  # one stone in the expert's battle score (knowledge.expert_kernels.BATTLE_WEIGHTS W_GAIN)
@@ -368,13 +446,33 @@ def victim_report(lower, records, candidates: int = 8, max_captures: int = 1000,
     return out
 
 
+def model_nets(model: str | os.PathLike) -> dict[str, Path]:
+    """The nets to diagnose, ``{kind: path}``: a model directory's ``slm``, ``upper`` and ``lower``
+    ``.safetensors`` (each optional), or one net file (a run's checkpoint, say) under its own kind.
+    Raises ``DiagnoseError`` when there is no net; ``ValueError`` (naming the file) for a bad net file."""
+    from nets.io import load
+
+    model = Path(model)
+    if model.is_file():
+        _, config, _ = load(model)
+        return {config.kind: model}
+    nets = {k: model / f"{k}.safetensors" for k in ("slm", "upper", "lower")}
+    nets = {k: p for k, p in nets.items() if p.is_file()}
+    if not nets:
+        raise DiagnoseError(f"model directory {model}: no slm/upper/lower .safetensors file")
+    return nets
+
+
 def diagnose(model_dir: str | os.PathLike, record_paths: Sequence[str | os.PathLike], max_records: int = 200,
              max_positions: int = 4000, victims: int = 8, seed: int = 0, ruleset=None,
-             victim_reference: str | None = VICTIM_REFERENCE) -> dict[str, Any]:
-    """Every diagnostic of the nets in ``model_dir`` (``slm``, ``upper``, ``lower`` ``.safetensors``, each
-    optional) on at most ``max_records`` games of ``record_paths`` (the last ones, in file order);
-    ``victim_reference``: the victim report's reference evaluator (:func:`victim_report`).
-    Raises ``DiagnoseError`` when the directory holds no net or there are no records."""
+             victim_reference: str | None = VICTIM_REFERENCE,
+             shard_paths: Sequence[str | os.PathLike] = ()) -> dict[str, Any]:
+    """Every diagnostic of the nets of ``model_dir`` (:func:`model_nets`: a model directory or one net
+    file) on at most ``max_records`` games of ``record_paths`` (the last ones, in file order; none: no
+    record diagnostics) and, with ``shard_paths`` (:func:`read_target_shards`), on those samples' targets
+    (:func:`target_report`, under ``report[kind]["targets"]``); ``victim_reference``: the victim
+    report's reference evaluator (:func:`victim_report`). Raises ``DiagnoseError`` when there is no
+    net, when record paths are given but hold no records, or when neither records nor shards are given."""
     import torch
 
     from core.rules import DEFAULT_RULESET
@@ -382,27 +480,34 @@ def diagnose(model_dir: str | os.PathLike, record_paths: Sequence[str | os.PathL
     from train.supervised import read_records, record_files
 
     torch.set_num_threads(1)
-    model_dir = Path(model_dir)
-    nets = {k: model_dir / f"{k}.safetensors" for k in ("slm", "upper", "lower")}
-    nets = {k: p for k, p in nets.items() if p.is_file()}
-    if not nets:
-        raise DiagnoseError(f"model directory {model_dir}: no slm/upper/lower .safetensors file")
-    files = record_files(record_paths)
-    if not files:
-        raise DiagnoseError("records: no record files found")
-    files = files[-max_records:]
-    records = read_records(files, ruleset or DEFAULT_RULESET)
-    report: dict[str, Any] = {"model_dir": str(model_dir), "records": len(records),
-                              "record_files": [str(files[0]), str(files[-1])],
-                              "first_square": first_square_report(records)}
-    if "slm" in nets:
-        report["layout_end"] = layout_end_report(records)
+    nets = model_nets(model_dir)
+    if not record_paths and not shard_paths:
+        raise DiagnoseError("nothing to diagnose on: give records or shards")
+    report: dict[str, Any] = {"model_dir": str(model_dir)}
+    records = None
+    if record_paths:
+        files = record_files(record_paths)
+        if not files:
+            raise DiagnoseError("records: no record files found")
+        files = files[-max_records:]
+        records = read_records(files, ruleset or DEFAULT_RULESET)
+        report.update({"records": len(records), "record_files": [str(files[0]), str(files[-1])],
+                       "first_square": first_square_report(records)})
+        if "slm" in nets:
+            report["layout_end"] = layout_end_report(records)
+    targets = read_target_shards(shard_paths) if shard_paths else {}
     for kind, path in nets.items():
         model, _, _ = load(path, expected_kind=kind)
-        if kind == "lower":
-            report[kind] = victim_report(model, records, candidates=victims, seed=seed, reference=victim_reference)
-        else:
-            report[kind] = policy_value_report(model, records, kind, max_positions=max_positions, seed=seed)
+        out: dict[str, Any] = {}
+        if records is not None:
+            if kind == "lower":
+                out = victim_report(model, records, candidates=victims, seed=seed, reference=victim_reference)
+            else:
+                out = policy_value_report(model, records, kind, max_positions=max_positions, seed=seed)
+        if kind in targets:
+            out["targets"] = target_report(model, targets[kind], max_positions=max_positions, seed=seed)
+        if out:
+            report[kind] = out
     return report
 
 
@@ -414,7 +519,8 @@ def format_report(report: dict[str, Any]) -> str:
     def num(x, f="{:.3f}"):
         return "n/a" if x is None else f.format(x)
 
-    lines = [f"model {report['model_dir']}: {report['records']} held-out games"]
+    lines = [f"model {report['model_dir']}: {report['records']} held-out games" if "records" in report
+             else f"model {report['model_dir']}"]
     fs = report.get("first_square")
     if fs:
         res, first = fs["results"], fs["first_square"]
@@ -435,7 +541,14 @@ def format_report(report: dict[str, Any]) -> str:
             f"{num(e['correlation'], '{:+.2f}')}" for name, e in le["evaluators"].items()))
     for kind in ("slm", "upper"):
         r = report.get(kind)
-        if not r:
+        if r and "targets" in r:
+            t = r["targets"]
+            lines.append(f"{kind:5s} on the shards' targets ({t['positions']} positions, mean "
+                         f"{num(t['mean_actions'], '{:.1f}')} actions): cross-entropy {num(t['cross_entropy'])} "
+                         f"(target entropy {num(t['target_entropy'])}, KL {num(t['kl'])}; uniform "
+                         f"{num(t['uniform_cross_entropy'])}), top-1 {pct(t['top1'])}, value sign accuracy "
+                         f"{pct(t['value']['sign_accuracy'])}, Brier {num(t['value']['brier'])}")
+        if not r or "value" not in r:
             continue
         val = r["value"]
         lines.append(
@@ -458,7 +571,7 @@ def format_report(report: dict[str, Any]) -> str:
                              f"{pct(s['value']['sign_accuracy'])}, Brier {num(s['value']['brier'])} "
                              f"({s['positions']} positions)")
     r = report.get("lower")
-    if r:
+    if r and "captures" in r:
         lines.append(f"lower victim choice over {r['captures']} captures (pruner's best {r['candidates']} sets): "
                      f"lower net = played {pct(r['lower_net_top1'])}, pruner's first = played "
                      f"{pct(r['pruner_top1'])}, played among candidates {pct(r['played_in_candidates'])}")
