@@ -775,9 +775,10 @@ def diagnose(
     records: Annotated[Optional[list[Path]], typer.Option("--records", help="Held-out record files or directories "
                                                           "(games the nets were not trained on; default without "
                                                           "--shards: the shipped corpus data/heldout-expert).")] = None,
-    shards: Annotated[Optional[list[Path]], typer.Option("--shards", help="Sample shards (.npz) or directories of "
-                                                         "them, e.g. a run's shards written after the net's "
-                                                         "checkpoint: how well the nets predict those search "
+    shards: Annotated[Optional[list[Path]], typer.Option("--shards", help="Sample shards (.npz), directories or quoted "
+                                                         "glob patterns of them (repeatable), e.g. "
+                                                         "'RUN/shards/upper/i0005-*.npz', shards written after the "
+                                                         "net's checkpoint: how well the nets predict those search "
                                                          "targets (alone unless --records is given).")] = None,
     max_records: Annotated[int, typer.Option(min=1, max=100_000, help="Use at most this many games (the last).")] = 200,
     positions: Annotated[int, typer.Option(min=1, max=1_000_000, help="Positions per net, drawn uniformly.")] = 4000,

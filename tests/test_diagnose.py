@@ -401,6 +401,10 @@ def test_diagnose_on_shards_alone(tmp_path):
     assert t["uniform_cross_entropy"] == pytest.approx(np.log(4))
     json.dumps(report)
     assert "on the shards' targets (5 positions" in format_report(report)
+    by_pattern = diagnose("models/default/upper.safetensors", [], shard_paths=[str(tmp_path / "shards" / "i0000-*.npz")])
+    assert by_pattern["upper"]["targets"] == t
+    with pytest.raises(DiagnoseError, match="no file matches"):
+        diagnose("models/default", [], shard_paths=[str(tmp_path / "shards" / "i0001-*.npz")])
     with pytest.raises(DiagnoseError, match="neither a shard"):
         diagnose("models/default", [], shard_paths=[tmp_path / "nope.txt"])
     with pytest.raises(DiagnoseError, match="give records or shards"):
