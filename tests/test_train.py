@@ -268,6 +268,27 @@ def test_one_learner_step_reduces_the_loss_on_a_fixed_batch(tmp_path, states, ki
         torch.testing.assert_close(p, q)
 
 
+@pytest.mark.parametrize("kind", ["slm", "upper", "lower"])
+def test_learner_validate_is_the_per_sample_mean_of_its_losses(states, kind):
+    """``validate`` over all samples in batches of 5 (lower: whole captures of 3) equals the per-sample
+    mean of ``evaluate`` on each sample alone (or each capture), and takes no step."""
+    cfg = micro_config()
+    b = _policy_samples(kind, states, np.random.default_rng(3))
+    if kind == "lower":  # captures of 3 sets each
+        b.group = [i // 3 for i in range(len(b))]
+        cfg = micro_config("learner.dqn_loss=group")
+    samples = b.build()
+    learner = Learner(cfg.nets.net_config(kind), cfg.learner, seed=0)
+    out = learner.validate(samples, batch_size=5)
+    unit = 3 if kind == "lower" else 1
+    parts = [np.arange(a, min(len(samples), a + unit)) for a in range(0, len(samples), unit)]
+    want = {k: sum(learner.evaluate(make_batch(samples, idx))[k] * len(idx) for idx in parts) / len(samples)
+            for k in ("value", "policy", "target_entropy")}
+    for k in want:
+        assert out[k] == pytest.approx(want[k], rel=1e-4, abs=1e-6), k
+    assert learner.step == 0 and learner.validate(samples.tail(0)) == {}
+
+
 @pytest.mark.parametrize("kind", ["upper", "lower"])
 def test_bfloat16_learner_step_trains_in_bfloat16_and_keeps_float32_weights(states, kind):
     cfg = micro_config("learner.schedule=constant", "learner.precision=bfloat16")
@@ -336,6 +357,10 @@ def test_pipeline_iterations_write_every_artefact(cycle_run):
     assert [e["kind"] for e in events if e["event"] == "train"] == ["slm", "upper", "lower"]
     floors = {e["kind"]: e["policy_target_entropy"] for e in events if e["event"] == "train"}
     assert floors["lower"] == 0.0 and floors["slm"] >= 0.0 and floors["upper"] >= 0.0
+    for e in (e for e in events if e["event"] == "train"):  # the validation loss on the iteration's new samples
+        new = sum(len(read_shard(f)) for f in (run / "shards" / e["kind"]).glob(f"i{e['iteration']:04d}-*.npz"))
+        assert e["fresh_samples"] == new > 0
+        assert e["kind"] == "lower" or e["fresh_policy"] >= e["fresh_target_entropy"] - 1e-6
     assert list((run / "tb").glob("events.out.tfevents.*"))
     assert len(list((run / "pretrain" / "records").glob("g*.json"))) == 2
     for it, kind in ((1, "slm"), (2, "upper"), (3, "lower")):

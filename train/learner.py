@@ -179,6 +179,29 @@ class Learner:
         with torch.no_grad():
             return {k: float(v) for k, v in self.losses(batch).items()}
 
+    def validate(self, samples: Samples, batch_size: int = 128) -> dict[str, float]:
+        """Mean loss terms (:meth:`losses`: ``value``, ``policy``, ``target_entropy``, ``l2``, ``total``) over
+        every sample of ``samples``, unaugmented, without a step: on samples the net was not trained on
+        (a self-play iteration's new ones, before training on them) a validation loss, where a net that
+        stopped learning what generalises shows up even while its training loss still falls. Each term is
+        weighted by its batch's size; ``{}`` for no samples. ``lower`` samples with capture groups are
+        scored by whole captures in order (the group loss needs them)."""
+        n = len(samples)
+        if n == 0:
+            return {}
+        sums: dict[str, float] = {}
+        start = 0
+        while start < n:
+            end = min(n, start + batch_size)
+            if samples.group is not None:  # a capture's sets stay in one batch (they are written together)
+                while end < n and samples.group[end] == samples.group[end - 1]:
+                    end += 1
+            terms = self.evaluate(make_batch(samples, np.arange(start, end)))
+            for k, v in terms.items():
+                sums[k] = sums.get(k, 0.0) + v * (end - start)
+            start = end
+        return {k: v / n for k, v in sums.items()}
+
     def train(self, samples: Samples, steps: int, batch_size: int, rng: np.random.Generator,
               symmetries=(0,), callback=None) -> dict[str, float]:
         """``steps`` steps on batches drawn uniformly (with replacement between steps) from ``samples``

@@ -21,7 +21,11 @@ phase:
    record exists are not played again (game seeds depend only on (seed, iteration, game index)).
 3. ``train``: the learner continues the kind's latest checkpoint (weights and optimiser) for
    ``learner.steps`` steps on the newest ``replay.window`` samples of ``RUN/shards/<kind>/`` with random
-   board symmetries, and saves ``RUN/checkpoints/<kind>-iNNNN.safetensors`` (+ ``.opt.pt``). A kill during
+   board symmetries, and saves ``RUN/checkpoints/<kind>-iNNNN.safetensors`` (+ ``.opt.pt``). Before its
+   first step it scores the net on the iteration's new samples, which it has not been trained on
+   (``Learner.validate``: the ``train`` event's ``fresh_policy``, ``fresh_value``,
+   ``fresh_target_entropy`` and ``fresh_samples``; TensorBoard ``fresh/<kind>/...``): a validation loss,
+   which stays flat when the net stops learning what generalises, however its training loss falls. A kill during
    training repeats the phase from the previous checkpoint (batches are drawn from a generator seeded by
    (seed, iteration), so the repeat is the same computation).
 4. ``evaluate``: the **SPRT gate**: the candidate plays the best net (``train.arena.run_arena``, colour
@@ -315,7 +319,7 @@ class Pipeline:
         import torch
 
         from train.learner import Learner
-        from train.samples import load_window
+        from train.samples import concat, load_window, read_shard
 
         cfg = self.config
         self.show(phase="train")
@@ -324,6 +328,11 @@ class Pipeline:
         samples, files = load_window(self.paths.shards(kind), cfg.replay.window, kind)
         if len(samples) == 0:
             raise TrainError(f"iteration {it}: no {kind} samples in {self.paths.shards(kind)} to train on")
+        # this iteration's new samples, before training on them: a validation loss (Learner.validate)
+        new = concat([read_shard(f) for f in files if f.name.startswith(f"i{it:04d}-")], kind)
+        fresh = learner.validate(new)
+        if self.tb and fresh:
+            self.tb.scalars(learner.step, **{f"fresh/{kind}/{k}": fresh[k] for k in ("value", "policy", "target_entropy")})
         torch.manual_seed(int(np.random.SeedSequence([cfg.seed, it, 1]).generate_state(1)[0]))
         rng = np.random.default_rng([cfg.seed, it, 2])
         t0 = time.time()
@@ -347,7 +356,9 @@ class Pipeline:
         self.log("train", iteration=it, kind=kind, step=learner.step, steps=cfg.learner.steps, window=len(samples),
                  shards=len(files), lr=summary["lr"], seconds=round(time.time() - t0, 3),
                  checkpoint=self.paths.rel(ckpt), loss=losses["total"], value_loss=losses["value"],
-                 policy_loss=losses["policy"], l2=losses["l2"], policy_target_entropy=summary["target_entropy"])
+                 policy_loss=losses["policy"], l2=losses["l2"], policy_target_entropy=summary["target_entropy"],
+                 **{f"fresh_{k}": fresh[k] for k in ("value", "policy", "target_entropy") if k in fresh},
+                 fresh_samples=len(new))
 
     def _arena(self, spec_a: str, spec_b: str, games: int, out_dir: Path, seed: int):
         from train.arena import ArenaError, run_arena

@@ -5,7 +5,9 @@ Reads ``RUN/metrics.jsonl`` (``train.pipeline``) and writes PNGs with matplotlib
 
 - ``losses.png``: the mean training loss terms (total, value, policy, L2) of each iteration, one panel
   per net kind, against the iteration (iteration 0 = the pretraining's last steps), with the policy
-  targets' mean entropy, the floor of the policy term, dotted;
+  targets' mean entropy, the floor of the policy term, dotted, and the validation losses (value and
+  policy of the net on each iteration's new samples before training on them, the ``train`` event's
+  ``fresh_*``) dashed;
 - ``winrate.png``: the candidate's score per game against the best net and against the expert, with the
   95% Wilson interval as error bars (the normal interval collapses to a point at 0% or 100%, common in
   short evaluations), per kind, and the gate threshold;
@@ -53,6 +55,8 @@ def collect(run_dir: str | os.PathLike) -> dict[str, Any]:
             "iteration": it, "kind": kind,
             "loss": t.get("loss"), "value_loss": t.get("value_loss"), "policy_loss": t.get("policy_loss"),
             "policy_target_entropy": t.get("policy_target_entropy"),
+            "fresh_policy_loss": t.get("fresh_policy"), "fresh_value_loss": t.get("fresh_value"),
+            "fresh_target_entropy": t.get("fresh_target_entropy"),
             "l2": t.get("l2"), "window": t.get("window"), "step": t.get("step"),
             "vs_best": _wr(evals.get((kind, it, "best"))), "vs_expert": _wr(evals.get((kind, it, "expert"))),
             "accepted": g.get("accepted"), "threshold": g.get("threshold"),
@@ -153,6 +157,10 @@ def render_report(run_dir: str | os.PathLike, out_dir: str | os.PathLike | None 
         floor = [(r["iteration"], r["policy_target_entropy"]) for r in rs if r.get("policy_target_entropy") is not None]
         if floor and kind != "lower":
             ax.plot(*zip(*floor), linestyle=":", color="grey", label="policy target entropy (floor)")
+        for key, label in (("fresh_value_loss", "value, new samples"), ("fresh_policy_loss", "policy, new samples")):
+            pts = [(r["iteration"], r[key]) for r in rs if r.get(key) is not None]
+            if pts and (key == "fresh_value_loss" or kind != "lower"):
+                ax.plot(*zip(*pts), linestyle="--", marker="x", label=f"{label} (before training)")
         ax.set_title(f"{kind}: training loss")
         ax.set_xlabel("iteration (0 = pretraining)")
         ax.set_ylabel("mean loss per step")
