@@ -487,6 +487,10 @@ def test_report_writes_pngs(cycle_run):
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 2000
     summary = json.loads((run / "report" / "summary.json").read_text())
     assert [r["kind"] for r in summary["iterations"]] == ["slm", "upper", "lower"]
+    train = {e["kind"]: e for e in read_metrics(run / "metrics.jsonl") if e["event"] == "train"}
+    for r in summary["iterations"]:  # the validation losses reach the report (plotted dashed)
+        assert r["fresh_value_loss"] == train[r["kind"]]["fresh_value"]
+        assert r["fresh_policy_loss"] == train[r["kind"]]["fresh_policy"]
     # the printed curve: one line per point, then the slm trend (two slm points: the baseline and i0001)
     lines = result.output.splitlines()
     assert sum(line.startswith("i000") for line in lines) == len(summary["curve"]["points"]) == 4
