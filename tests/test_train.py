@@ -897,6 +897,34 @@ def test_two_selfplay_runs_on_one_directory(tmp_path):
         first.wait()
 
 
+def test_sigterm_ends_a_selfplay_run_as_ctrl_c_does(tmp_path):
+    """A real selfplay process stopped by SIGTERM saves its state, logs run_end (interrupted) with its
+    session's seconds, exits with 130, and resumes."""
+    run = tmp_path / "run"
+    args = [sys.executable, str(ROOT / "cli.py"), "selfplay", "--no-progress",
+            *sum((["--set", s] for s in MICRO), []), "--set", "pretrain.enabled=false", "--set", "iterations=1",
+            "--set", "selfplay.games=50"]
+    proc = subprocess.Popen([*args, "--from-scratch", "--run-dir", str(run)], cwd=ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert _wait_for(lambda: (run / "metrics.jsonl").exists()
+                         and any(e["event"] == "game" for e in read_metrics(run / "metrics.jsonl")), 120)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err, err
+    end = [e for e in read_metrics(run / "metrics.jsonl") if e["event"] == "run_end"]
+    assert len(end) == 1 and end[0]["reason"] == "interrupted" and end[0]["session_seconds"] > 0
+    state = json.loads((run / "state.json").read_text())
+    assert state["elapsed_seconds"] >= end[0]["session_seconds"] - 1 and state["phase"] == "selfplay"
+    again = subprocess.run([*args, "--resume", str(run), "--minutes", "0.01"], cwd=ROOT, capture_output=True,
+                           text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+
+
 def test_curve_points_and_joint_fit(cycle_run):
     from train.curve import fit_curve, read_points
 

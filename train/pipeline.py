@@ -74,7 +74,10 @@ least one a minute.
 """
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -513,7 +516,7 @@ class Pipeline:
         if resume and not root.is_dir():
             read_state(self.paths)  # the one-line error, without creating the directory
         resolve_names(self.config)
-        with lock_dir(root):
+        with lock_dir(root), _sigterm_as_interrupt():
             if not resume and any(p.name not in (LOCK_FILE, LOCK_INFO) for p in root.iterdir()):
                 raise TrainError(f"run directory {root} exists and is not empty; resume it with --resume {root} or "
                                  "choose another --run-dir")
@@ -607,6 +610,26 @@ class Pipeline:
                 "session_seconds": time.time() - self.session_start}
 
 
+@contextlib.contextmanager
+def _sigterm_as_interrupt():
+    """Within the block, SIGTERM (a scheduler's or ``kill``'s stop) raises ``KeyboardInterrupt`` in the
+    main thread, so that a run stopped that way saves its state and logs ``run_end`` (reason
+    ``interrupted``) as after Ctrl-C, instead of dying between two saves. The previous handler comes
+    back afterwards; off the main thread (where signals cannot be handled) nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def _brief(data: dict[str, Any] | None) -> dict[str, Any] | None:
     if not data:
         return None
@@ -620,5 +643,5 @@ def run_pipeline(config: TrainConfig, run_dir: str | os.PathLike, resume: bool =
     ``"off"``. Returns ``{"run_dir", "reason" ("iterations", "minutes"), "state" (``RunState`` as a
     dict), "session_seconds"}``. Raises ``TrainError`` / ``ConfigError`` for a bad run directory or
     configuration, ``train.rundir.DirectoryInUse`` when another process runs in it; ``KeyboardInterrupt``
-    leaves the run resumable."""
+    (Ctrl-C, or SIGTERM while the run holds its directory) leaves the run resumable, its state saved."""
     return Pipeline(config, Path(run_dir), progress).run(resume)
