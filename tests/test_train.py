@@ -287,6 +287,13 @@ def test_learner_validate_is_the_per_sample_mean_of_its_losses(states, kind):
     for k in want:
         assert out[k] == pytest.approx(want[k], rel=1e-4, abs=1e-6), k
     assert learner.step == 0 and learner.validate(samples.tail(0)) == {}
+    if kind == "lower":  # under the group loss only the samples of a capture count
+        samples.group[:3] = -1
+        part = learner.validate(samples, batch_size=5)
+        want = sum(learner.evaluate(make_batch(samples, idx))["value"] * len(idx) for idx in parts[1:]) / (len(samples) - 3)
+        assert part["value"] == pytest.approx(want, rel=1e-4, abs=1e-6)
+        samples.group = None
+        assert learner.validate(samples) == {}
 
 
 @pytest.mark.parametrize("kind", ["upper", "lower"])

@@ -192,11 +192,11 @@ def read_target_shards(paths: Sequence[str | os.PathLike]) -> dict[str, Any]:
     """The policy samples (``slm``, ``upper``) of shard files, directories of shards (``*.npz``, in name
     order, and those of their subdirectories) and glob patterns of them (``RUN/shards/upper/i0005-*.npz``),
     one ``train.samples.Samples`` per kind; ``lower`` shards are skipped. Raises ``DiagnoseError``
-    when a path does not exist, a pattern matches nothing or no policy shard is found, ``train.samples.ShardError`` (naming the file)
-    for an unreadable shard."""
-    from train.samples import SHARD_SUFFIX, concat, read_shard, shard_files
-
+    when a path does not exist, a pattern matches nothing or no policy shard is found,
+    ``train.samples.ShardError`` (naming the file) for an unreadable shard."""
     import glob
+
+    from train.samples import SHARD_SUFFIX, concat, read_shard, shard_files
 
     expanded: list[Path] = []
     for p in map(str, paths):

@@ -185,7 +185,15 @@ class Learner:
         (a self-play iteration's new ones, before training on them) a validation loss, where a net that
         stopped learning what generalises shows up even while its training loss still falls. Each term is
         weighted by its batch's size; ``{}`` for no samples. ``lower`` samples with capture groups are
-        scored by whole captures in order (the group loss needs them)."""
+        scored by whole captures in order; under the group loss (``learner.dqn_loss = "group"``) only the
+        samples of a capture count (``{}`` when there is none), since the loss is not defined without one."""
+        if self.kind == "lower" and self.cfg.dqn_loss == "group":
+            if samples.group is None:
+                return {}
+            keep = np.flatnonzero(samples.group >= 0)
+            if len(keep) < len(samples):
+                samples = Samples(samples.kind, samples.planes[keep], samples.z[keep], action=samples.action[keep],
+                                  meta=samples.meta, group=samples.group[keep])
         n = len(samples)
         if n == 0:
             return {}
