@@ -34,7 +34,7 @@ from knowledge.agents import make_agent
 from train.config import ConfigError, load_config, validate_config
 from train.learner import Learner, learning_rate
 from train.pipeline import read_metrics, run_pipeline
-from train.samples import SampleBuilder, load_window, make_batch, read_shard, write_shard
+from train.samples import SampleBuilder, iteration_tail, load_window, make_batch, read_shard, write_shard
 from train.selfplay import game_seed
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -188,6 +188,27 @@ def test_replay_window_keeps_the_newest_samples(tmp_path):
     assert len(everything) == 16 and len(files) == 3
     with pytest.raises(ValueError, match="expected 'slm'"):
         load_window(d, 10, "slm")
+
+
+@pytest.mark.parametrize("window", [100, 9, 3])
+def test_iteration_tail_is_the_iterations_own_shards(tmp_path, window):
+    """The newest iteration's samples out of a window equal its shards read again (all of them when the
+    window holds them, else the window's part), never an older iteration's."""
+    d = tmp_path / "shards"
+    z = 0
+    for it, sizes in ((1, (5, 7)), (2, (4, 0, 3))):
+        for g, n in enumerate(sizes):
+            b = SampleBuilder("lower")
+            for _ in range(n):
+                b.add_lower(np.zeros((14, 14, 14), np.float32), z, z / 100)
+                z += 1
+            write_shard(d / f"i{it:04d}-g{g:04d}.npz", b.build())
+    samples, files = load_window(d, window, "lower")
+    new = iteration_tail(samples, files, 2)
+    own = [int(a) for f in sorted(d.glob("i0002-*.npz")) for a in read_shard(f).action]
+    assert own == list(range(12, 19))
+    assert list(new.action) == own[-min(window, len(own)):]
+    assert len(iteration_tail(samples, files, 3)) == 0
 
 
 @pytest.mark.parametrize("phase", ["layout", "battle"])

@@ -322,7 +322,7 @@ class Pipeline:
         import torch
 
         from train.learner import Learner
-        from train.samples import concat, load_window, read_shard
+        from train.samples import iteration_tail, load_window
 
         cfg = self.config
         self.show(phase="train")
@@ -332,10 +332,10 @@ class Pipeline:
         if len(samples) == 0:
             raise TrainError(f"iteration {it}: no {kind} samples in {self.paths.shards(kind)} to train on")
         # this iteration's new samples, before training on them: a validation loss (Learner.validate)
-        new = concat([read_shard(f) for f in files if f.name.startswith(f"i{it:04d}-")], kind)
-        fresh = learner.validate(new)
+        new = iteration_tail(samples, files, it)
+        fresh = {k: v for k, v in learner.validate(new).items() if k in ("value", "policy", "target_entropy")}
         if self.tb and fresh:
-            self.tb.scalars(learner.step, **{f"fresh/{kind}/{k}": fresh[k] for k in ("value", "policy", "target_entropy")})
+            self.tb.scalars(learner.step, **{f"fresh/{kind}/{k}": v for k, v in fresh.items()})
         torch.manual_seed(int(np.random.SeedSequence([cfg.seed, it, 1]).generate_state(1)[0]))
         rng = np.random.default_rng([cfg.seed, it, 2])
         t0 = time.time()
@@ -360,7 +360,7 @@ class Pipeline:
                  shards=len(files), lr=summary["lr"], seconds=round(time.time() - t0, 3),
                  checkpoint=self.paths.rel(ckpt), loss=losses["total"], value_loss=losses["value"],
                  policy_loss=losses["policy"], l2=losses["l2"], policy_target_entropy=summary["target_entropy"],
-                 **{f"fresh_{k}": fresh[k] for k in ("value", "policy", "target_entropy") if k in fresh},
+                 **{f"fresh_{k}": v for k, v in fresh.items()},
                  fresh_samples=len(new))
 
     def _arena(self, spec_a: str, spec_b: str, games: int, out_dir: Path, seed: int):

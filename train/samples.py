@@ -26,7 +26,8 @@ array, so shards without it stay readable) for ``lower``, and ``meta`` (a JSON s
 one-line :class:`ShardError`.
 
 :func:`load_window` reads the most recent shards of a directory (file names sort chronologically, e.g.
-``i0003-g0001.npz``) until it has ``window`` samples and keeps exactly the newest ``window``.
+``i0003-g0001.npz``) until it has ``window`` samples and keeps exactly the newest ``window``;
+:func:`iteration_tail` takes the newest iteration's samples out of such a window.
 
 :func:`make_batch` draws a batch and augments it with the board symmetries (``nets.symmetry``): each
 sample gets a symmetry drawn from the allowed ones; its planes go through ``transform_planes`` and its
@@ -353,6 +354,15 @@ def load_window(directory: str | os.PathLike, window: int, kind: str) -> tuple[S
     parts.reverse()
     used.reverse()
     return concat(parts, kind).tail(window), used
+
+
+def iteration_tail(window: Samples, files: Sequence[Path], iteration: int) -> Samples:
+    """The samples of self-play iteration ``iteration`` in ``window`` (:func:`load_window`'s result with
+    its ``files``): its shards (``iNNNN-*``) are the newest, since shard names sort by iteration, so
+    they are the window's tail; only the shards' lengths are read (:func:`shard_length`). A window
+    smaller than the iteration keeps only its part of them."""
+    prefix = f"i{iteration:04d}-"
+    return window.tail(sum(shard_length(f) for f in files if f.name.startswith(prefix)))
 
 
 # ============================================================================ batches
