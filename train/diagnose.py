@@ -62,6 +62,15 @@ class DiagnoseError(JiuError):
     """Bad input to the diagnostics (no model file, no records); the message names which."""
 
 
+def _masked_log_softmax(logits: np.ndarray, actions: np.ndarray) -> np.ndarray:
+    """``log p(a)`` for ``a`` in ``actions``, ``p`` the softmax of ``logits[actions]`` alone (the policy
+    masked to those actions, as the learner's loss masks it). ``logits`` float ``(A,)``, ``actions`` int
+    ``(k,)``, ``k >= 1``; returns float64 ``(k,)`` in the order of ``actions``."""
+    z = logits[actions].astype(np.float64)
+    z -= z.max()
+    return z - np.log(np.exp(z).sum())
+
+
 def _masked_stats(logits: np.ndarray, legal: Sequence[np.ndarray], target: np.ndarray) -> tuple[np.ndarray, ...]:
     """Top-1 / top-3 hit and cross-entropy of ``target`` under ``logits`` masked to ``legal``.
 
@@ -72,10 +81,8 @@ def _masked_stats(logits: np.ndarray, legal: Sequence[np.ndarray], target: np.nd
     nll = np.zeros(len(target), np.float64)
     for i, acts in enumerate(legal):
         acts = np.unique(acts)
-        z = logits[i, acts].astype(np.float64)
-        z -= z.max()
-        logp = z - np.log(np.exp(z).sum())
-        order = acts[np.argsort(-z, kind="stable")]
+        logp = _masked_log_softmax(logits[i], acts)
+        order = acts[np.argsort(-logp, kind="stable")]
         top1[i] = order[0] == target[i]
         top3[i] = target[i] in order[:3]
         nll[i] = -logp[np.searchsorted(acts, target[i])]
@@ -164,14 +171,12 @@ def target_report(model, samples, max_positions: int = 4000, seed: int = 0) -> d
     for j, i in enumerate(rows):
         acts, pi = samples.policy(int(i))
         pi = pi.astype(np.float64) / pi.sum()
-        zl = logits[j, acts].astype(np.float64)
-        zl -= zl.max()
-        logp = zl - np.log(np.exp(zl).sum())
+        logp = _masked_log_softmax(logits[j], acts)
         ce[j] = -(pi * logp).sum()
         nz = pi > 0
         ent[j] = -(pi[nz] * np.log(pi[nz])).sum()
         uniform[j] = np.log(len(acts))
-        top1[j] = np.argmax(zl) == np.argmax(pi)
+        top1[j] = np.argmax(logp) == np.argmax(pi)
 
     def mean(x):
         return float(x.mean()) if len(x) else None
