@@ -671,22 +671,37 @@ def pretrain(
     teacher_mix: Annotated[float, typer.Option(min=0.0, max=1.0, help="Weight of --teacher in the policy target (the played move has the rest).")] = 0.5,
     workers: Annotated[int, typer.Option(min=0, max=MAX_WORKERS, help="Processes converting records to samples (0: in this process).")] = 0,
     samples_cache: Annotated[Optional[Path], typer.Option(help="Directory of per-record sample shards, reused when present (resumable conversion).")] = None,
+    value_drift: Annotated[int, typer.Option(min=0, max=1000, help="Upper net: value target = the drift of --value-eval's margin over this many plies of the record (even; 0: the result).")] = 0,
+    value_eval: Annotated[str, typer.Option(help="Evaluator (with a margin) of the --value-drift target.")] = "eval.expert:plies=2",
     json_out: Annotated[bool, typer.Option("--json", help="Print the summary as one JSON object.")] = False,
     rule: RuleOption = None,
 ):
     """Supervised pretraining on records: policy target = the played move (one-hot, blended with a
-    --teacher prior if given), value target = the result."""
+    --teacher prior if given), value target = the result, or with --value-drift K the change of the
+    expert's two-ply value over the next K plies (with --set learner.trainable=value only the value
+    head learns)."""
     from train.config import KINDS, load_config
-    from train.supervised import check_teacher, pretrain as run_pretrain, read_records, samples_from_records
+    from train.supervised import DriftTarget, check_teacher, pretrain as run_pretrain, read_records, samples_from_records
 
     if model not in KINDS:
         fail(f"--model {model!r}: expected one of {', '.join(KINDS)}")
     check_teacher(model, teacher)
+    drift = None
+    if value_drift:
+        if model != "upper":
+            fail(f"--value-drift: the drift target is a battle value (--model upper); --model is {model}")
+        drift = DriftTarget(value_drift, value_eval)
+        try:
+            drift.check()
+        except ValueError as exc:
+            fail(f"--value-drift/--value-eval: {exc}")
     if init is not None:  # a bad --init fails before the samples are built
         from nets.io import load
 
         load(init, expected_kind=model)
     cfg = load_config(config, overrides or [])
+    if model == "lower" and cfg.learner.trainable == "value":
+        fail("learner.trainable = 'value' trains a policy/value net's value head; the lower net has none")
     ruleset = ruleset_from(rule)
     games = read_records(records, ruleset)
     if not games:
@@ -700,13 +715,15 @@ def pretrain(
             task = progress.add_task(f"{model} samples", total=len(games), score="")
             update = lambda n: progress.update(task, completed=n)  # noqa: E731
         samples = samples_from_records(games, model, update, teacher=teacher, teacher_mix=teacher_mix,
-                                       workers=workers, cache_dir=samples_cache)
+                                       workers=workers, cache_dir=samples_cache, drift=drift)
     if len(samples) == 0:
         fail(f"the {len(games)} record(s) give no {model} samples")
     target = out if out is not None else Path("models") / "pretrained" / f"{model}.safetensors"
     summary = run_pretrain(samples, cfg.nets.net_config(model), cfg.learner, target, steps, batch_size, lr, seed=seed,
                            symmetries=cfg.replay.symmetries, init=init,
-                           extra={"records": len(games), "teacher": teacher, "teacher_mix": teacher_mix if teacher else None})
+                           extra={"records": len(games), "teacher": teacher, "teacher_mix": teacher_mix if teacher else None,
+                                  "value_target": drift.spec() if drift is not None else "result",
+                                  "trainable": cfg.learner.trainable})
     summary["records"] = len(games)
     if json_out:
         typer.echo(json.dumps(summary))

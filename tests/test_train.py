@@ -95,6 +95,7 @@ def test_default_config_file_matches_the_builtin_defaults():
     ("learner.optimizer=lion", "learner.optimizer"),
     ("model=everything", "model"),
     ("workers=-1", "workers"),
+    ("learner.trainable=trunk", "learner.trainable"),
 ])
 def test_config_errors_name_the_field(override, field):
     with pytest.raises(ConfigError, match=f"'{field}'"):
@@ -629,6 +630,22 @@ def test_gen_records_and_pretrain(tmp_path):
         model, config, extra = load(net, expected_kind=kind)
         assert extra["pretrain"]["steps"] == 3
     assert runner.invoke(app, ["pretrain", str(tmp_path / "none")]).exit_code == 2
+    net = tmp_path / "drift.safetensors"
+    result = runner.invoke(app, ["pretrain", str(out), "--model", "upper", "--steps", "2", "--batch-size", "8",
+                                 "--out", str(net), "--json", "--value-drift", "2", "--value-eval", "eval.expert",
+                                 "--set", "learner.trainable=value", "--init", str(tmp_path / "upper.safetensors"),
+                                 *common])
+    assert result.exit_code == 0, result.output
+    _, _, extra = load(net, expected_kind="upper")
+    assert extra["value_target"] == "drift:2:eval.expert" and extra["trainable"] == "value"
+    for args, field in ((["--model", "slm", "--value-drift", "2"], "--value-drift"),
+                        (["--model", "upper", "--value-drift", "3"], "--value-drift"),
+                        (["--model", "upper", "--value-drift", "2", "--value-eval", "eval.nope"], "--value-eval"),
+                        (["--model", "lower", "--set", "learner.trainable=value"], "trainable")):
+        result = runner.invoke(app, ["pretrain", str(out), "--steps", "1", "--out", str(tmp_path / "x.safetensors"),
+                                     *args, *common])
+        assert result.exit_code == 2 and result.stderr.startswith("error: ") and field in result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1, result.stderr  # before any sample is built
 
 
 def test_supervised_targets_are_the_played_moves(tmp_path):
@@ -1166,6 +1183,82 @@ def test_a_teacher_prior_is_blended_into_the_upper_targets(tmp_path):
         samples_from_records([record], "slm", teacher=spec)
     with pytest.raises(SupervisedError, match="teacher"):
         samples_from_records([record], "upper", teacher="prior.nope")
+
+
+def test_drift_value_target_is_the_change_of_the_margin_k_plies_on(tmp_path):
+    """``--value-drift K``: each upper sample's z is tanh((m(t + K) - m(t)) / scale) of the evaluator's margin
+    for the side to move, computed here position by position; positions whose t + K is not a live battle
+    position of the same side give no sample; the policy target is still the played move; the cache keeps
+    the two value targets apart; bad targets are refused naming the field."""
+    import math
+
+    from core.records import GameRecord
+    from core.notation import parse_move
+    from knowledge.evaluation import ExpertEvaluator
+    from train.supervised import DriftTarget, SupervisedError, drift_values, samples_from_record, samples_from_records
+
+    states = _states(40)
+    moves = [str(b.last_move) for b in states[1:]] + [str(make_agent("expert", seed=9).select(states[-1]))]
+    record = GameRecord.from_moves(moves, RULES.model_copy(update={"max_battle_plies": 300}), result="w")
+    replay = record.replay()
+    k = 4
+    drift = DriftTarget(k, "eval.expert")
+    ev = ExpertEvaluator()
+
+    def live(i):
+        return i < len(replay) and replay[i].phase == 1 and not replay[i].is_terminal()
+
+    want = [math.tanh((ev.margin(replay[t + k]) - ev.margin(replay[t])) / ev.scale)
+            if live(t) and live(t + k) and replay[t + k].side == replay[t].side else None for t in range(len(replay))]
+    got = drift_values(replay, drift)
+    assert [None if np.isnan(g) else pytest.approx(g, abs=1e-6) for g in got] == want
+    assert sum(w is not None for w in want) > 20 and any(w not in (None, 0.0) for w in want)
+    upper = samples_from_record(record, "upper", drift=drift)
+    kept = [i for i in range(196, len(record.moves)) if replay[i].paths().m > 1 and want[i] is not None]
+    assert 0 < len(upper) == len(kept) < len([i for i in range(196, len(record.moves)) if replay[i].paths().m > 1])
+    for j, i in enumerate(kept):
+        assert upper.z[j] == pytest.approx(want[i], abs=1e-6)
+        idx, val = upper.policy(j)
+        assert idx[np.argmax(val)] == encode_upper(parse_move(record.moves[i]))
+    cache = tmp_path / "cache"
+    again = samples_from_records([record], "upper", drift=drift, cache_dir=cache)
+    result = samples_from_records([record], "upper", cache_dir=cache)
+    assert len(list(cache.glob("*.npz"))) == 2
+    assert np.array_equal(again.z, upper.z) and set(np.unique(result.z)) == {-1.0, 1.0}
+    with pytest.raises(SupervisedError, match="upper"):
+        samples_from_records([record], "slm", drift=drift)
+    with pytest.raises(SupervisedError, match="even"):
+        samples_from_records([record], "upper", drift=DriftTarget(3))
+    with pytest.raises(SupervisedError, match="evaluator"):
+        samples_from_records([record], "upper", drift=DriftTarget(2, "eval.nope"))
+
+
+def test_a_value_only_learner_changes_the_value_head_alone(states):
+    """``learner.trainable = "value"``: after training steps every trunk and policy-head tensor (BatchNorm
+    statistics included) is unchanged, so the policy logits are too, and the value head has learnt; a
+    lower net is refused."""
+    cfg = micro_config("learner.trainable=value", "learner.schedule=constant")
+    samples = _policy_samples("upper", states, np.random.default_rng(4)).build()
+    learner = Learner(cfg.nets.net_config("upper"), cfg.learner, seed=0)
+    before = {k: v.clone() for k, v in learner.model.state_dict().items()}
+    batch = make_batch(samples, np.arange(min(16, len(samples))))
+    learner.model.eval()
+    with torch.no_grad():
+        logits_before = learner.model(torch.from_numpy(batch.planes))[0]
+    for _ in range(5):
+        learner.train_step(batch)
+    after = learner.model.state_dict()
+    changed = {k for k in before if not torch.equal(before[k], after[k])}
+    assert changed and all(k.startswith("value.") for k in changed)
+    assert any(k.startswith("value.") and "running" in k for k in changed)  # the head's own BatchNorm learns
+    learner.model.eval()
+    with torch.no_grad():
+        assert torch.equal(learner.model(torch.from_numpy(batch.planes))[0], logits_before)
+    with pytest.raises(ValueError, match="lower"):
+        Learner(cfg.nets.net_config("lower"), cfg.learner, seed=0)
+    for model in ("lower", "cycle"):  # a run that would train the lower net is refused before it starts
+        with pytest.raises(ConfigError, match="trainable"):
+            micro_config(f"model={model}", "learner.trainable=value")
 
 
 def test_upper_selfplay_with_a_teacher_blends_its_prior_into_the_targets():

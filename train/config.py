@@ -129,6 +129,10 @@ field                           default                     meaning
                                                             ``auto``: bfloat16 only on a CPU that has it
                                                             natively (``nets.inference.bfloat16_native``;
                                                             elsewhere emulated, many times slower)
+``learner.trainable``           ``"all"``                   ``value``: only the value head of an ``slm`` or
+                                                            ``upper`` net learns; its trunk and policy head,
+                                                            BatchNorm statistics included, stay as they are
+                                                            (a new value target under an unchanged policy)
 ``gate.max_games``              ``4``                       SPRT gate, candidate vs best: at most this many
                                                             games (even; 0: accept every candidate)
 ``gate.batch``                  ``4``                       games played between two SPRT looks (even)
@@ -332,6 +336,7 @@ class LearnerConfig(_Section):
     dqn_loss: Literal["huber", "mse", "group"] = "huber"
     group_unit: float = Field(0.0, ge=0, le=10)
     precision: Precision = "float32"
+    trainable: Literal["all", "value"] = "all"
 
 
 def _even_or_zero(v: int) -> int:
@@ -436,6 +441,8 @@ class TrainConfig(BaseModel):
         if self.learner.dqn_loss == "group" and self.model in ("lower", "cycle") and not self.selfplay.lower_eval:
             raise ValueError("learner.dqn_loss = 'group' ranks a capture's victim sets: it needs selfplay.lower_eval "
                              "(every candidate set a sample)")
+        if self.learner.trainable == "value" and self.model in ("lower", "cycle"):
+            raise ValueError("learner.trainable = 'value' trains a policy/value net's value head; the lower net has none")
         return self
 
     def kind_for(self, iteration: int) -> str:

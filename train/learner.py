@@ -18,6 +18,10 @@ Checkpoints: ``nets.io.save`` (safetensors + metadata, atomic) for the weights, 
 (``torch.save`` to a temporary file, then ``os.replace``). :meth:`Learner.from_checkpoint` restores both
 (a missing optimiser file starts a fresh optimiser).
 
+``learner.trainable = "value"`` (``slm`` and ``upper``): the optimiser holds the value head's parameters
+only, the others do not require gradients, and the trunk and the policy head stay in eval mode while
+training, so their weights and BatchNorm statistics, and with them the net's policy, do not change.
+
 Threads: the learner sets ``torch.set_num_threads(1)`` (measured on the shared 2-core machine: two
 intra-op threads collapse throughput; see ``nets.evaluator``).
 """
@@ -91,6 +95,15 @@ class Learner:
         self.model = model
         self.step = int(step)
         params = self.model.parameters()
+        if cfg.trainable == "value":
+            if self.kind == "lower":
+                raise ValueError("learner.trainable = 'value' trains a policy/value net's value head; "
+                                 "the lower net has none")
+            for p in self.model.parameters():
+                p.requires_grad_(False)
+            params = list(self.model.value.parameters())
+            for p in params:
+                p.requires_grad_(True)
         if cfg.optimizer == "adam":
             self.optimizer = torch.optim.Adam(params, lr=self.peak_lr)
         else:
@@ -158,6 +171,9 @@ class Learner:
     def train_step(self, batch: Batch) -> dict[str, float]:
         """One optimiser step on ``batch``; returns the loss terms (before the step) and ``lr``."""
         self.model.train()
+        if self.cfg.trainable == "value":  # the frozen parts keep their BatchNorm statistics (module docstring)
+            self.model.trunk.eval()
+            self.model.policy.eval()
         lr = self.lr()
         for group in self.optimizer.param_groups:
             group["lr"] = lr

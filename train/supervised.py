@@ -12,6 +12,15 @@ Samples from a record (:func:`samples_from_record`; every move is validated by r
 
 A record without a result (``null``: unfinished or unknown) gives ``z = 0``, like a draw.
 
+The **drift value target** (:class:`DriftTarget`, ``upper`` only; ``pretrain --value-drift K``) replaces
+the result by what the game did next: for a battle position ``t`` with side ``s`` to move,
+``z = tanh((m(t + K) - m(t)) / scale)``, ``m`` the margin of an evaluator with one (``eval.expert:plies=2``
+by default: the expert's two-ply value, the battle leaf value of ``jfa``'s search, in its units) for the
+side to move and ``scale`` that evaluator's. Position ``t + K`` must be a non-terminal battle position
+with ``s`` to move again, else ``t`` gives no sample (the game's last ``K`` plies). A net whose value head
+learns it predicts how the leaf value of its search will move over the next ``K`` plies of play, beyond
+the evaluator's horizon; the search adds it to that leaf value with ``value_mix < 1``.
+
 :func:`pretrain` trains a net (fresh, or continuing ``init``) on such samples with ``train.learner`` and the
 symmetry augmentation, and saves it with ``nets.io.save``.
 
@@ -26,8 +35,10 @@ the corpus identity (agents, seed, ruleset): a later run into ``OUT`` with anoth
 
 from __future__ import annotations
 
+import math
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
@@ -79,18 +90,84 @@ def _returns(result: str | None) -> tuple[float, float]:
     return {"w": (1.0, -1.0), "b": (-1.0, 1.0)}.get(result or "", (0.0, 0.0))
 
 
-def samples_from_record(record, kind: str, teacher=None, teacher_mix: float = 0.5) -> Samples:
+@dataclass(frozen=True)
+class DriftTarget:
+    """The drift value target (module docstring): ``plies`` (``K``, even, 2..1,000) and ``evaluator``, a
+    spec of an ``evaluator`` plugin with a ``margin`` and a ``scale`` (``ValueError`` otherwise, from
+    :meth:`check`)."""
+
+    plies: int
+    evaluator: str = "eval.expert:plies=2"
+
+    def check(self) -> None:
+        """Raise ``ValueError`` naming the field unless the target is usable."""
+        if not (2 <= self.plies <= 1000 and self.plies % 2 == 0):
+            raise ValueError(f"value drift: plies must be even (the same side to move) and in 2..1000, got {self.plies}")
+        plugin = _drift_evaluator(self.evaluator)
+        if not (hasattr(plugin, "margin") and hasattr(plugin, "scale")):
+            raise ValueError(f"value drift: evaluator {self.evaluator!r} has no margin and scale")
+
+    def spec(self) -> str:
+        return f"drift:{self.plies}:{self.evaluator}"
+
+
+_EVALUATORS: dict[str, Any] = {}  # per process: one evaluator plugin per spec (drift targets)
+
+
+def _drift_evaluator(spec: str):
+    if spec not in _EVALUATORS:
+        from knowledge.registry import REGISTRY, SpecError
+
+        try:
+            _EVALUATORS[spec] = REGISTRY.create(spec, "evaluator")
+        except SpecError as exc:
+            raise ValueError(f"value drift: evaluator: {exc}") from None
+    return _EVALUATORS[spec]
+
+
+def drift_values(states: Sequence, target: DriftTarget) -> np.ndarray:
+    """The drift value target of every position of one game (module docstring): ``float32 (len(states),)``,
+    NaN where it is not defined (the layout, terminal positions, the last ``target.plies`` plies). Each
+    needed margin is computed once."""
+    from core.board import PHASE_BATTLE
+
+    plugin = _drift_evaluator(target.evaluator)
+    k = target.plies
+    margins: dict[int, float] = {}
+
+    def margin(i: int) -> float:
+        if i not in margins:
+            margins[i] = float(plugin.margin(states[i]))
+        return margins[i]
+
+    def battle(i: int) -> bool:
+        return i < len(states) and states[i].phase == PHASE_BATTLE and not states[i].is_terminal()
+
+    out = np.full(len(states), np.nan, np.float32)
+    for t in range(len(states)):
+        if battle(t) and battle(t + k) and states[t + k].side == states[t].side:
+            out[t] = math.tanh((margin(t + k) - margin(t)) / plugin.scale)
+    return out
+
+
+def samples_from_record(record, kind: str, teacher=None, teacher_mix: float = 0.5,
+                        drift: DriftTarget | None = None) -> Samples:
     """The ``kind`` samples of one record (module docstring); raises ``RecordError`` on an illegal move.
 
     ``teacher`` (``upper`` only): a ``battle_prior`` plugin (``knowledge.protocols.PathPrior``, e.g.
     ``prior.expert``) whose prior over the legal paths is blended into the policy target, knowledge
-    distillation: ``target = (1 - teacher_mix) one_hot(played) + teacher_mix teacher.prior(state)``."""
+    distillation: ``target = (1 - teacher_mix) one_hot(played) + teacher_mix teacher.prior(state)``.
+    ``drift`` (``upper`` only): the drift value target instead of the result; positions without one give
+    no sample."""
     from nets.encoding import encode_paths, encode_upper
     from nets.features import state_planes
     from core.notation import parse_move
 
+    if drift is not None and kind != "upper":
+        raise SupervisedError(f"the value drift target is a battle value (--model upper); --model is {kind}")
     states = record.replay()
     ret = _returns(record.result)
+    drifts = drift_values(states, drift) if drift is not None else None
     builder = SampleBuilder(kind)
     for i, text in enumerate(record.moves):
         s = states[i]
@@ -106,13 +183,13 @@ def samples_from_record(record, kind: str, teacher=None, teacher_mix: float = 0.
             move = parse_move(text)
             if kind == "upper":
                 ps = s.paths()
-                if ps.m < 2:
+                if ps.m < 2 or (drifts is not None and np.isnan(drifts[i])):
                     continue
                 acts = encode_paths(ps.pts, ps.off, ps.jump, ps.m).astype(np.int64)
                 target = (acts, (acts == encode_upper(move)).astype(np.float64))
                 if teacher is not None and teacher_mix > 0:
                     target = blend_teacher(*target, acts, teacher.prior(s, ps), teacher_mix)
-                builder.add_policy(state_planes(s), *target, ret[s.side])
+                builder.add_policy(state_planes(s), *target, ret[s.side] if drifts is None else float(drifts[i]))
             elif move.victims:
                 builder.add_lower(state_planes(states[i + 1]), encode_upper(move), ret[s.side])
     return builder.build()
@@ -120,16 +197,26 @@ def samples_from_record(record, kind: str, teacher=None, teacher_mix: float = 0.
 
 def samples_from_records(records: Sequence, kind: str, progress: Callable[[int], None] | None = None,
                          teacher: str | None = None, teacher_mix: float = 0.5, workers: int = 0,
-                         cache_dir: str | os.PathLike | None = None) -> Samples:
+                         cache_dir: str | os.PathLike | None = None, drift: DriftTarget | None = None) -> Samples:
     """The ``kind`` samples of many records, concatenated in order.
 
     ``teacher``: a ``battle_prior`` plugin spec (``upper`` only; :func:`samples_from_record`), built once
-    per worker. ``workers > 0`` converts records in that many processes (``train.workers``).
-    ``cache_dir``: one shard per record (``<key>.npz``, the key a digest of the record, the kind and the
-    teacher), reused when it exists, so an interrupted or repeated conversion only does what is missing."""
+    per worker; ``drift``: the drift value target (``upper`` only), its evaluator built once per worker.
+    ``workers > 0`` converts records in that many processes (``train.workers``).
+    ``cache_dir``: one shard per record (``<key>.npz``, the key a digest of the record, the kind, the
+    teacher and the value target), reused when it exists, so an interrupted or repeated conversion only
+    does what is missing."""
     check_teacher(kind, teacher)
+    if drift is not None:
+        if kind != "upper":
+            raise SupervisedError(f"the value drift target is a battle value (--model upper); --model is {kind}")
+        try:
+            drift.check()
+        except ValueError as exc:
+            raise SupervisedError(str(exc)) from None
     tasks = [{"index": i, "record": r, "kind": kind, "teacher": teacher, "teacher_mix": float(teacher_mix),
-              "cache": None if cache_dir is None else str(Path(cache_dir) / f"{_sample_key(r, kind, teacher, teacher_mix)}.npz")}
+              "drift": drift,
+              "cache": None if cache_dir is None else str(Path(cache_dir) / f"{_sample_key(r, kind, teacher, teacher_mix, drift)}.npz")}
              for i, r in enumerate(records)]
     parts: list[Samples | None] = [None] * len(tasks)
     converted = 0
@@ -166,7 +253,7 @@ def check_teacher(kind: str, teacher: str | None) -> None:
         raise SupervisedError(f"teacher: {exc}") from None
 
 
-def _sample_key(record, kind: str, teacher: str | None, teacher_mix: float) -> str:
+def _sample_key(record, kind: str, teacher: str | None, teacher_mix: float, drift: DriftTarget | None = None) -> str:
     import hashlib
     import json
 
@@ -175,6 +262,8 @@ def _sample_key(record, kind: str, teacher: str | None, teacher_mix: float) -> s
 
     ident = {"record": record_to_dict(record), "kind": kind, "teacher": teacher,
              "teacher_mix": teacher_mix if teacher else None, "encoding": int(ENCODING_VERSION)}
+    if drift is not None:  # absent for the result target, so that existing caches stay valid
+        ident["value"] = drift.spec()
     return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:24]
 
 
@@ -197,7 +286,7 @@ def _samples_task(task: dict[str, Any]) -> tuple[int, Samples]:
 
             _TEACHERS[task["teacher"]] = REGISTRY.create(task["teacher"], "battle_prior")
         teacher = _TEACHERS[task["teacher"]]
-    samples = samples_from_record(task["record"], task["kind"], teacher, task["teacher_mix"])
+    samples = samples_from_record(task["record"], task["kind"], teacher, task["teacher_mix"], task.get("drift"))
     if cache is not None:
         write_shard(cache, samples)
     return task["index"], samples
