@@ -1187,11 +1187,13 @@ def test_a_teacher_prior_is_blended_into_the_upper_targets(tmp_path):
 
 def test_drift_value_target_is_the_change_of_the_margin_k_plies_on(tmp_path):
     """``--value-drift K``: each upper sample's z is tanh((m(t + K) - m(t)) / scale) of the evaluator's margin
-    for the side to move, computed here position by position; positions whose t + K is not a live battle
-    position of the same side give no sample; the policy target is still the played move; the cache keeps
-    the two value targets apart; bad targets are refused naming the field."""
+    for the side to move, computed here position by position; within K plies of a game's end it is the
+    result (an infinite margin), and a record that stops without one gives no sample there; the policy
+    target is still the played move; the cache keeps the two value targets apart; bad targets are
+    refused naming the field."""
     import math
 
+    from core.board import DRAW
     from core.records import GameRecord
     from core.notation import parse_move
     from knowledge.evaluation import ExpertEvaluator
@@ -1199,38 +1201,61 @@ def test_drift_value_target_is_the_change_of_the_margin_k_plies_on(tmp_path):
 
     states = _states(40)
     moves = [str(b.last_move) for b in states[1:]] + [str(make_agent("expert", seed=9).select(states[-1]))]
-    record = GameRecord.from_moves(moves, RULES.model_copy(update={"max_battle_plies": 300}), result="w")
-    replay = record.replay()
     k = 4
     drift = DriftTarget(k, "eval.expert")
     ev = ExpertEvaluator()
 
-    def live(i):
-        return i < len(replay) and replay[i].phase == 1 and not replay[i].is_terminal()
+    def reference(replay):
+        last, final = len(replay) - 1, replay[-1]
+        out = []
+        for t, st in enumerate(replay):
+            if t == last or st.phase != 1:
+                out.append(None)
+            elif t + k < last or (t + k == last and not final.is_terminal()):
+                same = replay[t + k].side == st.side
+                out.append(math.tanh((ev.margin(replay[t + k]) - ev.margin(st)) / ev.scale) if same else None)
+            elif final.is_terminal():
+                w = final.winner()
+                out.append(math.tanh(-ev.margin(st) / ev.scale) if w == DRAW else (1.0 if w == st.side else -1.0))
+            else:
+                out.append(None)
+        return out
 
-    want = [math.tanh((ev.margin(replay[t + k]) - ev.margin(replay[t])) / ev.scale)
-            if live(t) and live(t + k) and replay[t + k].side == replay[t].side else None for t in range(len(replay))]
-    got = drift_values(replay, drift)
-    assert [None if np.isnan(g) else pytest.approx(g, abs=1e-6) for g in got] == want
-    assert sum(w is not None for w in want) > 20 and any(w not in (None, 0.0) for w in want)
-    upper = samples_from_record(record, "upper", drift=drift)
-    kept = [i for i in range(196, len(record.moves)) if replay[i].paths().m > 1 and want[i] is not None]
-    assert 0 < len(upper) == len(kept) < len([i for i in range(196, len(record.moves)) if replay[i].paths().m > 1])
-    for j, i in enumerate(kept):
-        assert upper.z[j] == pytest.approx(want[i], abs=1e-6)
-        idx, val = upper.policy(j)
-        assert idx[np.argmax(val)] == encode_upper(parse_move(record.moves[i]))
+    open_ended = GameRecord.from_moves(moves, RULES.model_copy(update={"max_battle_plies": 300}), result="w")
+    battle_moves = len(moves) - 196
+    ended = GameRecord.from_moves(moves, RULES.model_copy(update={"max_battle_plies": battle_moves}))
+    assert not open_ended.final_state().is_terminal() and ended.final_state().is_terminal()
+    for record in (open_ended, ended):
+        replay = record.replay()
+        want = reference(replay)
+        got = drift_values(replay, drift)
+        assert [None if np.isnan(g) else pytest.approx(g, abs=1e-6) for g in got] == want
+        last = len(replay) - 1
+        if record is open_ended:  # t + K past the last position: no target
+            assert all(w is None for w in want[last - k + 1:last]) and want[last - k] is not None
+        else:  # the game ends within K plies: its result
+            assert all(w in (-1.0, 1.0) for w in want[last - k:last])
+        assert sum(w is not None for w in want) > 20 and any(w not in (None, 0.0, 1.0, -1.0) for w in want)
+        upper = samples_from_record(record, "upper", drift=drift)
+        searched = [i for i in range(196, len(record.moves)) if replay[i].paths().m > 1]
+        kept = [i for i in searched if want[i] is not None]
+        assert 0 < len(upper) == len(kept) and (len(kept) < len(searched)) == (record is open_ended)
+        for j, i in enumerate(kept):
+            assert upper.z[j] == pytest.approx(want[i], abs=1e-6)
+            idx, val = upper.policy(j)
+            assert idx[np.argmax(val)] == encode_upper(parse_move(record.moves[i]))
     cache = tmp_path / "cache"
-    again = samples_from_records([record], "upper", drift=drift, cache_dir=cache)
-    result = samples_from_records([record], "upper", cache_dir=cache)
+    upper = samples_from_record(open_ended, "upper", drift=drift)
+    again = samples_from_records([open_ended], "upper", drift=drift, cache_dir=cache)
+    result = samples_from_records([open_ended], "upper", cache_dir=cache)
     assert len(list(cache.glob("*.npz"))) == 2
     assert np.array_equal(again.z, upper.z) and set(np.unique(result.z)) == {-1.0, 1.0}
     with pytest.raises(SupervisedError, match="upper"):
-        samples_from_records([record], "slm", drift=drift)
+        samples_from_records([open_ended], "slm", drift=drift)
     with pytest.raises(SupervisedError, match="even"):
-        samples_from_records([record], "upper", drift=DriftTarget(3))
+        samples_from_records([open_ended], "upper", drift=DriftTarget(3))
     with pytest.raises(SupervisedError, match="evaluator"):
-        samples_from_records([record], "upper", drift=DriftTarget(2, "eval.nope"))
+        samples_from_records([open_ended], "upper", drift=DriftTarget(2, "eval.nope"))
 
 
 def test_a_value_only_learner_changes_the_value_head_alone(states):

@@ -16,10 +16,12 @@ The **drift value target** (:class:`DriftTarget`, ``upper`` only; ``pretrain --v
 the result by what the game did next: for a battle position ``t`` with side ``s`` to move,
 ``z = tanh((m(t + K) - m(t)) / scale)``, ``m`` the margin of an evaluator with one (``eval.expert:plies=2``
 by default: the expert's two-ply value, the battle leaf value of ``jfa``'s search, in its units) for the
-side to move and ``scale`` that evaluator's. Position ``t + K`` must be a non-terminal battle position
-with ``s`` to move again, else ``t`` gives no sample (the game's last ``K`` plies). A net whose value head
-learns it predicts how the leaf value of its search will move over the next ``K`` plies of play, beyond
-the evaluator's horizon; the search adds it to that leaf value with ``value_mix < 1``.
+side to move and ``scale`` that evaluator's. When the game ends within those ``K`` plies the margin at
+its end is infinite: ``z`` is the result for ``s`` (+1 or -1; a draw's margin is 0, so
+``z = tanh(-m(t) / scale)``). A record that stops before ``t + K`` without a result gives no sample for
+``t``. A net whose value head learns it predicts how the leaf value of its search will move over the
+next ``K`` plies of play, beyond the evaluator's horizon; the search adds it to that leaf value with
+``value_mix < 1``.
 
 :func:`pretrain` trains a net (fresh, or continuing ``init``) on such samples with ``train.learner`` and the
 symmetry augmentation, and saves it with ``nets.io.save``.
@@ -108,6 +110,7 @@ class DriftTarget:
             raise ValueError(f"value drift: evaluator {self.evaluator!r} has no margin and scale")
 
     def spec(self) -> str:
+        """``drift:K:EVALUATOR``: a net's value-target metadata and part of a sample cache key."""
         return f"drift:{self.plies}:{self.evaluator}"
 
 
@@ -126,13 +129,17 @@ def _drift_evaluator(spec: str):
 
 
 def drift_values(states: Sequence, target: DriftTarget) -> np.ndarray:
-    """The drift value target of every position of one game (module docstring): ``float32 (len(states),)``,
-    NaN where it is not defined (the layout, terminal positions, the last ``target.plies`` plies). Each
-    needed margin is computed once."""
-    from core.board import PHASE_BATTLE
+    """The drift value target of every position of one game, ``states`` from its start to its last
+    position (module docstring): ``float32 (len(states),)``, NaN where it is not defined (the layout, the
+    final position, a later position of the other side to move, or ``t + K`` past the end of a game
+    without a result). Each needed margin is computed once."""
+    from core.board import DRAW, PHASE_BATTLE
 
     plugin = _drift_evaluator(target.evaluator)
     k = target.plies
+    last = len(states) - 1
+    final = states[last] if states else None
+    ended = final is not None and final.is_terminal()
     margins: dict[int, float] = {}
 
     def margin(i: int) -> float:
@@ -140,13 +147,17 @@ def drift_values(states: Sequence, target: DriftTarget) -> np.ndarray:
             margins[i] = float(plugin.margin(states[i]))
         return margins[i]
 
-    def battle(i: int) -> bool:
-        return i < len(states) and states[i].phase == PHASE_BATTLE and not states[i].is_terminal()
-
     out = np.full(len(states), np.nan, np.float32)
-    for t in range(len(states)):
-        if battle(t) and battle(t + k) and states[t + k].side == states[t].side:
-            out[t] = math.tanh((margin(t + k) - margin(t)) / plugin.scale)
+    for t, s in enumerate(states):
+        if t == last or s.phase != PHASE_BATTLE or s.is_terminal():
+            continue
+        j = t + k
+        if j < last or (j == last and not ended):
+            if states[j].side == s.side:
+                out[t] = math.tanh((margin(j) - margin(t)) / plugin.scale)
+        elif ended:  # the game ends within K plies: an infinite margin, or 0 for a draw
+            w = final.winner()
+            out[t] = math.tanh(-margin(t) / plugin.scale) if w == DRAW else (1.0 if w == s.side else -1.0)
     return out
 
 
