@@ -1208,15 +1208,15 @@ def test_drift_value_target_is_the_change_of_the_margin_k_plies_on(tmp_path):
     def reference(replay):
         last, final = len(replay) - 1, replay[-1]
         out = []
-        for t, st in enumerate(replay):
-            if t == last or st.phase != 1:
+        for t, pos in enumerate(replay):
+            if t == last or pos.phase != 1:
                 out.append(None)
             elif t + k < last or (t + k == last and not final.is_terminal()):
-                same = replay[t + k].side == st.side
-                out.append(math.tanh((ev.margin(replay[t + k]) - ev.margin(st)) / ev.scale) if same else None)
+                same = replay[t + k].side == pos.side
+                out.append(math.tanh((ev.margin(replay[t + k]) - ev.margin(pos)) / ev.scale) if same else None)
             elif final.is_terminal():
                 w = final.winner()
-                out.append(math.tanh(-ev.margin(st) / ev.scale) if w == DRAW else (1.0 if w == st.side else -1.0))
+                out.append(math.tanh(-ev.margin(pos) / ev.scale) if w == DRAW else (1.0 if w == pos.side else -1.0))
             else:
                 out.append(None)
         return out
@@ -1321,6 +1321,32 @@ def test_upper_selfplay_with_a_teacher_blends_its_prior_into_the_targets():
     assert k == len(samples)
     with pytest.raises(Exception, match="teacher"):
         resolve_names(micro_config("selfplay.teacher=prior.nope"))
+
+
+def test_upper_selfplay_with_value_drift_targets_the_margins_change():
+    """``selfplay.value_drift = K``: each upper sample's z is the drift value of its position in the played
+    game (``drift_values`` over the replayed record, the self-play search's own ``value_eval``), not the
+    result; an odd K or a drift without a value evaluator is refused naming the field."""
+    from core.records import GameRecord
+    from nets.model import build
+    from train.selfplay import play_upper_game
+    from train.supervised import DriftTarget, drift_values
+
+    cfg = micro_config("selfplay.value_drift=2", "selfplay.value_eval=eval.expert")
+    net = build(cfg.nets.net_config("upper")).eval()
+    game, builder, _ = play_upper_game(cfg, net, seed=4)
+    samples = builder.build()
+    replay = GameRecord.from_moves(game.moves, cfg.ruleset).replay()
+    assert replay[-1].is_terminal()
+    want = drift_values(replay, DriftTarget(2, "eval.expert"))
+    rows = [i for i, info in enumerate(game.search) if info is not None and replay[i].phase == 1]
+    assert len(rows) == len(samples) > 4
+    np.testing.assert_allclose(samples.z, want[rows], atol=1e-6)
+    assert len(set(np.round(samples.z, 4))) > 2  # not the result
+    with pytest.raises(ConfigError, match="value_drift"):
+        micro_config("selfplay.value_drift=3")
+    with pytest.raises(ConfigError, match="value_eval"):
+        micro_config("selfplay.value_drift=2", "selfplay.value_eval=none")
 
 
 def test_upper_selfplay_with_gumbel_targets_the_improved_policy():

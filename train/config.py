@@ -91,6 +91,14 @@ field                           default                     meaning
                                                             expert's two-ply search value; ``None``: the net's
                                                             value alone)
 ``selfplay.value_mix``          ``1.0``                     its weight: ``(1 - w) v_net + w v_plugin``
+``selfplay.value_drift``        ``0``                       ``upper`` games: ``K > 0`` (even) makes a sample's
+                                                            value target the change of ``value_eval``'s
+                                                            margin over the game's next ``K`` plies (the
+                                                            result within ``K`` plies of the end;
+                                                            ``train.supervised.drift_values``) instead of the
+                                                            result: the net's value then adds what comes
+                                                            after the leaf to the leaf value (``value_mix``
+                                                            below 1)
 ``selfplay.value_center``       ``true``                    the plugin's value relative to the root's
                                                             (``search.mcts.SearchConfig.value_center``)
 ``selfplay.root_selection``     ``"gumbel"``                the net agents' (``search.mcts.NET_ROOT_SELECTION``):
@@ -269,6 +277,7 @@ class SelfPlayConfig(_Section):
     expansion_pruner: str | None = NET_EXPANSION_PRUNER
     value_eval: str | None = NET_VALUE_EVAL
     value_mix: float = Field(NET_VALUE_MIX, ge=0, le=1)
+    value_drift: int = Field(0, ge=0, le=1000)
     value_center: bool = NET_VALUE_CENTER
     root_selection: Literal["puct", "gumbel"] = NET_ROOT_SELECTION
     gumbel_m: int = Field(16, ge=1, le=4096)
@@ -289,8 +298,17 @@ class SelfPlayConfig(_Section):
             raise ValueError(f"{value!r}: a search plugin takes at most one option here (the gate's agent spec holds it)")
         return value
 
+    @field_validator("value_drift")
+    @classmethod
+    def _even_drift(cls, value: int) -> int:
+        if value % 2:
+            raise ValueError(f"must be even (the same side to move K plies on) or 0, got {value}")
+        return value
+
     @model_validator(mode="after")
     def _full_search(self) -> "SelfPlayConfig":
+        if self.value_drift and self.value_eval is None:
+            raise ValueError("value_drift measures the change of value_eval's margin: give selfplay.value_eval")
         if self.full_simulations is not None and self.full_simulations < self.simulations:
             raise ValueError(f"full_simulations ({self.full_simulations}) is below simulations ({self.simulations}): "
                              "a full search is the longer one")

@@ -18,7 +18,8 @@ plays everything else, so that the three nets learn independently:
   victims of a path are chosen by ``selfplay.victim_eval`` among the capture pruner's 8 best sets, as
   the shipped ``jfa``, or with ``None`` the pruner's best set, the expert's Eq. 9 choice) plays every
   **battle** move. Samples: (battle planes, visit policy over the 48,804 upper actions, ``z`` = game
-  result for the side to move). With ``selfplay.teacher`` (a ``battle_prior`` plugin such as
+  result for the side to move, or with ``selfplay.value_drift = K`` the change of ``selfplay.value_eval``'s
+  margin over the game's next ``K`` plies, ``train.supervised.drift_values``). With ``selfplay.teacher`` (a ``battle_prior`` plugin such as
   ``prior.expert``: the auxiliary agent's move scores) the policy target is ``(1 - teacher_mix)`` times
   the visit distribution plus ``teacher_mix`` times the teacher's prior over every legal path.
 - ``lower``: the auxiliary agent chooses every placement and every battle **path**; when the path forms
@@ -206,9 +207,9 @@ def open_search(cfg, seed: int, slm_net, upper_net):
     return Search(evaluator, search_config(cfg, seed), victim_scorer=scorer), evaluator
 
 
-def _searched_moves(cfg, game, rng, builder, seed: int, slm_net, upper_net, until) -> list[int]:
-    """Play searched moves (``open_search``) while ``until(game.state)``; returns the side to move of each
-    recorded sample."""
+def _searched_moves(cfg, game, rng, builder, seed: int, slm_net, upper_net, until) -> tuple[list[int], list[int]]:
+    """Play searched moves (``open_search``) while ``until(game.state)``; returns the side to move and the
+    position's index in the game (plies from the start) of each recorded sample."""
     sp = cfg.selfplay
     search, evaluator = open_search(cfg, seed, slm_net, upper_net)
     teacher = None
@@ -217,16 +218,30 @@ def _searched_moves(cfg, game, rng, builder, seed: int, slm_net, upper_net, unti
 
         teacher = REGISTRY.create(sp.teacher, "battle_prior")
     sides: list[int] = []
+    plies: list[int] = []
     try:
         while until(game.state):
             n = len(builder)
-            side = game.state.side
+            side, ply = game.state.side, len(game.moves)
             game.searched_move(search, rng, cfg, builder, teacher)
             if len(builder) > n:
                 sides.append(side)
+                plies.append(ply)
     finally:
         _close(search, evaluator)
-    return sides
+    return sides, plies
+
+
+def _drift_z(cfg, game, plies: list[int]) -> list[float]:
+    """The drift value targets (``selfplay.value_drift``, ``train.supervised.drift_values`` with
+    ``selfplay.value_eval``'s margin) of the game's positions ``plies``; the game has ended, so each is
+    defined."""
+    from core.records import GameRecord
+    from train.supervised import DriftTarget, drift_values
+
+    states = GameRecord.from_moves(game.moves, cfg.ruleset).replay()
+    drifts = drift_values(states, DriftTarget(cfg.selfplay.value_drift, cfg.selfplay.value_eval))
+    return [float(drifts[i]) for i in plies]
 
 
 def _outcome_z(final: GameState, sides: list[int]) -> list[float]:
@@ -245,7 +260,7 @@ def play_slm_game(cfg, slm_net, seed: int) -> tuple[_Game, Any, dict]:
     rng = np.random.default_rng(s_sample)
     game = _Game(GameState.initial(cfg.ruleset))
     builder = SampleBuilder("slm")
-    sides = _searched_moves(cfg, game, rng, builder, s_search, slm_net, None, lambda st: st.phase == PHASE_LAYOUT)
+    sides, _ = _searched_moves(cfg, game, rng, builder, s_search, slm_net, None, lambda st: st.phase == PHASE_LAYOUT)
     layout_end = game.state
     reward = REGISTRY.create(cfg.selfplay.reward, "reward")
     t0 = time.perf_counter()
@@ -279,8 +294,8 @@ def play_upper_game(cfg, upper_net, seed: int) -> tuple[_Game, Any, dict]:
     while game.state.phase == PHASE_LAYOUT:
         game.play(agents[game.state.side].select(game.state))
     builder = SampleBuilder("upper")
-    sides = _searched_moves(cfg, game, rng, builder, s_search, None, upper_net, lambda st: not st.is_terminal())
-    builder.set_values(_outcome_z(game.state, sides))
+    sides, plies = _searched_moves(cfg, game, rng, builder, s_search, None, upper_net, lambda st: not st.is_terminal())
+    builder.set_values(_drift_z(cfg, game, plies) if cfg.selfplay.value_drift else _outcome_z(game.state, sides))
     info = {"seeds": {"search": s_search, "sample": s_sample, "aux": s_aux},
             "players": f"{cfg.selfplay.aux_agent}+upper-mcts:sims={cfg.selfplay.simulations}"}
     return game, builder, info
