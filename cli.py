@@ -805,17 +805,29 @@ def diagnose(
                                                         "the expert's two-ply value, eval.expert:plies=2; 'none': "
                                                         "no reference).")] = None,
     seed: Annotated[int, typer.Option(min=0, max=MAX_SEED, help="Seed of the position sample.")] = 0,
+    value_drift: Annotated[int, typer.Option(min=0, max=1000, help="Also score the upper value against the drift of "
+                                             "--value-eval's margin over this many plies of the records (even; 0: off).")] = 0,
+    value_eval: Annotated[str, typer.Option(help="Evaluator (with a margin) of the --value-drift target.")] = "eval.expert:plies=2",
     json_out: Annotated[bool, typer.Option("--json", help="Print the report as one JSON object.")] = False,
     rule: RuleOption = None,
 ):
     """Where strength is lost: policy top-1/top-3 agreement with the records' moves, value calibration
     (sign accuracy, Brier score), and the lower net's victim choice against the capture pruner's and
     against the expert's two-ply value of the position after each set; with --shards, the policy's
-    cross-entropy and KL divergence to unseen self-play targets (train.diagnose)."""
+    cross-entropy and KL divergence to unseen self-play targets; with --value-drift K, how well the
+    upper value predicts the drift target (train.diagnose)."""
     import json
 
     from train.diagnose import HELDOUT_RECORDS, VICTIM_REFERENCE, diagnose as run_diagnose, format_report
+    from train.supervised import DriftTarget
 
+    drift = None
+    if value_drift:
+        drift = DriftTarget(value_drift, value_eval)
+        try:
+            drift.check()
+        except ValueError as exc:
+            fail(f"--value-drift/--value-eval: {exc}")
     reference = VICTIM_REFERENCE if victim_reference is None else victim_reference
     if reference.strip().lower() == "none":
         reference = None
@@ -828,7 +840,8 @@ def diagnose(
             fail(f"--victim-reference: {exc}")
     record_paths = records or ([] if shards else [HELDOUT_RECORDS])
     report = run_diagnose(model_dir, record_paths, max_records=max_records, max_positions=positions, victims=victims,
-                          seed=seed, ruleset=ruleset_from(rule), victim_reference=reference, shard_paths=shards or [])
+                          seed=seed, ruleset=ruleset_from(rule), victim_reference=reference, shard_paths=shards or [],
+                          drift=drift)
     typer.echo(json.dumps(report) if json_out else format_report(report))
 
 

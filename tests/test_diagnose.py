@@ -83,6 +83,54 @@ def test_diagnose_on_records(tmp_path):
         diagnose(tmp_path, [tmp_path])
 
 
+def test_drift_report_against_the_targets_by_hand(tmp_path):
+    """The drift diagnostic scores the value against drift_values at the battle positions that give
+    upper samples: a constant value has R^2 = -(c - mean)^2 / var and no correlation; the report goes
+    through diagnose and its text, and needs records and an upper net."""
+    import math
+
+    from core.playout import random_game_moves
+    from core.records import GameRecord, write_json
+    from core.rules import Ruleset
+    from core.state import GameState
+    from train.diagnose import drift_report
+    from train.supervised import DriftTarget, drift_values
+
+    rules = Ruleset(max_battle_plies=60, adjudicate="stones")
+    moves, _, _ = random_game_moves(3, rules.vector)
+    s = GameState.initial(rules)
+    played = []
+    for m in moves:
+        if s.is_terminal():
+            break
+        played.append(m)
+        s = s._play(m)
+    record = GameRecord.from_moves(played, rules)
+    write_json(record, tmp_path / "g.json")
+    drift = DriftTarget(2, "eval.expert")
+    replay = record.replay()
+    d = drift_values(replay, drift)
+    z = np.array([d[i] for i in range(len(replay) - 1)
+                  if replay[i].phase == 1 and replay[i].paths().m > 1 and not math.isnan(d[i])], np.float64)
+    assert len(z) > 10 and z.var() > 0
+
+    class Constant(torch.nn.Module):
+        def forward(self, x):
+            return torch.zeros(len(x), 4), torch.full((len(x),), 0.25)
+
+    r = drift_report(Constant(), [record], drift)
+    assert r["positions"] == len(z) and r["target"] == "drift:2:eval.expert"
+    assert r["mse"] == pytest.approx(np.mean((0.25 - z) ** 2), abs=1e-6)
+    assert r["r2"] == pytest.approx(-((0.25 - z.mean()) ** 2) / z.var(), abs=1e-6) and r["correlation"] is None
+    report = diagnose("models/default", [tmp_path], max_positions=300, victims=4, ruleset=rules,
+                      victim_reference=None, drift=drift)
+    got = report["upper"]["drift"]
+    assert got["positions"] == len(z) and got["r2"] is not None and -1.0 <= got["correlation"] <= 1.0
+    assert "drift value (drift:2:eval.expert" in format_report(report)
+    with pytest.raises(DiagnoseError, match="records"):
+        diagnose("models/default", [], shard_paths=["/nonexistent"], drift=drift)
+
+
 def test_expert_regret_by_hand():
     """Logits on the expert's best path give regret 0; on its worst, the score gap (a blunder when it
     is a stone or more); paths are compared through their upper actions, as the search sees them."""

@@ -40,6 +40,14 @@
   most probable action is the target's; and the value's calibration against the samples' ``z``. It tells
   whether self-play's policy learning generalises to new positions, which the training loss cannot.
 
+- **the drift value** (:func:`drift_report`, ``--value-drift K``): on the records' battle positions, how
+  well the upper net's value predicts the drift value target (``train.supervised.drift_values``: the
+  change of the expert's two-ply margin over the game's next ``K`` plies, what ``pretrain --value-drift``
+  and ``selfplay.value_drift`` train): the coefficient of determination ``R^2`` (1 - mean squared error
+  over the target's variance; 0 is a constant's, negative is worse), the correlation, and the target's
+  spread. A net whose value is to be added to the search's leaf values (``value_mix < 1``) has to know
+  where the game goes from a leaf; ``R^2`` says how much of that it knows.
+
 Strength against the number of simulations is measured by matches (``arena jfa:sims=S expert``); this
 module measures the nets alone. All numbers are computed in one process on the CPU, seeded, in batches.
 """
@@ -263,6 +271,32 @@ def regret_summary(regrets: Sequence[float]) -> dict[str, Any]:
             "blunder_rate": float((r >= BLUNDER_UNITS).mean()), "decisive_rate": float((r >= DECISIVE_UNITS).mean())}
 
 
+def drift_report(model, records: Sequence, drift, max_positions: int = 4000, seed: int = 0) -> dict[str, Any]:
+    """How well the value of ``model`` (an upper net) predicts the drift value target ``drift`` (a
+    ``train.supervised.DriftTarget``) on the battle positions of ``records`` with one, at most
+    ``max_positions`` drawn uniformly (module docstring). Returns ``{"target", "positions", "r2",
+    "correlation", "mse", "target_sd", "target_mean"}``, the statistics ``None`` without two positions."""
+    from train.supervised import samples_from_records
+
+    samples = samples_from_records(records, "upper", drift=drift)
+    rng = np.random.default_rng(seed)
+    rows = np.arange(len(samples))
+    if len(rows) > max_positions:
+        rows = np.sort(rng.choice(rows, max_positions, replace=False))
+    _, v = _forward(model, samples.planes[rows])
+    z = samples.z[rows].astype(np.float64)
+    v = v.astype(np.float64)
+    out: dict[str, Any] = {"target": drift.spec(), "positions": int(len(rows)), "r2": None, "correlation": None,
+                           "mse": None, "target_sd": None, "target_mean": None}
+    if len(rows) >= 2:
+        mse = float(np.mean((v - z) ** 2))
+        var = float(np.var(z))
+        out.update(mse=mse, target_sd=var ** 0.5, target_mean=float(z.mean()),
+                   r2=1.0 - mse / var if var > 0 else None,
+                   correlation=float(np.corrcoef(v, z)[0, 1]) if var > 0 and np.std(v) > 0 else None)
+    return out
+
+
 def _forward(model, planes: np.ndarray, batch: int = 256) -> tuple[np.ndarray, np.ndarray]:
     import torch
 
@@ -483,12 +517,14 @@ def model_nets(model: str | os.PathLike) -> dict[str, Path]:
 def diagnose(model_dir: str | os.PathLike, record_paths: Sequence[str | os.PathLike], max_records: int = 200,
              max_positions: int = 4000, victims: int = 8, seed: int = 0, ruleset=None,
              victim_reference: str | None = VICTIM_REFERENCE,
-             shard_paths: Sequence[str | os.PathLike] = ()) -> dict[str, Any]:
+             shard_paths: Sequence[str | os.PathLike] = (), drift=None) -> dict[str, Any]:
     """Every diagnostic of the nets of ``model_dir`` (:func:`model_nets`: a model directory or one net
     file) on at most ``max_records`` games of ``record_paths`` (the last ones, in file order; none: no
     record diagnostics) and, with ``shard_paths`` (:func:`read_target_shards`), on those samples' targets
     (:func:`target_report`, under ``report[kind]["targets"]``); ``victim_reference``: the victim
-    report's reference evaluator (:func:`victim_report`). Raises ``DiagnoseError`` when there is no
+    report's reference evaluator (:func:`victim_report`); ``drift`` (a ``train.supervised.DriftTarget``,
+    with records): the upper net's :func:`drift_report` under ``report["upper"]["drift"]``. Raises
+    ``DiagnoseError`` when ``drift`` is given without records or an upper net, when there is no
     net, when record paths are given but hold no records, or when neither records nor shards are given."""
     import torch
 
@@ -500,6 +536,9 @@ def diagnose(model_dir: str | os.PathLike, record_paths: Sequence[str | os.PathL
     nets = model_nets(model_dir)
     if not record_paths and not shard_paths:
         raise DiagnoseError("nothing to diagnose on: give records or shards")
+    if drift is not None and (not record_paths or "upper" not in nets):
+        raise DiagnoseError("the drift value is scored on records' battle positions by an upper net: give --records "
+                            "and a model with upper.safetensors")
     report: dict[str, Any] = {"model_dir": str(model_dir)}
     records = None
     if record_paths:
@@ -521,6 +560,8 @@ def diagnose(model_dir: str | os.PathLike, record_paths: Sequence[str | os.PathL
                 out = victim_report(model, records, candidates=victims, seed=seed, reference=victim_reference)
             else:
                 out = policy_value_report(model, records, kind, max_positions=max_positions, seed=seed)
+                if kind == "upper" and drift is not None:
+                    out["drift"] = drift_report(model, records, drift, max_positions=max_positions, seed=seed)
         if kind in targets:
             out["targets"] = target_report(model, targets[kind], max_positions=max_positions, seed=seed)
         if out:
@@ -579,6 +620,10 @@ def format_report(report: dict[str, Any]) -> str:
             lines.append(f"      expert regret (one-ply score, 10 = a stone, capped at 100) mean "
                          f"{num(g['mean'], '{:.1f}')}, blunders (>= 1 stone) {pct(g['blunder_rate'])}, missed wins"
                          f" or moves into a loss {pct(g['decisive_rate'])} over {g['positions']} positions")
+        if r.get("drift"):
+            d = r["drift"]
+            lines.append(f"      drift value ({d['target']}, {d['positions']} positions): R^2 {num(d['r2'])}, "
+                         f"correlation {num(d['correlation'], '{:+.3f}')}, target sd {num(d['target_sd'])}")
         if r.get("colour_baseline") is not None:
             lines.append(f"      colour baseline (the winning colour's side is ahead) {pct(r['colour_baseline'])}")
         for stage in STAGES:
