@@ -1270,8 +1270,11 @@ def test_a_value_only_learner_changes_the_value_head_alone(states):
     learner.model.eval()
     with torch.no_grad():
         logits_before = learner.model(torch.from_numpy(batch.planes))[0]
+        both, value_only = learner.losses(batch), learner.losses(batch, policy=False)
+    assert float(value_only["value"]) == pytest.approx(float(both["value"]), rel=1e-6) and float(both["policy"]) > 0
     for _ in range(5):
-        learner.train_step(batch)
+        out = learner.train_step(batch)
+        assert out["policy"] == 0.0 and out["value"] > 0
     after = learner.model.state_dict()
     changed = {k for k in before if not torch.equal(before[k], after[k])}
     assert changed and all(k.startswith("value.") for k in changed)

@@ -20,7 +20,9 @@ Checkpoints: ``nets.io.save`` (safetensors + metadata, atomic) for the weights, 
 
 ``learner.trainable = "value"`` (``slm`` and ``upper``): the optimiser holds the value head's parameters
 only, the others do not require gradients, and the trunk and the policy head stay in eval mode while
-training, so their weights and BatchNorm statistics, and with them the net's policy, do not change.
+training, so their weights and BatchNorm statistics, and with them the net's policy, do not change;
+its steps run the trunk and the value head only (the step's policy terms are reported as 0;
+:meth:`Learner.validate` still scores both).
 
 Threads: the learner sets ``torch.set_num_threads(1)`` (measured on the shared 2-core machine: two
 intra-op threads collapse throughput; see ``nets.evaluator``).
@@ -143,13 +145,18 @@ class Learner:
     def lr(self) -> float:
         return learning_rate(self.cfg, self.step, self.horizon, self.peak_lr)
 
-    def losses(self, batch: Batch) -> dict[str, torch.Tensor]:
+    def losses(self, batch: Batch, policy: bool = True) -> dict[str, torch.Tensor]:
         """The loss terms of ``batch`` (tensors; ``total`` = ``value`` + ``policy`` + ``l2``), and
         ``target_entropy``, the policy targets' mean entropy (nats; 0 for ``lower``): the floor of the
-        policy cross-entropy, which ``policy - target_entropy`` (the KL divergence) is measured from."""
+        policy cross-entropy, which ``policy - target_entropy`` (the KL divergence) is measured from.
+        ``policy=False`` (``slm``/``upper``): the value head alone is run, and the policy terms are 0."""
         x = torch.from_numpy(batch.planes)
         z = torch.from_numpy(batch.z)
-        if self.kind == "lower":
+        if self.kind != "lower" and not policy:
+            v = self.model.value(self.model.trunk(x)).reshape(-1)
+            zero = torch.zeros(())
+            terms = {"value": (z.to(v.dtype) - v).pow(2).mean(), "policy": zero, "target_entropy": zero}
+        elif self.kind == "lower":
             q = self.model(x, torch.from_numpy(batch.action))
             if self.cfg.dqn_loss == "group":
                 if batch.group is None:
@@ -178,7 +185,7 @@ class Learner:
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.autocast):
-            terms = self.losses(batch)
+            terms = self.losses(batch, policy=self.cfg.trainable != "value")  # a frozen policy needs no loss
         self.optimizer.zero_grad(set_to_none=True)
         terms["total"].backward()
         if self.cfg.grad_clip is not None:
