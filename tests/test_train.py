@@ -1326,16 +1326,18 @@ def test_upper_selfplay_with_a_teacher_blends_its_prior_into_the_targets():
         resolve_names(micro_config("selfplay.teacher=prior.nope"))
 
 
-def test_upper_selfplay_with_value_drift_targets_the_margins_change():
+def test_upper_selfplay_with_value_drift_targets_the_margins_change(monkeypatch):
     """``selfplay.value_drift = K``: each upper sample's z is the drift value of its position in the played
     game (``drift_values`` over the replayed record, the self-play search's own ``value_eval``), not the
     result; an odd K or a drift without a value evaluator is refused naming the field."""
     from core.records import GameRecord
     from nets.model import build
+    from train.config import resolve_names
     from train.selfplay import play_upper_game
     from train.supervised import DriftTarget, drift_values
 
     cfg = micro_config("selfplay.value_drift=2", "selfplay.value_eval=eval.expert")
+    resolve_names(cfg)
     net = build(cfg.nets.net_config("upper")).eval()
     game, builder, _ = play_upper_game(cfg, net, seed=4)
     samples = builder.build()
@@ -1350,6 +1352,19 @@ def test_upper_selfplay_with_value_drift_targets_the_margins_change():
         micro_config("selfplay.value_drift=3")
     with pytest.raises(ConfigError, match="value_eval"):
         micro_config("selfplay.value_drift=2", "selfplay.value_eval=none")
+    from knowledge.registry import REGISTRY, Entry
+
+    class NoMargin:  # an evaluator without a margin
+        scale = 1.0
+
+        def value(self, state):
+            return 0.0
+
+    REGISTRY.names()  # the knowledge plugins are registered first
+    monkeypatch.setitem(REGISTRY._entries, "eval.no-margin", Entry("eval.no-margin", "evaluator", NoMargin, ""))
+    with pytest.raises(ConfigError, match="selfplay.value_drift.*no margin"):
+        resolve_names(micro_config("selfplay.value_drift=2", "selfplay.value_eval=eval.no-margin",
+                                   "selfplay.value_center=false"))
 
 
 def test_upper_selfplay_with_gumbel_targets_the_improved_policy():

@@ -623,3 +623,10 @@ def resolve_names(config: TrainConfig) -> None:
             raise ConfigError(f"config field {field!r}: {exc.args[0] if exc.args else exc}") from None
         except (ValueError, TypeError) as exc:
             raise ConfigError(f"config field {field!r}: {spec!r}: {exc}") from None
+    if config.selfplay.value_drift:
+        from train.supervised import DriftTarget
+
+        try:
+            DriftTarget(config.selfplay.value_drift, config.selfplay.value_eval).check()
+        except ValueError as exc:
+            raise ConfigError(f"config field 'selfplay.value_drift': {exc}") from None
