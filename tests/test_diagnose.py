@@ -48,25 +48,30 @@ def test_masked_stats_by_hand():
     assert nll[0] == pytest.approx(-(3.0 - np.log(np.exp(z).sum())))
 
 
-def test_diagnose_on_records(tmp_path):
+def _random_record(seed, rules):
+    """The record of a random game (``core.playout``) under ``rules``, up to its end."""
     from core.playout import random_game_moves
-    from core.records import GameRecord, write_json
-    from core.rules import Ruleset
+    from core.records import GameRecord
     from core.state import GameState
+
+    moves, _, _ = random_game_moves(seed, rules.vector)
+    s = GameState.initial(rules)
+    played = []
+    for m in moves:
+        if s.is_terminal():
+            break
+        played.append(m)
+        s = s._play(m)
+    return GameRecord.from_moves(played, rules)
+
+
+def test_diagnose_on_records(tmp_path):
+    from core.records import write_json
+    from core.rules import Ruleset
 
     rules = Ruleset(max_battle_plies=60, adjudicate="stones")
     for seed in (1, 2):
-        moves, _, _ = random_game_moves(seed, rules.vector)
-        s = GameState.initial(rules)
-        played = []
-        for m in moves:
-            if s.is_terminal():
-                break
-            played.append(m)
-            s = s._play(m)
-        result = s.outcome().winner_code
-        write_json(GameRecord(ruleset=rules, result=result, moves=tuple(str(m) for m in played)),
-                   tmp_path / f"g{seed}.json")
+        write_json(_random_record(seed, rules), tmp_path / f"g{seed}.json")
     report = diagnose("models/default", [tmp_path], max_positions=300, victims=4, ruleset=rules,
                       victim_reference="eval.expert")  # the one-ply value: the default two-ply one is slow here
     assert report["records"] == 2
@@ -89,23 +94,13 @@ def test_drift_report_against_the_targets_by_hand(tmp_path):
     through diagnose and its text, and needs records and an upper net."""
     import math
 
-    from core.playout import random_game_moves
-    from core.records import GameRecord, write_json
+    from core.records import write_json
     from core.rules import Ruleset
-    from core.state import GameState
     from train.diagnose import drift_report
     from train.supervised import DriftTarget, drift_values
 
     rules = Ruleset(max_battle_plies=60, adjudicate="stones")
-    moves, _, _ = random_game_moves(3, rules.vector)
-    s = GameState.initial(rules)
-    played = []
-    for m in moves:
-        if s.is_terminal():
-            break
-        played.append(m)
-        s = s._play(m)
-    record = GameRecord.from_moves(played, rules)
+    record = _random_record(3, rules)
     write_json(record, tmp_path / "g.json")
     drift = DriftTarget(2, "eval.expert")
     replay = record.replay()
