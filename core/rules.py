@@ -7,7 +7,7 @@ A ruleset is frozen; kernels receive it packed as ``Ruleset.vector`` (``int64[7]
 from __future__ import annotations
 
 from functools import cached_property
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -104,6 +104,13 @@ class Ruleset(BaseModel):
         ``JiuError`` naming the option for a malformed item, a repeated or unknown key, a bad value."""
         data = parse_key_values(items, lambda reason: JiuError(f"rule {reason}"))
         return cls.parse(data)
+
+    def model_copy(self, *, update: "dict[str, Any] | None" = None, deep: bool = False) -> "Ruleset":
+        """A copy with ``update``'s fields; the packed :attr:`vector` is recomputed for it (pydantic's copy
+        would carry the original's cached one over, and the kernels would play the old rules)."""
+        copied = super().model_copy(update=update, deep=deep)
+        copied.__dict__.pop("vector", None)
+        return copied
 
     @cached_property
     def vector(self) -> np.ndarray:

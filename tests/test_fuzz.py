@@ -29,6 +29,7 @@ from core.records import (
     record_to_jiu,
 )
 from core.rules import Ruleset
+from tests.strategies import rulesets
 from core.state import GameState
 
 FUZZ = settings(max_examples=500, deadline=timedelta(seconds=10), derandomize=True,
@@ -219,3 +220,15 @@ def test_fuzz_config(tmp_path_factory, overrides, file_bytes, toml):
 
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+@settings(max_examples=50, deadline=None)
+@given(a=rulesets(), b=rulesets())
+def test_a_copied_ruleset_packs_its_own_rules(a, b):
+    """``Ruleset.model_copy(update=...)`` after the original's kernel vector was computed gives the copy's
+    own vector, the one a ruleset built from the same fields has (pydantic would carry the cached one)."""
+    import numpy as np
+
+    a.vector  # noqa: B018 - computed and cached on the original first
+    copied = a.model_copy(update=b.model_dump())
+    assert copied == b and np.array_equal(copied.vector, b.vector)
