@@ -135,6 +135,7 @@ class _Game:
 
     def __init__(self, state: GameState):
         self.state = state
+        self.states = [state]  # every position, from the first (the drift value target replays none)
         self.moves: list[str] = []
         self.search: list[dict | None] = []
         self.searched = 0
@@ -143,6 +144,7 @@ class _Game:
 
     def play(self, move: Move, info: dict | None = None) -> None:
         self.state = self.state.apply(move)
+        self.states.append(self.state)
         self.moves.append(str(move))
         self.search.append(info)
 
@@ -236,11 +238,9 @@ def _drift_z(cfg, game, plies: list[int]) -> list[float]:
     """The drift value targets (``selfplay.value_drift``, ``train.supervised.drift_values`` with
     ``selfplay.value_eval``'s margin) of the game's positions ``plies``; the game has ended, so each is
     defined."""
-    from core.records import GameRecord
     from train.supervised import DriftTarget, drift_values
 
-    states = GameRecord.from_moves(game.moves, cfg.ruleset).replay()
-    drifts = drift_values(states, DriftTarget(cfg.selfplay.value_drift, cfg.selfplay.value_eval))
+    drifts = drift_values(game.states, DriftTarget(cfg.selfplay.value_drift, cfg.selfplay.value_eval))
     return [float(drifts[i]) for i in plies]
 
 
