@@ -541,6 +541,21 @@ def _train_errors(fn):
     return _agent_errors(wrapper)
 
 
+def _drift_target(value_drift: int, value_eval: str | None, model: str):
+    """``--value-drift K`` and ``--value-eval`` as a checked ``train.supervised.DriftTarget`` for a
+    ``model`` net, ``None`` for ``K = 0``; a one-line error naming both options otherwise."""
+    if not value_drift:
+        return None
+    from train.supervised import DriftTarget
+
+    drift = DriftTarget(value_drift) if value_eval is None else DriftTarget(value_drift, value_eval)
+    try:
+        drift.check(model)
+    except ValueError as exc:
+        fail(f"--value-drift/--value-eval: {exc}")
+    return drift
+
+
 def _rule_overrides(rule: list[str] | None) -> list[str]:
     out = []
     for item in rule or []:
@@ -672,7 +687,8 @@ def pretrain(
     workers: Annotated[int, typer.Option(min=0, max=MAX_WORKERS, help="Processes converting records to samples (0: in this process).")] = 0,
     samples_cache: Annotated[Optional[Path], typer.Option(help="Directory of per-record sample shards, reused when present (resumable conversion).")] = None,
     value_drift: Annotated[int, typer.Option(min=0, max=1000, help="Upper net: value target = the drift of --value-eval's margin over this many plies of the record (even; 0: the result).")] = 0,
-    value_eval: Annotated[str, typer.Option(help="Evaluator (with a margin) of the --value-drift target.")] = "eval.expert:plies=2",
+    value_eval: Annotated[Optional[str], typer.Option(help="Evaluator (with a margin) of the --value-drift target "
+                                                      "(default: the search's battle leaf value).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the summary as one JSON object.")] = False,
     rule: RuleOption = None,
 ):
@@ -680,28 +696,19 @@ def pretrain(
     --teacher prior if given), value target = the result, or with --value-drift K the change of the
     expert's two-ply value over the next K plies (with --set learner.trainable=value only the value
     head learns)."""
-    from train.config import KINDS, load_config
-    from train.supervised import DriftTarget, check_teacher, pretrain as run_pretrain, read_records, samples_from_records
+    from train.config import KINDS, check_trainable, load_config
+    from train.supervised import check_teacher, pretrain as run_pretrain, read_records, samples_from_records
 
     if model not in KINDS:
         fail(f"--model {model!r}: expected one of {', '.join(KINDS)}")
     check_teacher(model, teacher)
-    drift = None
-    if value_drift:
-        if model != "upper":
-            fail(f"--value-drift: the drift target is a battle value (--model upper); --model is {model}")
-        drift = DriftTarget(value_drift, value_eval)
-        try:
-            drift.check()
-        except ValueError as exc:
-            fail(f"--value-drift/--value-eval: {exc}")
+    drift = _drift_target(value_drift, value_eval, model)
     if init is not None:  # a bad --init fails before the samples are built
         from nets.io import load
 
         load(init, expected_kind=model)
     cfg = load_config(config, overrides or [])
-    if model == "lower" and cfg.learner.trainable == "value":
-        fail("learner.trainable = 'value' trains a policy/value net's value head; the lower net has none")
+    check_trainable(model, cfg.learner.trainable)
     ruleset = ruleset_from(rule)
     games = read_records(records, ruleset)
     if not games:
@@ -807,7 +814,8 @@ def diagnose(
     seed: Annotated[int, typer.Option(min=0, max=MAX_SEED, help="Seed of the position sample.")] = 0,
     value_drift: Annotated[int, typer.Option(min=0, max=1000, help="Also score the upper value against the drift of "
                                              "--value-eval's margin over this many plies of the records (even; 0: off).")] = 0,
-    value_eval: Annotated[str, typer.Option(help="Evaluator (with a margin) of the --value-drift target.")] = "eval.expert:plies=2",
+    value_eval: Annotated[Optional[str], typer.Option(help="Evaluator (with a margin) of the --value-drift target "
+                                                      "(default: the search's battle leaf value).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the report as one JSON object.")] = False,
     rule: RuleOption = None,
 ):
@@ -819,15 +827,8 @@ def diagnose(
     import json
 
     from train.diagnose import HELDOUT_RECORDS, VICTIM_REFERENCE, diagnose as run_diagnose, format_report
-    from train.supervised import DriftTarget
 
-    drift = None
-    if value_drift:
-        drift = DriftTarget(value_drift, value_eval)
-        try:
-            drift.check()
-        except ValueError as exc:
-            fail(f"--value-drift/--value-eval: {exc}")
+    drift = _drift_target(value_drift, value_eval, "upper")
     reference = VICTIM_REFERENCE if victim_reference is None else victim_reference
     if reference.strip().lower() == "none":
         reference = None

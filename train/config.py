@@ -298,17 +298,22 @@ class SelfPlayConfig(_Section):
             raise ValueError(f"{value!r}: a search plugin takes at most one option here (the gate's agent spec holds it)")
         return value
 
-    @field_validator("value_drift")
-    @classmethod
-    def _even_drift(cls, value: int) -> int:
-        if value % 2:
-            raise ValueError(f"must be even (the same side to move K plies on) or 0, got {value}")
-        return value
+    @model_validator(mode="after")
+    def _drift(self) -> "SelfPlayConfig":
+        """``value_drift``: even and with a ``value_eval`` (its margin is checked by :func:`resolve_names`)."""
+        if self.value_drift:
+            from train.supervised import DriftTarget
+
+            if self.value_eval is None:
+                raise ValueError("value_drift measures the change of value_eval's margin: give selfplay.value_eval")
+            try:
+                DriftTarget(self.value_drift, self.value_eval).check_plies()
+            except ValueError as exc:
+                raise ValueError(f"value_drift: {exc}") from None
+        return self
 
     @model_validator(mode="after")
     def _full_search(self) -> "SelfPlayConfig":
-        if self.value_drift and self.value_eval is None:
-            raise ValueError("value_drift measures the change of value_eval's margin: give selfplay.value_eval")
         if self.full_simulations is not None and self.full_simulations < self.simulations:
             raise ValueError(f"full_simulations ({self.full_simulations}) is below simulations ({self.simulations}): "
                              "a full search is the longer one")
@@ -334,6 +339,13 @@ class ReplayConfig(_Section):
         if bad:
             raise ValueError(f"symmetries are 0..3 (identity, rotate180, diagonal, antidiagonal), got {bad}")
         return tuple(sorted(set(v)))
+
+
+def check_trainable(kind: str, trainable: str) -> None:
+    """Raise ``ValueError`` unless a ``kind`` net can train ``trainable`` (``learner.trainable``): the lower
+    net (a Q-net) has no value head to train alone."""
+    if trainable == "value" and kind == "lower":
+        raise ValueError("learner.trainable = 'value' trains a policy/value net's value head; the lower net has none")
 
 
 class LearnerConfig(_Section):
@@ -459,8 +471,8 @@ class TrainConfig(BaseModel):
         if self.learner.dqn_loss == "group" and self.model in ("lower", "cycle") and not self.selfplay.lower_eval:
             raise ValueError("learner.dqn_loss = 'group' ranks a capture's victim sets: it needs selfplay.lower_eval "
                              "(every candidate set a sample)")
-        if self.learner.trainable == "value" and self.model in ("lower", "cycle"):
-            raise ValueError("learner.trainable = 'value' trains a policy/value net's value head; the lower net has none")
+        for kind in KINDS if self.model == "cycle" else (self.model,):
+            check_trainable(kind, self.learner.trainable)
         return self
 
     def kind_for(self, iteration: int) -> str:
@@ -627,6 +639,6 @@ def resolve_names(config: TrainConfig) -> None:
         from train.supervised import DriftTarget
 
         try:
-            DriftTarget(config.selfplay.value_drift, config.selfplay.value_eval).check()
+            DriftTarget(config.selfplay.value_drift, config.selfplay.value_eval).check("upper")
         except ValueError as exc:
             raise ConfigError(f"config field 'selfplay.value_drift': {exc}") from None

@@ -43,7 +43,7 @@ import torch
 from nets.config import NetConfig
 from nets.inference import resolve_precision
 from nets.losses import dqn_loss, group_ranking_loss, l2_penalty, policy_value_terms
-from train.config import LearnerConfig
+from train.config import LearnerConfig, check_trainable
 from train.samples import Batch, Samples, make_batch
 
 
@@ -97,10 +97,8 @@ class Learner:
         self.model = model
         self.step = int(step)
         params = self.model.parameters()
+        check_trainable(self.kind, cfg.trainable)
         if cfg.trainable == "value":
-            if self.kind == "lower":
-                raise ValueError("learner.trainable = 'value' trains a policy/value net's value head; "
-                                 "the lower net has none")
             for p in self.model.parameters():
                 p.requires_grad_(False)
             params = list(self.model.value.parameters())

@@ -48,6 +48,7 @@ import numpy as np
 
 from core.errors import JiuError
 from core.rules import DEFAULT_RULESET, Ruleset
+from search.mcts import NET_VALUE_EVAL
 from train.samples import SampleBuilder, Samples, blend_teacher, concat
 
 RECORD_SUFFIXES = (".json", ".jiu", ".txt", ".csv")
@@ -95,23 +96,39 @@ def _returns(result: str | None) -> tuple[float, float]:
 @dataclass(frozen=True)
 class DriftTarget:
     """The drift value target (module docstring): ``plies`` (``K``, even, 2..1,000) and ``evaluator``, a
-    spec of an ``evaluator`` plugin with a ``margin`` and a ``scale`` (``ValueError`` otherwise, from
-    :meth:`check`)."""
+    spec of an ``evaluator`` plugin with a ``margin`` and a ``scale``, by default the search's battle leaf
+    value (``search.mcts.NET_VALUE_EVAL``). :meth:`check` raises ``ValueError`` naming what is wrong."""
 
     plies: int
-    evaluator: str = "eval.expert:plies=2"
+    evaluator: str = NET_VALUE_EVAL
 
-    def check(self) -> None:
-        """Raise ``ValueError`` naming the field unless the target is usable."""
+    def check_plies(self) -> None:
+        """Raise ``ValueError`` unless ``plies`` is even and in 2..1,000 (no plugin is built)."""
         if not (2 <= self.plies <= 1000 and self.plies % 2 == 0):
-            raise ValueError(f"value drift: plies must be even (the same side to move) and in 2..1000, got {self.plies}")
+            raise ValueError(f"plies must be even (the same side to move) and in 2..1000, got {self.plies}")
+
+    def check(self, kind: str = "upper") -> None:
+        """Raise ``ValueError`` unless the target is usable for a ``kind`` net: an ``upper`` net (the drift
+        is a battle value), :meth:`check_plies`, and an evaluator with a margin and a scale."""
+        if kind != "upper":
+            raise ValueError(f"the drift target is a battle value (--model upper); --model is {kind}")
+        self.check_plies()
         plugin = _drift_evaluator(self.evaluator)
         if not (hasattr(plugin, "margin") and hasattr(plugin, "scale")):
-            raise ValueError(f"value drift: evaluator {self.evaluator!r} has no margin and scale")
+            raise ValueError(f"evaluator {self.evaluator!r} has no margin and scale")
 
     def spec(self) -> str:
         """``drift:K:EVALUATOR``: a net's value-target metadata and part of a sample cache key."""
         return f"drift:{self.plies}:{self.evaluator}"
+
+
+def _check_drift(drift: DriftTarget | None, kind: str) -> None:
+    """:meth:`DriftTarget.check` as a ``SupervisedError`` (nothing for no drift target)."""
+    if drift is not None:
+        try:
+            drift.check(kind)
+        except ValueError as exc:
+            raise SupervisedError(f"value drift: {exc}") from None
 
 
 _EVALUATORS: dict[str, Any] = {}  # per process: one evaluator plugin per spec (drift targets)
@@ -124,7 +141,7 @@ def _drift_evaluator(spec: str):
         try:
             _EVALUATORS[spec] = REGISTRY.create(spec, "evaluator")
         except SpecError as exc:
-            raise ValueError(f"value drift: evaluator: {exc}") from None
+            raise ValueError(f"evaluator: {exc}") from None
     return _EVALUATORS[spec]
 
 
@@ -174,8 +191,7 @@ def samples_from_record(record, kind: str, teacher=None, teacher_mix: float = 0.
     from nets.features import state_planes
     from core.notation import parse_move
 
-    if drift is not None and kind != "upper":
-        raise SupervisedError(f"the value drift target is a battle value (--model upper); --model is {kind}")
+    _check_drift(drift, kind)
     states = record.replay()
     ret = _returns(record.result)
     drifts = drift_values(states, drift) if drift is not None else None
@@ -218,13 +234,7 @@ def samples_from_records(records: Sequence, kind: str, progress: Callable[[int],
     teacher and the value target), reused when it exists, so an interrupted or repeated conversion only
     does what is missing."""
     check_teacher(kind, teacher)
-    if drift is not None:
-        if kind != "upper":
-            raise SupervisedError(f"the value drift target is a battle value (--model upper); --model is {kind}")
-        try:
-            drift.check()
-        except ValueError as exc:
-            raise SupervisedError(str(exc)) from None
+    _check_drift(drift, kind)
     tasks = [{"index": i, "record": r, "kind": kind, "teacher": teacher, "teacher_mix": float(teacher_mix),
               "drift": drift,
               "cache": None if cache_dir is None else str(Path(cache_dir) / f"{_sample_key(r, kind, teacher, teacher_mix, drift)}.npz")}
