@@ -1370,6 +1370,34 @@ def test_upper_selfplay_with_value_drift_targets_the_margins_change(monkeypatch)
                                    "selfplay.value_center=false"))
 
 
+def test_the_upper_value_target_is_the_same_in_selfplay_and_its_pretrain(tmp_path, monkeypatch):
+    """``TrainConfig.drift_target``: with ``selfplay.value_drift = K`` the upper net's value target is the
+    drift of ``selfplay.value_eval``'s margin over K plies, the result with ``value_drift = 0`` (the
+    default) and for the other nets; the pipeline's pretrain phase trains the same target as self-play."""
+    import train.supervised as supervised
+    from search.mcts import NET_VALUE_EVAL
+    from train.supervised import DriftTarget
+
+    cfg = micro_config("selfplay.value_drift=6")
+    assert cfg.drift_target("upper") == DriftTarget(6, NET_VALUE_EVAL)
+    assert cfg.drift_target("slm") is None and cfg.drift_target("lower") is None
+    assert micro_config().drift_target("upper") is None
+    with pytest.raises(ConfigError, match="value_drift = 6"):
+        micro_config("selfplay.value_drift=6", "selfplay.value_eval=none")
+    seen = []
+    real = supervised.samples_from_records
+
+    def spy(records, kind, *args, **kwargs):
+        seen.append((kind, kwargs.get("drift")))
+        return real(records, kind, *args, **kwargs)
+
+    monkeypatch.setattr(supervised, "samples_from_records", spy)
+    run_pipeline(micro_config("model=upper", "iterations=1", "gate.max_games=0",
+                              "gate.expert_games=0", "curve.every=0", "selfplay.value_drift=4"),
+                 tmp_path / "run", progress=False)
+    assert seen == [("upper", DriftTarget(4, NET_VALUE_EVAL))]
+
+
 def test_upper_selfplay_with_gumbel_targets_the_improved_policy():
     """``selfplay.root_selection=gumbel``: each searched battle sample's policy target is the Gumbel
     search's improved policy, positive on every root child (kept path) although two simulations visit

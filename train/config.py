@@ -305,7 +305,8 @@ class SelfPlayConfig(_Section):
             from train.supervised import DriftTarget
 
             if self.value_eval is None:
-                raise ValueError("value_drift measures the change of value_eval's margin: give selfplay.value_eval")
+                raise ValueError(f"value_drift = {self.value_drift} measures the change of value_eval's margin: "
+                                 "give selfplay.value_eval, or value_drift = 0 (the result)")
             try:
                 DriftTarget(self.value_drift, self.value_eval).check_plies()
             except ValueError as exc:
@@ -475,6 +476,16 @@ class TrainConfig(BaseModel):
             check_trainable(kind, self.learner.trainable)
         return self
 
+    def drift_target(self, kind: str):
+        """The value target of a ``kind`` net's samples, self-play's and the pretrain phase's: a
+        ``train.supervised.DriftTarget`` (``selfplay.value_drift`` plies of ``selfplay.value_eval``'s
+        margin) for ``upper`` when ``value_drift > 0``, else ``None`` (the result)."""
+        if kind != "upper" or not self.selfplay.value_drift:
+            return None
+        from train.supervised import DriftTarget
+
+        return DriftTarget(self.selfplay.value_drift, self.selfplay.value_eval)
+
     def kind_for(self, iteration: int) -> str:
         """The net trained in ``iteration`` (1-based)."""
         if self.model == "cycle":
@@ -636,9 +647,7 @@ def resolve_names(config: TrainConfig) -> None:
         except (ValueError, TypeError) as exc:
             raise ConfigError(f"config field {field!r}: {spec!r}: {exc}") from None
     if config.selfplay.value_drift:
-        from train.supervised import DriftTarget
-
         try:
-            DriftTarget(config.selfplay.value_drift, config.selfplay.value_eval).check("upper")
+            config.drift_target("upper").check()
         except ValueError as exc:
             raise ConfigError(f"config field 'selfplay.value_drift': {exc}") from None

@@ -225,7 +225,7 @@ class Pipeline:
                 records_dirs.append(self.paths.pretrain_records)
             records = read_records([*records_dirs, *cfg.pretrain.records], cfg.ruleset)
             self.show(phase=f"pretrain: {len(records)} records -> samples")
-            samples = samples_from_records(records, kind)
+            samples = samples_from_records(records, kind, drift=cfg.drift_target(kind))
             info.update(records=len(records), samples=len(samples))
             if len(samples) and cfg.pretrain.steps > 0:
                 self.show(phase=f"pretrain {kind}: {len(samples)} samples, {cfg.pretrain.steps} steps")

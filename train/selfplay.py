@@ -238,9 +238,9 @@ def _drift_z(cfg, game, plies: list[int]) -> list[float]:
     """The drift value targets (``selfplay.value_drift``, ``train.supervised.drift_values`` with
     ``selfplay.value_eval``'s margin) of the game's positions ``plies``; the game has ended, so each is
     defined."""
-    from train.supervised import DriftTarget, drift_values
+    from train.supervised import drift_values
 
-    drifts = drift_values(game.states, DriftTarget(cfg.selfplay.value_drift, cfg.selfplay.value_eval))
+    drifts = drift_values(game.states, cfg.drift_target("upper"))
     return [float(drifts[i]) for i in plies]
 
 
