@@ -36,9 +36,10 @@ evaluation agents are specs of these (``train.selfplay.net_agent_spec``): ``slm:
 The net agents' battle search uses the expert's knowledge by default (``search.mcts.NET_*``): the
 expansion pruner ``prune.expert:top=4`` (the 4 paths the expert's one-ply score with the reply check
 and its repetition check ranks best; the upper net's policy ranks them), the expert's two-ply search
-value ``eval.expert:plies=2`` as the value of every battle leaf (``value_mix=1``; ``value_mix=w``
-blends ``(1 - w)`` of the upper net's value in), taken relative to the root's (``value_center``), and
-``c_puct`` 0.5 in both phases. The paper's HBM search is
+value ``eval.expert:plies=2`` taken relative to the root's (``value_center``) and blended half and half
+with the upper net's value (``value_mix=0.5``: ``(1 - w)`` net + ``w`` plugin), a value trained to
+predict the drift of that two-ply value (``search.mcts.NET_VALUE_DRIFT``), and ``c_puct`` 0.25 in both
+phases. The paper's HBM search is
 ``c_puct=1.5,expansion_pruner=prune.expansion,value_eval=none`` (JFA Table 1 pruning, the net's
 value); the README's "The shipped model" has the matches that chose these defaults.
 

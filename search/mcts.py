@@ -66,13 +66,17 @@ _NO_HISTORY.setflags(write=False)
 # by the expert's own two-ply search from it, a lower exploration constant than ``SearchConfig``'s,
 # so that at 16 simulations those values, not the priors, decide the visits, and the Gumbel root search,
 # which visits every kept path at the root (README, "The shipped
-# model", for the matches that chose them). The paper's HBM search is ``prune.expansion`` with no value
-# plugin and ``c_puct`` 1.5, ``SearchConfig``'s own defaults.
+# model", for the matches that chose them). The leaf value is half the expert's two-ply value and half
+# the upper net's, a net whose value is trained to predict how that two-ply value changes over the next
+# NET_VALUE_DRIFT plies (``train.supervised.DriftTarget``; ``selfplay.value_drift``), so the sum is
+# the two-ply value plus where the game takes it, at the scale the lower c_puct keeps. The paper's HBM
+# search is ``prune.expansion`` with no value plugin and ``c_puct`` 1.5, ``SearchConfig``'s own defaults.
 NET_EXPANSION_PRUNER = "prune.expert:top=4"
 NET_VALUE_EVAL = "eval.expert:plies=2"
-NET_VALUE_MIX = 1.0
+NET_VALUE_MIX = 0.5
+NET_VALUE_DRIFT = 8  # plies: the value target of the net that NET_VALUE_MIX blends in
 NET_VALUE_CENTER = True
-NET_C_PUCT = 0.5
+NET_C_PUCT = 0.25
 NET_ROOT_SELECTION = "gumbel"  # Gumbel root search with sequential halving (SearchConfig.root_selection)
 # The net agents' square victims: the expert's one-ply value of the position after each of the capture
 # pruner's 8 best sets chooses (``knowledge.evaluation.EvaluatorVictimScorer``; README, "The shipped

@@ -365,7 +365,7 @@ def test_upper_evaluation_spec_searches_with_the_selfplay_knowledge(tmp_path):
     assert played.value_evaluator == "eval.expert" and played.value_mix == 0.75 and played.c_puct == 0.8
     name, raw = parse_spec(net_agent_spec("slm", tmp_path / "slm.safetensors", cfg))
     assert REGISTRY.entry(name, "agent").parse(raw).search_config().c_puct == 0.8
-    plain = TrainConfig.model_validate({"selfplay": {"value_eval": "none"}})
+    plain = TrainConfig.model_validate({"selfplay": {"value_eval": "none", "value_drift": 0}})
     assert plain.selfplay.value_eval is None and search_config(plain, seed=0).value_evaluator is None
     name, raw = parse_spec(net_agent_spec("upper", tmp_path / "upper.safetensors", plain))
     assert REGISTRY.entry(name, "agent").parse(raw).search_config().value_evaluator is None

@@ -1370,20 +1370,23 @@ def test_upper_selfplay_with_value_drift_targets_the_margins_change(monkeypatch)
                                    "selfplay.value_center=false"))
 
 
-def test_the_upper_value_target_is_the_same_in_selfplay_and_its_pretrain(tmp_path, monkeypatch):
-    """``TrainConfig.drift_target``: with ``selfplay.value_drift = K`` the upper net's value target is the
-    drift of ``selfplay.value_eval``'s margin over K plies, the result with ``value_drift = 0`` (the
-    default) and for the other nets; the pipeline's pretrain phase trains the same target as self-play."""
+def test_the_upper_value_target_is_the_drift_by_default_in_selfplay_and_its_pretrain(tmp_path, monkeypatch):
+    """``TrainConfig.drift_target``: the upper net's value target is the drift of the net search's leaf
+    value over ``search.mcts.NET_VALUE_DRIFT`` plies by default (the value the net agents blend in), the
+    result with ``value_drift = 0`` and for the other nets; the pipeline's pretrain phase trains the
+    same target as self-play."""
     import train.supervised as supervised
-    from search.mcts import NET_VALUE_EVAL
+    from search.mcts import NET_VALUE_DRIFT, NET_VALUE_EVAL, NET_VALUE_MIX
     from train.supervised import DriftTarget
 
-    cfg = micro_config("selfplay.value_drift=6")
-    assert cfg.drift_target("upper") == DriftTarget(6, NET_VALUE_EVAL)
+    assert NET_VALUE_MIX < 1  # else the net's value would not be in the leaf value, nor worth a drift target
+    cfg = micro_config()
+    assert cfg.drift_target("upper") == DriftTarget(NET_VALUE_DRIFT, NET_VALUE_EVAL)
+    assert micro_config("selfplay.value_drift=6").drift_target("upper") == DriftTarget(6, NET_VALUE_EVAL)
     assert cfg.drift_target("slm") is None and cfg.drift_target("lower") is None
-    assert micro_config().drift_target("upper") is None
-    with pytest.raises(ConfigError, match="value_drift = 6"):
-        micro_config("selfplay.value_drift=6", "selfplay.value_eval=none")
+    assert micro_config("selfplay.value_drift=0").drift_target("upper") is None
+    with pytest.raises(ConfigError, match="value_drift = 0"):
+        micro_config("selfplay.value_eval=none")
     seen = []
     real = supervised.samples_from_records
 

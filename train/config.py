@@ -47,7 +47,7 @@ field                           default                     meaning
                                                             gate/curve agents: ``float32``, ``bfloat16`` or
                                                             ``auto`` (bfloat16 on a CPU that has it natively;
                                                             ``nets.inference``)
-``selfplay.c_puct``             ``0.5``                     the net agents' (``search.mcts.NET_C_PUCT``; the
+``selfplay.c_puct``             ``0.25``                    the net agents' (``search.mcts.NET_C_PUCT``; the
                                                             gate and curve agents search with it too)
 ``selfplay.dirichlet_alpha``    ``0.3``                     root noise (AlphaZero style)
 ``selfplay.dirichlet_epsilon``  ``0.25``
@@ -90,15 +90,17 @@ field                           default                     meaning
                                                             leaf's value (``search.mcts.NET_VALUE_EVAL``: the
                                                             expert's two-ply search value; ``None``: the net's
                                                             value alone)
-``selfplay.value_mix``          ``1.0``                     its weight: ``(1 - w) v_net + w v_plugin``
-``selfplay.value_drift``        ``0``                       ``upper`` games: ``K > 0`` (even) makes a sample's
+``selfplay.value_mix``          ``0.5``                     its weight: ``(1 - w) v_net + w v_plugin``
+                                                            (``search.mcts.NET_VALUE_MIX``)
+``selfplay.value_drift``        ``8``                       ``upper`` games: ``K > 0`` (even) makes a sample's
                                                             value target the change of ``value_eval``'s
                                                             margin over the game's next ``K`` plies (the
                                                             result within ``K`` plies of the end;
                                                             ``train.supervised.drift_values``) instead of the
                                                             result: the net's value then adds what comes
                                                             after the leaf to the leaf value (``value_mix``
-                                                            below 1)
+                                                            below 1; ``search.mcts.NET_VALUE_DRIFT``); ``0``:
+                                                            the result
 ``selfplay.value_center``       ``true``                    the plugin's value relative to the root's
                                                             (``search.mcts.SearchConfig.value_center``)
 ``selfplay.root_selection``     ``"gumbel"``                the net agents' (``search.mcts.NET_ROOT_SELECTION``):
@@ -202,8 +204,8 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 from core.errors import JiuError
 from core.rules import Ruleset
 from nets.config import Precision
-from search.mcts import (NET_C_PUCT, NET_EXPANSION_PRUNER, NET_ROOT_SELECTION, NET_VALUE_CENTER, NET_VALUE_EVAL, NET_VALUE_MIX,
-                         NET_VICTIM_EVAL)
+from search.mcts import (NET_C_PUCT, NET_EXPANSION_PRUNER, NET_ROOT_SELECTION, NET_VALUE_CENTER, NET_VALUE_DRIFT, NET_VALUE_EVAL,
+                         NET_VALUE_MIX, NET_VICTIM_EVAL)
 
 KINDS: tuple[str, ...] = ("slm", "upper", "lower")
 MODELS: tuple[str, ...] = (*KINDS, "cycle")
@@ -277,7 +279,7 @@ class SelfPlayConfig(_Section):
     expansion_pruner: str | None = NET_EXPANSION_PRUNER
     value_eval: str | None = NET_VALUE_EVAL
     value_mix: float = Field(NET_VALUE_MIX, ge=0, le=1)
-    value_drift: int = Field(0, ge=0, le=1000)
+    value_drift: int = Field(NET_VALUE_DRIFT, ge=0, le=1000)
     value_center: bool = NET_VALUE_CENTER
     root_selection: Literal["puct", "gumbel"] = NET_ROOT_SELECTION
     gumbel_m: int = Field(16, ge=1, le=4096)
