@@ -523,6 +523,8 @@ SetOption = Annotated[
     Optional[list[str]],
     typer.Option("--set", help="Config override SECTION.KEY=VALUE (repeatable), e.g. --set selfplay.games=8."),
 ]
+DriftEndsOption = Annotated[str, typer.Option(help="The --value-drift target of a position whose game ends within K plies: "
+                                              "'result' (the game's result) or 'none' (no target).")]
 
 
 def _train_errors(fn):
@@ -541,18 +543,19 @@ def _train_errors(fn):
     return _agent_errors(wrapper)
 
 
-def _drift_target(value_drift: int, value_eval: str | None, model: str):
-    """``--value-drift K`` and ``--value-eval`` as a checked ``train.supervised.DriftTarget`` for a
-    ``model`` net, ``None`` for ``K = 0``; a one-line error naming both options otherwise."""
+def _drift_target(value_drift: int, value_eval: str | None, drift_ends: str, model: str):
+    """``--value-drift K``, ``--value-eval`` and ``--drift-ends`` as a checked
+    ``train.supervised.DriftTarget`` for a ``model`` net, ``None`` for ``K = 0``; a one-line error naming
+    the options otherwise."""
     if not value_drift:
         return None
     from train.supervised import DriftTarget
 
-    drift = DriftTarget(value_drift) if value_eval is None else DriftTarget(value_drift, value_eval)
+    drift = DriftTarget(value_drift, ends=drift_ends) if value_eval is None else DriftTarget(value_drift, value_eval, drift_ends)
     try:
         drift.check(model)
     except ValueError as exc:
-        fail(f"--value-drift/--value-eval: {exc}")
+        fail(f"--value-drift/--value-eval/--drift-ends: {exc}")
     return drift
 
 
@@ -689,6 +692,7 @@ def pretrain(
     value_drift: Annotated[int, typer.Option(min=0, max=1000, help="Upper net: value target = the drift of --value-eval's margin over this many plies of the record (even; 0: the result).")] = 0,
     value_eval: Annotated[Optional[str], typer.Option(help="Evaluator (with a margin) of the --value-drift target "
                                                       "(default: the search's battle leaf value).")] = None,
+    drift_ends: DriftEndsOption = "result",
     json_out: Annotated[bool, typer.Option("--json", help="Print the summary as one JSON object.")] = False,
     rule: RuleOption = None,
 ):
@@ -702,7 +706,7 @@ def pretrain(
     if model not in KINDS:
         fail(f"--model {model!r}: expected one of {', '.join(KINDS)}")
     check_teacher(model, teacher)
-    drift = _drift_target(value_drift, value_eval, model)
+    drift = _drift_target(value_drift, value_eval, drift_ends, model)
     if init is not None:  # a bad --init fails before the samples are built
         from nets.io import load
 
@@ -816,6 +820,7 @@ def diagnose(
                                              "--value-eval's margin over this many plies of the records (even; 0: off).")] = 0,
     value_eval: Annotated[Optional[str], typer.Option(help="Evaluator (with a margin) of the --value-drift target "
                                                       "(default: the search's battle leaf value).")] = None,
+    drift_ends: DriftEndsOption = "result",
     json_out: Annotated[bool, typer.Option("--json", help="Print the report as one JSON object.")] = False,
     rule: RuleOption = None,
 ):
@@ -828,7 +833,7 @@ def diagnose(
 
     from train.diagnose import HELDOUT_RECORDS, VICTIM_REFERENCE, diagnose as run_diagnose, format_report
 
-    drift = _drift_target(value_drift, value_eval, "upper")
+    drift = _drift_target(value_drift, value_eval, drift_ends, "upper")
     reference = VICTIM_REFERENCE if victim_reference is None else victim_reference
     if reference.strip().lower() == "none":
         reference = None

@@ -641,6 +641,7 @@ def test_gen_records_and_pretrain(tmp_path):
     for args, field in ((["--model", "slm", "--value-drift", "2"], "--value-drift"),
                         (["--model", "upper", "--value-drift", "3"], "--value-drift"),
                         (["--model", "upper", "--value-drift", "2", "--value-eval", "eval.nope"], "--value-eval"),
+                        (["--model", "upper", "--value-drift", "2", "--drift-ends", "end"], "--drift-ends"),
                         (["--model", "lower", "--set", "learner.trainable=value"], "trainable")):
         result = runner.invoke(app, ["pretrain", str(out), "--steps", "1", "--out", str(tmp_path / "x.safetensors"),
                                      *args, *common])
@@ -1188,9 +1189,9 @@ def test_a_teacher_prior_is_blended_into_the_upper_targets(tmp_path):
 def test_drift_value_target_is_the_change_of_the_margin_k_plies_on(tmp_path):
     """``--value-drift K``: each upper sample's z is tanh((m(t + K) - m(t)) / scale) of the evaluator's margin
     for the side to move, computed here position by position; within K plies of a game's end it is the
-    result (an infinite margin), and a record that stops without one gives no sample there; the policy
-    target is still the played move; the cache keeps the two value targets apart; bad targets are
-    refused naming the field."""
+    result (an infinite margin), or nothing with ``ends = "none"``, and a record that stops without one
+    gives no sample there; the policy target is still the played move; the cache keeps the value targets
+    apart; bad targets are refused naming the field."""
     import math
 
     from core.board import DRAW
@@ -1205,7 +1206,7 @@ def test_drift_value_target_is_the_change_of_the_margin_k_plies_on(tmp_path):
     drift = DriftTarget(k, "eval.expert")
     ev = ExpertEvaluator()
 
-    def reference(replay):
+    def reference(replay, ends="result"):
         last, final = len(replay) - 1, replay[-1]
         out = []
         for t, pos in enumerate(replay):
@@ -1214,7 +1215,7 @@ def test_drift_value_target_is_the_change_of_the_margin_k_plies_on(tmp_path):
             elif t + k < last or (t + k == last and not final.is_terminal()):
                 same = replay[t + k].side == pos.side
                 out.append(math.tanh((ev.margin(replay[t + k]) - ev.margin(pos)) / ev.scale) if same else None)
-            elif final.is_terminal():
+            elif final.is_terminal() and ends == "result":
                 w = final.winner()
                 out.append(math.tanh(-ev.margin(pos) / ev.scale) if w == DRAW else (1.0 if w == pos.side else -1.0))
             else:
@@ -1239,6 +1240,14 @@ def test_drift_value_target_is_the_change_of_the_margin_k_plies_on(tmp_path):
             assert all(w is not None for w in want[last - k:last])
             assert all(w in (-1.0, 1.0) for w in want[last - k:last]) or replay[-1].winner() == DRAW
         assert sum(w is not None for w in want) > 20 and any(w not in (None, 0.0, 1.0, -1.0) for w in want)
+        cut = DriftTarget(k, "eval.expert", "none")
+        cut_want = reference(replay, "none")
+        got = drift_values(replay, cut)
+        assert [None if np.isnan(g) else pytest.approx(g, abs=1e-6) for g in got] == cut_want
+        if record is open_ended:  # no end within K plies: the same target
+            assert cut_want == want
+        else:  # the same away from the end, nothing within K plies of it
+            assert cut_want[:last - k] == want[:last - k] and all(w is None for w in cut_want[last - k:])
         upper = samples_from_record(record, "upper", drift=drift)
         searched = [i for i in range(196, len(record.moves)) if replay[i].paths().m > 1]
         kept = [i for i in searched if want[i] is not None]
@@ -1251,14 +1260,18 @@ def test_drift_value_target_is_the_change_of_the_margin_k_plies_on(tmp_path):
     upper = samples_from_record(open_ended, "upper", drift=drift)
     again = samples_from_records([open_ended], "upper", drift=drift, cache_dir=cache)
     result = samples_from_records([open_ended], "upper", cache_dir=cache)
-    assert len(list(cache.glob("*.npz"))) == 2
+    cut = samples_from_records([ended], "upper", drift=DriftTarget(k, "eval.expert", "none"), cache_dir=cache)
+    assert len(list(cache.glob("*.npz"))) == 3
     assert np.array_equal(again.z, upper.z) and set(np.unique(result.z)) == {-1.0, 1.0}
+    assert 0 < len(cut) < len(samples_from_record(ended, "upper", drift=drift))
     with pytest.raises(SupervisedError, match="upper"):
         samples_from_records([open_ended], "slm", drift=drift)
     with pytest.raises(SupervisedError, match="even"):
         samples_from_records([open_ended], "upper", drift=DriftTarget(3))
     with pytest.raises(SupervisedError, match="evaluator"):
         samples_from_records([open_ended], "upper", drift=DriftTarget(2, "eval.nope"))
+    with pytest.raises(SupervisedError, match="ends"):
+        samples_from_records([open_ended], "upper", drift=DriftTarget(2, ends="end"))
 
 
 def test_a_value_only_learner_changes_the_value_head_alone(states):

@@ -18,7 +18,8 @@ the result by what the game did next: for a battle position ``t`` with side ``s`
 by default: the expert's two-ply value, the battle leaf value of ``jfa``'s search, in its units) for the
 side to move and ``scale`` that evaluator's. When the game ends within those ``K`` plies the margin at
 its end is infinite: ``z`` is the result for ``s`` (+1 or -1; a draw's margin is 0, so
-``z = tanh(-m(t) / scale)``). A record that stops before ``t + K`` without a result gives no sample for
+``z = tanh(-m(t) / scale)``), or with ``ends = "none"`` there is no target (the last ``K`` plies of a
+finished game give no sample: the value then learns only the drift of positions that go on). A record that stops before ``t + K`` without a result gives no sample for
 ``t``. A net whose value head learns it predicts how the leaf value of its search will move over the
 next ``K`` plies of play, beyond the evaluator's horizon; the search adds it to that leaf value with
 ``value_mix < 1``.
@@ -93,19 +94,28 @@ def _returns(result: str | None) -> tuple[float, float]:
     return {"w": (1.0, -1.0), "b": (-1.0, 1.0)}.get(result or "", (0.0, 0.0))
 
 
+DRIFT_ENDS = ("result", "none")  # DriftTarget.ends: the result, or no target, within K plies of the end
+
+
 @dataclass(frozen=True)
 class DriftTarget:
-    """The drift value target (module docstring): ``plies`` (``K``, even, 2..1,000) and ``evaluator``, a
+    """The drift value target (module docstring): ``plies`` (``K``, even, 2..1,000); ``evaluator``, a
     spec of an ``evaluator`` plugin with a ``margin`` and a ``scale``, by default the search's battle leaf
-    value (``search.mcts.NET_VALUE_EVAL``). :meth:`check` raises ``ValueError`` naming what is wrong."""
+    value (``search.mcts.NET_VALUE_EVAL``); ``ends``, the target of a position whose game ends within
+    ``K`` plies: ``"result"`` (the result) or ``"none"`` (no target). :meth:`check` raises ``ValueError``
+    naming what is wrong."""
 
     plies: int
     evaluator: str = NET_VALUE_EVAL
+    ends: str = "result"
 
     def check_plies(self) -> None:
-        """Raise ``ValueError`` unless ``plies`` is even and in 2..1,000 (no plugin is built)."""
+        """Raise ``ValueError`` unless ``plies`` is even and in 2..1,000 and ``ends`` is known (no plugin
+        is built)."""
         if not (2 <= self.plies <= 1000 and self.plies % 2 == 0):
             raise ValueError(f"plies must be even (the same side to move) and in 2..1000, got {self.plies}")
+        if self.ends not in DRIFT_ENDS:
+            raise ValueError(f"ends must be one of {', '.join(DRIFT_ENDS)}, got {self.ends!r}")
 
     def check(self, kind: str = "upper") -> None:
         """Raise ``ValueError`` unless the target is usable for a ``kind`` net: an ``upper`` net (the drift
@@ -118,8 +128,9 @@ class DriftTarget:
             raise ValueError(f"evaluator {self.evaluator!r} has no margin and scale")
 
     def spec(self) -> str:
-        """``drift:K:EVALUATOR``: a net's value-target metadata and part of a sample cache key."""
-        return f"drift:{self.plies}:{self.evaluator}"
+        """``drift:K:EVALUATOR`` (``ends = "result"``) or ``drift:K:EVALUATOR:ends=none``: a net's
+        value-target metadata and part of a sample cache key."""
+        return f"drift:{self.plies}:{self.evaluator}" + ("" if self.ends == "result" else f":ends={self.ends}")
 
 
 def _check_drift(drift: DriftTarget | None, kind: str) -> None:
@@ -148,8 +159,9 @@ def _drift_evaluator(spec: str):
 def drift_values(states: Sequence, target: DriftTarget) -> np.ndarray:
     """The drift value target of every position of one game, ``states`` from its start to its last
     position (module docstring): ``float32 (len(states),)``, NaN where it is not defined (the layout, the
-    final position, a later position of the other side to move, or ``t + K`` past the end of a game
-    without a result). Each needed margin is computed once."""
+    final position, a later position of the other side to move, ``t + K`` past the end of a game
+    without a result, or at or past the end of a finished game with ``ends = "none"``). Each needed
+    margin is computed once."""
     from core.board import DRAW, PHASE_BATTLE
 
     plugin = _drift_evaluator(target.evaluator)
@@ -172,7 +184,7 @@ def drift_values(states: Sequence, target: DriftTarget) -> np.ndarray:
         if j < last or (j == last and not ended):
             if states[j].side == s.side:
                 out[t] = math.tanh((margin(j) - margin(t)) / plugin.scale)
-        elif ended:  # the game ends within K plies: an infinite margin, or 0 for a draw
+        elif ended and target.ends == "result":  # the game ends within K plies: an infinite margin, or 0 for a draw
             w = final.winner()
             out[t] = math.tanh(-margin(t) / plugin.scale) if w == DRAW else (1.0 if w == s.side else -1.0)
     return out
