@@ -134,7 +134,6 @@ class _Game:
     """Moves, per-move search data and statistics of one game in progress."""
 
     def __init__(self, state: GameState):
-        self.state = state
         self.states = [state]  # every position, from the first (the drift value target replays none)
         self.moves: list[str] = []
         self.search: list[dict | None] = []
@@ -142,9 +141,13 @@ class _Game:
         self.simulations = 0
         self.search_seconds = 0.0
 
+    @property
+    def state(self) -> GameState:
+        """The position now (the last of ``states``)."""
+        return self.states[-1]
+
     def play(self, move: Move, info: dict | None = None) -> None:
-        self.state = self.state.apply(move)
-        self.states.append(self.state)
+        self.states.append(self.state.apply(move))
         self.moves.append(str(move))
         self.search.append(info)
 
