@@ -199,11 +199,16 @@ def samples_from_record(record, kind: str, teacher=None, teacher_mix: float = 0.
     distillation: ``target = (1 - teacher_mix) one_hot(played) + teacher_mix teacher.prior(state)``.
     ``drift`` (``upper`` only): the drift value target instead of the result; positions without one give
     no sample."""
+    _check_drift(drift, kind)
+    return _record_samples(record, kind, teacher, teacher_mix, drift)
+
+
+def _record_samples(record, kind: str, teacher, teacher_mix: float, drift: DriftTarget | None) -> Samples:
+    """:func:`samples_from_record` after its checks (the caller has made them)."""
     from nets.encoding import encode_paths, encode_upper
     from nets.features import state_planes
     from core.notation import parse_move
 
-    _check_drift(drift, kind)
     states = record.replay()
     ret = _returns(record.result)
     drifts = drift_values(states, drift) if drift is not None else None
@@ -319,7 +324,7 @@ def _samples_task(task: dict[str, Any]) -> tuple[int, Samples]:
 
             _TEACHERS[task["teacher"]] = REGISTRY.create(task["teacher"], "battle_prior")
         teacher = _TEACHERS[task["teacher"]]
-    samples = samples_from_record(task["record"], task["kind"], teacher, task["teacher_mix"], task.get("drift"))
+    samples = _record_samples(task["record"], task["kind"], teacher, task["teacher_mix"], task["drift"])
     if cache is not None:
         write_shard(cache, samples)
     return task["index"], samples
