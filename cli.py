@@ -523,8 +523,9 @@ SetOption = Annotated[
     Optional[list[str]],
     typer.Option("--set", help="Config override SECTION.KEY=VALUE (repeatable), e.g. --set selfplay.games=8."),
 ]
-DriftEndsOption = Annotated[str, typer.Option(help="The --value-drift target of a position whose game ends within K plies: "
-                                              "'result' (the game's result) or 'none' (no target).")]
+DriftEndsOption = Annotated[Optional[str], typer.Option(help="The --value-drift target of a position whose game ends "
+                                                        "within K plies: 'result' (the game's result) or 'drop' "
+                                                        "(no target); default: the search net's (NET_DRIFT_ENDS).")]
 
 
 def _train_errors(fn):
@@ -543,7 +544,7 @@ def _train_errors(fn):
     return _agent_errors(wrapper)
 
 
-def _drift_target(value_drift: int, value_eval: str | None, drift_ends: str, model: str):
+def _drift_target(value_drift: int, value_eval: str | None, drift_ends: str | None, model: str):
     """``--value-drift K``, ``--value-eval`` and ``--drift-ends`` as a checked
     ``train.supervised.DriftTarget`` for a ``model`` net, ``None`` for ``K = 0``; a one-line error naming
     the options otherwise."""
@@ -551,7 +552,8 @@ def _drift_target(value_drift: int, value_eval: str | None, drift_ends: str, mod
         return None
     from train.supervised import DriftTarget
 
-    drift = DriftTarget(value_drift, ends=drift_ends) if value_eval is None else DriftTarget(value_drift, value_eval, drift_ends)
+    options = {k: v for k, v in (("evaluator", value_eval), ("ends", drift_ends)) if v is not None}
+    drift = DriftTarget(value_drift, **options)  # DriftTarget's defaults for what is not given
     try:
         drift.check(model)
     except ValueError as exc:
@@ -692,7 +694,7 @@ def pretrain(
     value_drift: Annotated[int, typer.Option(min=0, max=1000, help="Upper net: value target = the drift of --value-eval's margin over this many plies of the record (even; 0: the result).")] = 0,
     value_eval: Annotated[Optional[str], typer.Option(help="Evaluator (with a margin) of the --value-drift target "
                                                       "(default: the search's battle leaf value).")] = None,
-    drift_ends: DriftEndsOption = "result",
+    drift_ends: DriftEndsOption = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the summary as one JSON object.")] = False,
     rule: RuleOption = None,
 ):
@@ -820,7 +822,7 @@ def diagnose(
                                              "--value-eval's margin over this many plies of the records (even; 0: off).")] = 0,
     value_eval: Annotated[Optional[str], typer.Option(help="Evaluator (with a margin) of the --value-drift target "
                                                       "(default: the search's battle leaf value).")] = None,
-    drift_ends: DriftEndsOption = "result",
+    drift_ends: DriftEndsOption = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the report as one JSON object.")] = False,
     rule: RuleOption = None,
 ):

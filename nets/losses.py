@@ -2,6 +2,8 @@
 
 - :func:`policy_value_loss`: the AlphaZero / JFA loss ``(z - v)^2 - pi^T log p`` (batch mean) for the SLM
   and the upper net, with ``p = softmax(logits)`` restricted to the legal actions when a mask is given.
+  A NaN ``z`` is a sample without a value target (:func:`value_mse`: the value term is the mean over the
+  samples that have one; such a sample trains the policy only).
 - :func:`l2_penalty`: **the one L2 regularisation of the project**, an explicit loss term
   ``c * ||theta||^2`` (the JFA/AlphaZero loss's ``c``; config field ``learner.l2_penalty``), added to the
   loss so that it is logged and means the same with Adam and SGD; no optimiser ``weight_decay`` is used.
@@ -36,13 +38,12 @@ def policy_value_terms(
     legal_mask: torch.Tensor | None = None,
 ) -> PolicyValueTerms:
     """Value, policy and total loss. ``logits`` ``(B, A)``, ``value`` ``(B,)``, ``target_pi`` ``(B, A)``
-    (rows sum to 1; visit distributions), ``target_z`` ``(B,)`` in [-1, 1], ``legal_mask`` optional
+    (rows sum to 1; visit distributions), ``target_z`` ``(B,)`` in [-1, 1] or NaN (no value target,
+    :func:`value_mse`), ``legal_mask`` optional
     ``bool (B, A)`` (True = legal; every row needs one legal action). Masked actions get no probability
     and contribute nothing to the cross-entropy, whatever ``target_pi`` says there."""
     if logits.shape != target_pi.shape:
         raise ValueError(f"logits {tuple(logits.shape)} and target_pi {tuple(target_pi.shape)} differ in shape")
-    value = value.reshape(-1)
-    target_z = target_z.reshape(-1).to(value.dtype)
     if legal_mask is not None:
         if legal_mask.shape != logits.shape:
             raise ValueError(f"legal_mask {tuple(legal_mask.shape)} does not match logits {tuple(logits.shape)}")
@@ -53,8 +54,20 @@ def policy_value_terms(
     if legal_mask is not None:
         cross = torch.where(legal_mask, cross, torch.zeros_like(cross))
     policy = -cross.sum(dim=1).mean()
-    value_loss = (target_z - value).pow(2).mean()
+    value_loss = value_mse(value, target_z)
     return PolicyValueTerms(value_loss + policy, value_loss, policy)
+
+
+def value_mse(value: torch.Tensor, target_z: torch.Tensor) -> torch.Tensor:
+    """Mean ``(z - v)^2`` over the samples with a value target: ``value`` and ``target_z`` ``(B,)`` (any
+    shape with ``B`` elements), a NaN ``target_z`` meaning none (0 when no sample has one)."""
+    value = value.reshape(-1)
+    target_z = target_z.reshape(-1).to(value.dtype)
+    known = ~torch.isnan(target_z)
+    if bool(known.all()):
+        return (target_z - value).pow(2).mean()
+    err = torch.where(known, target_z - value, torch.zeros_like(value))
+    return err.pow(2).sum() / known.sum().clamp(min=1)
 
 
 def policy_value_loss(

@@ -75,6 +75,7 @@ NET_EXPANSION_PRUNER = "prune.expert:top=4"
 NET_VALUE_EVAL = "eval.expert:plies=2"
 NET_VALUE_MIX = 0.5
 NET_VALUE_DRIFT = 8  # plies: the value target of the net that NET_VALUE_MIX blends in
+NET_DRIFT_ENDS = "result"  # that target within NET_VALUE_DRIFT plies of a game's end (DriftTarget.ends)
 NET_VALUE_CENTER = True
 NET_C_PUCT = 0.25
 NET_ROOT_SELECTION = "gumbel"  # Gumbel root search with sequential halving (SearchConfig.root_selection)

@@ -42,7 +42,7 @@ from nets.evaluator import (
     net_throughput,
 )
 from nets.inference import compile_for_inference, eager_in_precision, resolve_precision
-from nets.losses import dqn_loss, l2_penalty, policy_value_loss, policy_value_terms
+from nets.losses import dqn_loss, l2_penalty, policy_value_loss, policy_value_terms, value_mse
 from nets.model import UPPER_CHANNELS, LowerNet, SLMNet, UpperNet, build, count_parameters, flatten_upper
 
 KINDS = ("slm", "upper", "lower")
@@ -403,6 +403,17 @@ def test_policy_value_loss_matches_formula_and_mask():
     logits2 = logits.clone()
     logits2[~mask] = 50.0
     assert policy_value_loss(logits2, v, pi, z, mask).item() == pytest.approx(terms.total.item(), rel=1e-6)
+    # a NaN z is a sample without a value target: the value term is the mean over the others
+    zn = torch.tensor([1.0, float("nan"), 0.0])
+    vg = v.clone().requires_grad_(True)
+    part = policy_value_terms(logits, vg, pi, zn, mask)
+    want = ((zn[[0, 2]] - v[[0, 2]]) ** 2).mean()
+    assert part.value.item() == pytest.approx(want.item(), rel=1e-6)
+    assert part.policy.item() == pytest.approx(terms.policy.item(), rel=1e-6)
+    part.total.backward()
+    assert torch.isfinite(vg.grad).all() and vg.grad[1].item() == 0.0 and vg.grad[0].item() != 0.0
+    assert value_mse(v, torch.full((3,), float("nan"))).item() == 0.0
+    assert value_mse(v, z).item() == pytest.approx(((z - v) ** 2).mean().item(), rel=1e-6)
     m = nn.Linear(2, 1)
     assert l2_penalty(m, 0.5).item() == pytest.approx(0.5 * sum((p ** 2).sum().item() for p in m.parameters()))
     q, t = torch.tensor([0.0, 0.5]), torch.tensor([2.0, 0.0])

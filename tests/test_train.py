@@ -1189,7 +1189,7 @@ def test_a_teacher_prior_is_blended_into_the_upper_targets(tmp_path):
 def test_drift_value_target_is_the_change_of_the_margin_k_plies_on(tmp_path):
     """``--value-drift K``: each upper sample's z is tanh((m(t + K) - m(t)) / scale) of the evaluator's margin
     for the side to move, computed here position by position; within K plies of a game's end it is the
-    result (an infinite margin), or nothing with ``ends = "none"``, and a record that stops without one
+    result (an infinite margin), or nothing with ``ends = "drop"``, and a record that stops without one
     gives no sample there; the policy target is still the played move; the cache keeps the value targets
     apart; bad targets are refused naming the field."""
     import math
@@ -1240,8 +1240,8 @@ def test_drift_value_target_is_the_change_of_the_margin_k_plies_on(tmp_path):
             assert all(w is not None for w in want[last - k:last])
             assert all(w in (-1.0, 1.0) for w in want[last - k:last]) or replay[-1].winner() == DRAW
         assert sum(w is not None for w in want) > 20 and any(w not in (None, 0.0, 1.0, -1.0) for w in want)
-        cut = DriftTarget(k, "eval.expert", "none")
-        cut_want = reference(replay, "none")
+        cut = DriftTarget(k, "eval.expert", "drop")
+        cut_want = reference(replay, "drop")
         got = drift_values(replay, cut)
         assert [None if np.isnan(g) else pytest.approx(g, abs=1e-6) for g in got] == cut_want
         if record is open_ended:  # no end within K plies: the same target
@@ -1260,7 +1260,7 @@ def test_drift_value_target_is_the_change_of_the_margin_k_plies_on(tmp_path):
     upper = samples_from_record(open_ended, "upper", drift=drift)
     again = samples_from_records([open_ended], "upper", drift=drift, cache_dir=cache)
     result = samples_from_records([open_ended], "upper", cache_dir=cache)
-    cut = samples_from_records([ended], "upper", drift=DriftTarget(k, "eval.expert", "none"), cache_dir=cache)
+    cut = samples_from_records([ended], "upper", drift=DriftTarget(k, "eval.expert", "drop"), cache_dir=cache)
     assert len(list(cache.glob("*.npz"))) == 3
     assert np.array_equal(again.z, upper.z) and set(np.unique(result.z)) == {-1.0, 1.0}
     assert 0 < len(cut) < len(samples_from_record(ended, "upper", drift=drift))
@@ -1364,6 +1364,24 @@ def test_upper_selfplay_with_value_drift_targets_the_margins_change(monkeypatch)
     assert len(rows) == len(samples) > 4
     np.testing.assert_allclose(samples.z, want[rows], atol=1e-6)
     assert len(set(np.round(samples.z, 4))) > 2  # not the result
+    # value_drift_ends = "drop": the same game, no value target (NaN) within K plies of its end
+    cut_cfg = micro_config("selfplay.value_drift=2", "selfplay.value_eval=eval.expert", "selfplay.value_drift_ends=drop")
+    assert cut_cfg.drift_target("upper") == DriftTarget(2, "eval.expert", "drop")
+    cut_game, cut_builder, _ = play_upper_game(cut_cfg, net, seed=4)
+    cut = cut_builder.build()
+    assert cut_game.moves == game.moves and len(cut) == len(samples)
+    cut_want = drift_values(replay, DriftTarget(2, "eval.expert", "drop"))
+    np.testing.assert_allclose(cut.z, cut_want[rows], atol=1e-6)  # NaN where NaN
+    near_end = np.array(rows) >= len(replay) - 1 - 2
+    assert np.isnan(cut.z).tolist() == near_end.tolist() and near_end.any()
+    from train.learner import Learner
+
+    learner = Learner(cut_cfg.nets.net_config("upper"), cut_cfg.learner, model=net)
+    step = learner.train_step(make_batch(cut, np.arange(len(cut))))  # the NaN rows train the policy only
+    assert np.isfinite(step["value"]) and np.isfinite(step["total"])
+    assert all(torch.isfinite(p).all() for p in net.parameters())
+    with pytest.raises(ConfigError, match="value_drift_ends"):
+        micro_config("selfplay.value_drift_ends=end")
     with pytest.raises(ConfigError, match="value_drift"):
         micro_config("selfplay.value_drift=3")
     with pytest.raises(ConfigError, match="value_eval"):

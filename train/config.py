@@ -94,13 +94,18 @@ field                           default                     meaning
                                                             (``search.mcts.NET_VALUE_MIX``)
 ``selfplay.value_drift``        ``8``                       ``upper`` games: ``K > 0`` (even) makes a sample's
                                                             value target the change of ``value_eval``'s
-                                                            margin over the game's next ``K`` plies (the
-                                                            result within ``K`` plies of the end;
+                                                            margin over the game's next ``K`` plies (near
+                                                            the end: ``value_drift_ends``;
                                                             ``train.supervised.drift_values``) instead of the
                                                             result: the net's value then adds what comes
                                                             after the leaf to the leaf value (``value_mix``
                                                             below 1; ``search.mcts.NET_VALUE_DRIFT``); ``0``:
                                                             the result
+``selfplay.value_drift_ends``   ``"result"``                that target within ``K`` plies of a finished
+                                                            game's end: ``"result"`` (the result) or
+                                                            ``"drop"`` (no value target: the sample trains
+                                                            the policy only; ``nets.losses.value_mse``;
+                                                            ``search.mcts.NET_DRIFT_ENDS``)
 ``selfplay.value_center``       ``true``                    the plugin's value relative to the root's
                                                             (``search.mcts.SearchConfig.value_center``)
 ``selfplay.root_selection``     ``"gumbel"``                the net agents' (``search.mcts.NET_ROOT_SELECTION``):
@@ -204,7 +209,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 from core.errors import JiuError
 from core.rules import Ruleset
 from nets.config import Precision
-from search.mcts import (NET_C_PUCT, NET_EXPANSION_PRUNER, NET_ROOT_SELECTION, NET_VALUE_CENTER, NET_VALUE_DRIFT, NET_VALUE_EVAL,
+from search.mcts import (NET_C_PUCT, NET_DRIFT_ENDS, NET_EXPANSION_PRUNER, NET_ROOT_SELECTION, NET_VALUE_CENTER, NET_VALUE_DRIFT, NET_VALUE_EVAL,
                          NET_VALUE_MIX, NET_VICTIM_EVAL)
 
 KINDS: tuple[str, ...] = ("slm", "upper", "lower")
@@ -280,6 +285,7 @@ class SelfPlayConfig(_Section):
     value_eval: str | None = NET_VALUE_EVAL
     value_mix: float = Field(NET_VALUE_MIX, ge=0, le=1)
     value_drift: int = Field(NET_VALUE_DRIFT, ge=0, le=1000)
+    value_drift_ends: Literal["result", "drop"] = NET_DRIFT_ENDS
     value_center: bool = NET_VALUE_CENTER
     root_selection: Literal["puct", "gumbel"] = NET_ROOT_SELECTION
     gumbel_m: int = Field(16, ge=1, le=4096)
@@ -481,12 +487,13 @@ class TrainConfig(BaseModel):
     def drift_target(self, kind: str):
         """The value target of a ``kind`` net's samples, self-play's and the pretrain phase's: a
         ``train.supervised.DriftTarget`` (``selfplay.value_drift`` plies of ``selfplay.value_eval``'s
-        margin) for ``upper`` when ``value_drift > 0``, else ``None`` (the result)."""
+        margin, ``selfplay.value_drift_ends`` near a game's end) for ``upper`` when ``value_drift > 0``, else
+        ``None`` (the result)."""
         if kind != "upper" or not self.selfplay.value_drift:
             return None
         from train.supervised import DriftTarget
 
-        return DriftTarget(self.selfplay.value_drift, self.selfplay.value_eval)
+        return DriftTarget(self.selfplay.value_drift, self.selfplay.value_eval, self.selfplay.value_drift_ends)
 
     def kind_for(self, iteration: int) -> str:
         """The net trained in ``iteration`` (1-based)."""

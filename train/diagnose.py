@@ -99,11 +99,11 @@ def _masked_stats(logits: np.ndarray, legal: Sequence[np.ndarray], target: np.nd
 
 def value_calibration(v: np.ndarray, z: np.ndarray, bins: int = 5) -> dict[str, Any]:
     """Sign accuracy, Brier score and a reliability table of values ``v`` (float, [-1, 1]) against
-    results ``z`` (+1/-1; zeros are dropped). Returns ``{"n", "sign_accuracy", "brier", "bins": [...]}``
+    results ``z`` (+1/-1; zeros and NaN, no value target, are dropped). Returns ``{"n", "sign_accuracy", "brier", "bins": [...]}``
     with each bin ``{"p_mean", "win_rate", "n"}`` over ``p = (1 + v) / 2``."""
     v = np.asarray(v, np.float64)
     z = np.asarray(z, np.float64)
-    keep = z != 0
+    keep = np.isfinite(z) & (z != 0)
     v, z = v[keep], z[keep]
     if len(v) == 0:
         return {"n": 0, "sign_accuracy": None, "brier": None, "bins": []}

@@ -42,7 +42,7 @@ import torch
 
 from nets.config import NetConfig
 from nets.inference import resolve_precision
-from nets.losses import dqn_loss, group_ranking_loss, l2_penalty, policy_value_terms
+from nets.losses import dqn_loss, group_ranking_loss, l2_penalty, policy_value_terms, value_mse
 from train.config import LearnerConfig, check_trainable
 from train.samples import Batch, Samples, make_batch
 
@@ -153,7 +153,7 @@ class Learner:
         if self.kind != "lower" and not policy:
             v = self.model.value(self.model.trunk(x)).reshape(-1)
             zero = torch.zeros(())
-            terms = {"value": (z.to(v.dtype) - v).pow(2).mean(), "policy": zero, "target_entropy": zero}
+            terms = {"value": value_mse(v, z), "policy": zero, "target_entropy": zero}
         elif self.kind == "lower":
             q = self.model(x, torch.from_numpy(batch.action))
             if self.cfg.dqn_loss == "group":

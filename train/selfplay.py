@@ -240,7 +240,8 @@ def _searched_moves(cfg, game, rng, builder, seed: int, slm_net, upper_net, unti
 def _drift_z(cfg, game, plies: list[int]) -> list[float]:
     """The drift value targets (``selfplay.value_drift``, ``train.supervised.drift_values`` with
     ``selfplay.value_eval``'s margin) of the game's positions ``plies``; the game has ended, so each is
-    defined."""
+    defined, except within ``K`` plies of its end with ``selfplay.value_drift_ends = "drop"`` (NaN: no
+    value target, ``nets.losses.value_mse``)."""
     from train.supervised import drift_values
 
     drifts = drift_values(game.states, cfg.drift_target("upper"))
@@ -397,7 +398,7 @@ def selfplay_task(task: dict[str, Any]) -> dict[str, Any]:
     return {"index": index, "seed": seed, "kind": kind, "iteration": iteration, "plies": len(game.moves),
             "searched": game.searched, "simulations": game.simulations, "samples": len(samples),
             "seconds": seconds, "search_seconds": game.search_seconds, "result": outcome.winner_code,
-            "reason": outcome.reason, "z_mean": float(np.mean(samples.z)) if len(samples) else 0.0,
+            "reason": outcome.reason, "z_mean": float(np.nanmean(samples.z)) if np.isfinite(samples.z).any() else 0.0,
             "pid": os.getpid()}
 
 

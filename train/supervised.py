@@ -18,7 +18,7 @@ the result by what the game did next: for a battle position ``t`` with side ``s`
 by default: the expert's two-ply value, the battle leaf value of ``jfa``'s search, in its units) for the
 side to move and ``scale`` that evaluator's. When the game ends within those ``K`` plies the margin at
 its end is infinite: ``z`` is the result for ``s`` (+1 or -1; a draw's margin is 0, so
-``z = tanh(-m(t) / scale)``), or with ``ends = "none"`` there is no target (the last ``K`` plies of a
+``z = tanh(-m(t) / scale)``), or with ``ends = "drop"`` there is no target (the last ``K`` plies of a
 finished game give no sample: the value then learns only the drift of positions that go on). A record that stops before ``t + K`` without a result gives no sample for
 ``t``. A net whose value head learns it predicts how the leaf value of its search will move over the
 next ``K`` plies of play, beyond the evaluator's horizon; the search adds it to that leaf value with
@@ -49,7 +49,7 @@ import numpy as np
 
 from core.errors import JiuError
 from core.rules import DEFAULT_RULESET, Ruleset
-from search.mcts import NET_VALUE_EVAL
+from search.mcts import NET_DRIFT_ENDS, NET_VALUE_EVAL
 from train.samples import SampleBuilder, Samples, blend_teacher, concat
 
 RECORD_SUFFIXES = (".json", ".jiu", ".txt", ".csv")
@@ -94,7 +94,7 @@ def _returns(result: str | None) -> tuple[float, float]:
     return {"w": (1.0, -1.0), "b": (-1.0, 1.0)}.get(result or "", (0.0, 0.0))
 
 
-DRIFT_ENDS = ("result", "none")  # DriftTarget.ends: the result, or no target, within K plies of the end
+DRIFT_ENDS = ("result", "drop")  # DriftTarget.ends: the result, or no target, within K plies of the end
 
 
 @dataclass(frozen=True)
@@ -102,12 +102,12 @@ class DriftTarget:
     """The drift value target (module docstring): ``plies`` (``K``, even, 2..1,000); ``evaluator``, a
     spec of an ``evaluator`` plugin with a ``margin`` and a ``scale``, by default the search's battle leaf
     value (``search.mcts.NET_VALUE_EVAL``); ``ends``, the target of a position whose game ends within
-    ``K`` plies: ``"result"`` (the result) or ``"none"`` (no target). :meth:`check` raises ``ValueError``
-    naming what is wrong."""
+    ``K`` plies: ``"result"`` (the result) or ``"drop"`` (no target), by default
+    ``search.mcts.NET_DRIFT_ENDS``. :meth:`check` raises ``ValueError`` naming what is wrong."""
 
     plies: int
     evaluator: str = NET_VALUE_EVAL
-    ends: str = "result"
+    ends: str = NET_DRIFT_ENDS
 
     def check_plies(self) -> None:
         """Raise ``ValueError`` unless ``plies`` is even and in 2..1,000 and ``ends`` is known (no plugin
@@ -128,7 +128,7 @@ class DriftTarget:
             raise ValueError(f"evaluator {self.evaluator!r} has no margin and scale")
 
     def spec(self) -> str:
-        """``drift:K:EVALUATOR`` (``ends = "result"``) or ``drift:K:EVALUATOR:ends=none``: a net's
+        """``drift:K:EVALUATOR`` (``ends = "result"``) or ``drift:K:EVALUATOR:ends=drop``: a net's
         value-target metadata and part of a sample cache key."""
         return f"drift:{self.plies}:{self.evaluator}" + ("" if self.ends == "result" else f":ends={self.ends}")
 
@@ -160,7 +160,7 @@ def drift_values(states: Sequence, target: DriftTarget) -> np.ndarray:
     """The drift value target of every position of one game, ``states`` from its start to its last
     position (module docstring): ``float32 (len(states),)``, NaN where it is not defined (the layout, the
     final position, a later position of the other side to move, ``t + K`` past the end of a game
-    without a result, or at or past the end of a finished game with ``ends = "none"``). Each needed
+    without a result, or at or past the end of a finished game with ``ends = "drop"``). Each needed
     margin is computed once."""
     from core.board import DRAW, PHASE_BATTLE
 
