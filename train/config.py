@@ -211,6 +211,7 @@ from core.rules import Ruleset
 from nets.config import Precision
 from search.mcts import (NET_C_PUCT, NET_DRIFT_ENDS, NET_EXPANSION_PRUNER, NET_ROOT_SELECTION, NET_VALUE_CENTER, NET_VALUE_DRIFT, NET_VALUE_EVAL,
                          NET_VALUE_MIX, NET_VICTIM_EVAL)
+from train.supervised import DriftEnds, DriftTarget
 
 KINDS: tuple[str, ...] = ("slm", "upper", "lower")
 MODELS: tuple[str, ...] = (*KINDS, "cycle")
@@ -285,7 +286,7 @@ class SelfPlayConfig(_Section):
     value_eval: str | None = NET_VALUE_EVAL
     value_mix: float = Field(NET_VALUE_MIX, ge=0, le=1)
     value_drift: int = Field(NET_VALUE_DRIFT, ge=0, le=1000)
-    value_drift_ends: Literal["result", "drop"] = NET_DRIFT_ENDS
+    value_drift_ends: DriftEnds = NET_DRIFT_ENDS
     value_center: bool = NET_VALUE_CENTER
     root_selection: Literal["puct", "gumbel"] = NET_ROOT_SELECTION
     gumbel_m: int = Field(16, ge=1, le=4096)
@@ -310,8 +311,6 @@ class SelfPlayConfig(_Section):
     def _drift(self) -> "SelfPlayConfig":
         """``value_drift``: even and with a ``value_eval`` (its margin is checked by :func:`resolve_names`)."""
         if self.value_drift:
-            from train.supervised import DriftTarget
-
             if self.value_eval is None:
                 raise ValueError(f"value_drift = {self.value_drift} measures the change of value_eval's margin: "
                                  "give selfplay.value_eval, or value_drift = 0 (the result)")
@@ -491,8 +490,6 @@ class TrainConfig(BaseModel):
         ``None`` (the result)."""
         if kind != "upper" or not self.selfplay.value_drift:
             return None
-        from train.supervised import DriftTarget
-
         return DriftTarget(self.selfplay.value_drift, self.selfplay.value_eval, self.selfplay.value_drift_ends)
 
     def kind_for(self, iteration: int) -> str:

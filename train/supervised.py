@@ -43,7 +43,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Literal, Sequence, get_args
 
 import numpy as np
 
@@ -94,7 +94,8 @@ def _returns(result: str | None) -> tuple[float, float]:
     return {"w": (1.0, -1.0), "b": (-1.0, 1.0)}.get(result or "", (0.0, 0.0))
 
 
-DRIFT_ENDS = ("result", "drop")  # DriftTarget.ends: the result, or no target, within K plies of the end
+DriftEnds = Literal["result", "drop"]  # DriftTarget.ends: the result, or no target, within K plies of the end
+DRIFT_ENDS: tuple[str, ...] = get_args(DriftEnds)
 
 
 @dataclass(frozen=True)
@@ -107,7 +108,7 @@ class DriftTarget:
 
     plies: int
     evaluator: str = NET_VALUE_EVAL
-    ends: str = NET_DRIFT_ENDS
+    ends: DriftEnds = NET_DRIFT_ENDS
 
     def check_plies(self) -> None:
         """Raise ``ValueError`` unless ``plies`` is even and in 2..1,000 and ``ends`` is known (no plugin
