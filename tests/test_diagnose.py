@@ -23,6 +23,9 @@ def test_value_calibration_by_hand():
     assert r["brier"] == pytest.approx(np.mean((p - win) ** 2))
     assert sum(b["n"] for b in r["bins"]) == 4
     assert value_calibration(np.zeros(2), np.zeros(2))["n"] == 0
+    # a NaN target (no value target, nets.losses.value_mse) is dropped like a draw
+    with_nan = value_calibration(np.append(v, -0.9), np.append(z, np.nan), bins=2)
+    assert with_nan == r
 
 
 def test_colour_baseline_by_hand():
