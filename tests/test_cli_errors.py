@@ -113,7 +113,8 @@ CASES = [
     ("J", ["diagnose", "models/default", "--victim-reference", "eval.expert:plies=9"], "--victim-reference: eval.expert: plies"),
     ("J", ["diagnose", "models/default", "--shards", "{d}/config.json"], "shards: {d}/config.json is neither a shard"),
     ("J", ["diagnose", "{d}/config.json", "--shards", "{d}"], "config.json: not a readable safetensors file"),
-    ("J", ["diagnose", "models/default", "--value-drift", "5"], "--value-drift/--value-eval: plies must be even"),
+    ("J", ["diagnose", "models/default", "--value-drift", "5"], "--value-drift/--value-eval/--drift-ends: plies must be even"),
+    ("J", ["diagnose", "models/default", "--value-drift", "4", "--drift-ends", "end"], "--drift-ends: ends must be one of result, drop"),
     ("J", ["diagnose", "models/default", "--value-drift", "4", "--value-eval", "eval.nope"], "evaluator: unknown evaluator"),
     ("J", ["diagnose", "models/default", "--value-drift", "4", "--shards", "{d}"], "the drift value is scored on records"),
 ]
