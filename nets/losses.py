@@ -11,6 +11,9 @@
   by default, as in the DQN paper (robust to the occasional large TD error); ``kind="mse"`` for squared
   error. Targets are in [-1, 1] (the lower net's Q is a ``tanh``), so the two only differ for errors
   above ``delta``.
+- :func:`group_ranking_loss` and :func:`group_choice_loss`: the lower net's losses over whole captures
+  (every candidate victim set of a capture a sample, ``selfplay.lower_eval``): the ranking of the sets
+  (``learner.dqn_loss = "group"``), or the choice among them (``"choice"``: a softmax over the sets).
 """
 
 from __future__ import annotations
@@ -109,6 +112,17 @@ GROUP_Z_CLIP = 3.0    # standardised targets beyond 3 standard deviations are cl
 GROUP_MIN_SD = 1e-4   # a capture whose targets differ by less carries no ranking and is left out
 
 
+def _group_index(q: torch.Tensor, target: torch.Tensor, group: torch.Tensor):
+    """``(q, z, g, G, count)``: flat float ``q``, detached ``z`` of ``q``'s dtype, int64 ``g``, the number
+    of groups ``G`` and the ``(G,)`` sample count of each (the captures of a grouped DQN loss)."""
+    q = q.reshape(-1).float()
+    z = target.reshape(-1).to(q.dtype).detach()
+    g = group.reshape(-1).long()
+    n_groups = int(g.max()) + 1 if g.numel() else 0
+    count = torch.zeros(n_groups, dtype=q.dtype).index_add_(0, g, torch.ones_like(q))
+    return q, z, g, n_groups, count
+
+
 def group_ranking_loss(q: torch.Tensor, target: torch.Tensor, group: torch.Tensor, unit: float = 0.0) -> torch.Tensor:
     """The lower net's within-capture loss (``learner.dqn_loss = "group"``): scalar tensor.
 
@@ -128,11 +142,7 @@ def group_ranking_loss(q: torch.Tensor, target: torch.Tensor, group: torch.Tenso
     ranking (README, "The square victims")."""
     if not unit >= 0.0:
         raise ValueError(f"group_ranking_loss: unit must be >= 0, got {unit!r}")
-    q = q.reshape(-1).float()
-    z = target.reshape(-1).to(q.dtype).detach()
-    g = group.reshape(-1).long()
-    n_groups = int(g.max()) + 1 if g.numel() else 0
-    count = torch.zeros(n_groups, dtype=q.dtype).index_add_(0, g, torch.ones_like(q))
+    q, z, g, n_groups, count = _group_index(q, target, group)
 
     def group_mean(x: torch.Tensor) -> torch.Tensor:  # (G,): the mean of x over each capture's samples
         return torch.zeros(n_groups, dtype=q.dtype).index_add_(0, g, x) / count.clamp_min(1)
@@ -146,6 +156,50 @@ def group_ranking_loss(q: torch.Tensor, target: torch.Tensor, group: torch.Tenso
         zz = (zc / z_sd[g].clamp_min(GROUP_MIN_SD)).clamp(-GROUP_Z_CLIP, GROUP_Z_CLIP)
     per_group = group_mean((GROUP_Q_SCALE * (q - q_mean[g]) - zz) ** 2) + (q_mean - z_mean) ** 2
     used = (count >= 2) & (z_sd >= GROUP_MIN_SD)
+    if not bool(used.any()):
+        return q.sum() * 0.0
+    return per_group[used].mean()
+
+
+def group_choice_loss(q: torch.Tensor, target: torch.Tensor, group: torch.Tensor, temperature: float) -> torch.Tensor:
+    """The lower net's within-capture choice loss (``learner.dqn_loss = "choice"``): scalar tensor.
+
+    ``q`` ``(B,)`` float, ``target`` ``(B,)`` float, ``group`` ``int64 (B,)`` as for
+    :func:`group_ranking_loss`. Within each capture ``g`` the target choice is ``p = softmax(z /
+    temperature)`` over its sets and the net's is ``softmax(GROUP_Q_SCALE * q / temperature)``; the
+    capture's loss is the KL divergence ``KL(p || softmax(...))`` (0 when the net's centred Q times
+    :data:`GROUP_Q_SCALE` equals the centred target) plus the squared difference of its mean Q and
+    mean target, as in :func:`group_ranking_loss`. ``temperature`` is in the target's units: a small one
+    puts the target's mass on the best set and on the sets within about ``temperature`` of it, so the
+    loss is spent on the choice the lower net makes (the best set and the regret of missing it), not on
+    ordering the sets it never takes, which the ranking loss weighs as much. The result is the mean over
+    the captures with at least two samples and a target spread (max - min) of at least
+    :data:`GROUP_MIN_SD` (0 when there is none). Adding one constant to a capture's Q and targets leaves
+    it unchanged. Raises ``ValueError`` unless ``temperature > 0``."""
+    if not temperature > 0.0:
+        raise ValueError(f"group_choice_loss: temperature must be > 0, got {temperature!r}")
+    q, z, g, n_groups, count = _group_index(q, target, group)
+    if n_groups == 0:
+        return q.sum() * 0.0
+    neg = torch.full((n_groups,), -torch.inf, dtype=q.dtype)
+    z_max = neg.scatter_reduce(0, g, z, reduce="amax")
+    z_min = (-neg).scatter_reduce(0, g, z, reduce="amin")
+    a = GROUP_Q_SCALE * q / temperature
+    a_max = neg.scatter_reduce(0, g, a.detach(), reduce="amax")
+
+    def group_sum(x: torch.Tensor) -> torch.Tensor:  # (G,): the sum of x over each capture's samples
+        return torch.zeros(n_groups, dtype=q.dtype).index_add_(0, g, x)
+
+    zt = (z - z_max[g]) / temperature                     # <= 0; the best set 0
+    log_zn = torch.log(group_sum(torch.exp(zt)))          # log-partition of the target choice
+    log_p = zt - log_zn[g]
+    ea = torch.exp(a - a_max[g])
+    log_qn = a - a_max[g] - torch.log(group_sum(ea))[g]   # log-softmax of the net's choice
+    kl = group_sum(torch.exp(log_p) * (log_p - log_qn))
+    z_mean = group_sum(z) / count.clamp_min(1)
+    q_mean = group_sum(q) / count.clamp_min(1)
+    per_group = kl + (q_mean - z_mean) ** 2
+    used = (count >= 2) & (z_max - z_min >= GROUP_MIN_SD)
     if not bool(used.any()):
         return q.sum() * 0.0
     return per_group[used].mean()

@@ -1631,6 +1631,65 @@ def test_group_loss_unit_weighs_captures_by_their_spread():
         group_ranking_loss(q, z, g, -1.0)
 
 
+def _choice_loss_reference(q, z, group, temperature):
+    """``nets.losses.group_choice_loss`` written out capture by capture with numpy."""
+    from nets.losses import GROUP_MIN_SD, GROUP_Q_SCALE
+
+    def log_softmax(x):
+        x = x - x.max()
+        return x - np.log(np.exp(x).sum())
+
+    losses = []
+    for g in sorted(set(group.tolist())):
+        qs, zs = q[group == g].astype(np.float64), z[group == g].astype(np.float64)
+        if len(qs) < 2 or zs.max() - zs.min() < GROUP_MIN_SD:
+            continue
+        log_p, log_q = log_softmax(zs / temperature), log_softmax(GROUP_Q_SCALE * qs / temperature)
+        losses.append(np.sum(np.exp(log_p) * (log_p - log_q)) + (qs.mean() - zs.mean()) ** 2)
+    return float(np.mean(losses)) if losses else 0.0
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 5), st.floats(-1, 1), st.sampled_from([-0.5, 0.0, 0.01, 0.3, 1.0])),
+                min_size=1, max_size=40), st.floats(-0.7, 0.7), st.sampled_from([0.02, 0.1, 1.0]))
+def test_group_choice_loss_matches_its_reference(rows, shift, temperature):
+    from nets.losses import group_choice_loss
+
+    group = np.array([r[0] for r in rows], np.int64)
+    _, group = np.unique(group, return_inverse=True)
+    q = np.array([r[1] for r in rows], np.float32)
+    z = np.array([r[2] for r in rows], np.float32)
+
+    def loss(q_, z_):
+        return float(group_choice_loss(torch.from_numpy(q_), torch.from_numpy(z_), torch.from_numpy(group), temperature))
+
+    got = loss(q, z)
+    assert got == pytest.approx(_choice_loss_reference(q, z, group, temperature), rel=1e-4, abs=1e-5)
+    q2, z2 = q.copy(), z.copy()
+    q2[group == 0] += shift
+    z2[group == 0] += shift
+    assert loss(q2, z2) == pytest.approx(got, rel=1e-3, abs=1e-4)
+
+
+def test_group_choice_loss_is_zero_at_the_target_and_spends_itself_on_the_best_set():
+    """Q whose centred values times GROUP_Q_SCALE equal the centred targets cost nothing; a small
+    temperature makes swapping the best two sets cost far more than swapping the worst two (the ranking
+    loss prices both swaps alike); a temperature <= 0 is refused."""
+    from nets.losses import GROUP_Q_SCALE, group_choice_loss, group_ranking_loss
+
+    z = torch.tensor([0.9, 0.5, -0.6, -0.8])
+    g = torch.zeros(4, dtype=torch.long)
+    exact = z / GROUP_Q_SCALE + (z.mean() - z.mean() / GROUP_Q_SCALE)
+    assert float(group_choice_loss(exact, z, g, 0.1)) == pytest.approx(0.0, abs=1e-6)
+    top_swapped = exact[[1, 0, 2, 3]]
+    bottom_swapped = exact[[0, 1, 3, 2]]
+    assert float(group_choice_loss(top_swapped, z, g, 0.1)) > 100 * float(group_choice_loss(bottom_swapped, z, g, 0.1))
+    assert float(group_ranking_loss(top_swapped, z, g, 0.1)) == pytest.approx(
+        float(group_ranking_loss(bottom_swapped, z, g, 0.1)), rel=0.5)
+    with pytest.raises(ValueError, match="temperature"):
+        group_choice_loss(exact, z, g, 0.0)
+
+
 def test_capture_groups_survive_shards_windows_and_batches(tmp_path, states):
     """``group`` round-trips through a shard, is renumbered by the replay window so that captures of
     different shards stay apart, and becomes the batch's ``0..G-1`` with one symmetry per capture."""
@@ -1663,13 +1722,13 @@ def test_capture_groups_survive_shards_windows_and_batches(tmp_path, states):
     assert n_caps * 2 == len(set(window.group.tolist()))
 
 
-@pytest.mark.parametrize("unit", [0.0, 0.2])
-def test_learner_group_loss_draws_whole_captures_and_learns_a_ranking(states, unit):
-    """With ``learner.dqn_loss = "group"`` (standardised targets, or ``learner.group_unit``) batches are
-    whole captures, and a few steps on a capture whose ranking is fixed lower the loss; samples without
-    captures are refused."""
-    cfg = micro_config("model=lower", "learner.dqn_loss=group", "selfplay.lower_eval=eval.expert",
-                       "learner.lr=0.003", f"learner.group_unit={unit}")
+@pytest.mark.parametrize("loss,unit", [("group", 0.0), ("group", 0.2), ("choice", 0.0)])
+def test_learner_group_loss_draws_whole_captures_and_learns_a_ranking(states, loss, unit):
+    """With ``learner.dqn_loss = "group"`` (standardised targets, or ``learner.group_unit``) or ``"choice"``
+    batches are whole captures, and a few steps on a capture whose ranking is fixed lower the loss;
+    samples without captures are refused."""
+    cfg = micro_config("model=lower", f"learner.dqn_loss={loss}", "selfplay.lower_eval=eval.expert",
+                       "learner.lr=0.003", f"learner.group_unit={unit}", "learner.choice_temperature=0.3")
     from train.learner import GROUP_SETS, _capture_batches
 
     battle = [s for s in states if s.phase == 1][:24]
@@ -1685,8 +1744,10 @@ def test_learner_group_loss_draws_whole_captures_and_learns_a_ranking(states, un
     before = learner.evaluate(batch)["value"]
     with torch.no_grad():
         q0 = learner.model(torch.from_numpy(batch.planes), torch.from_numpy(batch.action)).reshape(-1).numpy()
-    assert before == pytest.approx(_group_loss_reference(q0, batch.z, batch.group, unit), rel=1e-3)  # the unit is used
-    learner.train(samples, 60, 24, np.random.default_rng(1))
+    reference = (_group_loss_reference(q0, batch.z, batch.group, unit) if loss == "group"
+                 else _choice_loss_reference(q0, batch.z, batch.group, 0.3))
+    assert before == pytest.approx(reference, rel=1e-3)  # the unit or the temperature is used
+    learner.train(samples, 120, 24, np.random.default_rng(1))
     assert learner.evaluate(batch)["value"] < 0.6 * before
     plain = SampleBuilder("lower")
     plain.add_lower(state_planes(battle[0]), 7, 0.5)
@@ -1694,4 +1755,4 @@ def test_learner_group_loss_draws_whole_captures_and_learns_a_ranking(states, un
     with pytest.raises(ValueError, match="grouped by capture"):
         learner.train(plain.build(), 1, 2, np.random.default_rng(0))
     with pytest.raises(ConfigError, match="lower_eval"):
-        micro_config("model=lower", "learner.dqn_loss=group")
+        micro_config("model=lower", f"learner.dqn_loss={loss}")

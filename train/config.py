@@ -133,12 +133,15 @@ field                           default                     meaning
 ``learner.steps``               ``40``                      training steps per iteration
 ``learner.grad_clip``           ``5.0``                     gradient norm clip (``None``: off)
 ``learner.dqn_loss``            ``"huber"``                 lower net: ``huber`` or ``mse`` (per sample), or
-                                                            ``group`` (the within-capture ranking loss; needs
-                                                            ``selfplay.lower_eval``)
+                                                            ``group`` (the within-capture ranking loss) or
+                                                            ``choice`` (the within-capture choice loss); the
+                                                            last two need ``selfplay.lower_eval``
 ``learner.group_unit``          ``0.0``                     the group loss's target unit: ``0`` standardises
                                                             each capture's targets (the ranking only); ``> 0``
                                                             divides the centred targets by it (target units),
                                                             so captures whose sets differ more weigh more
+``learner.choice_temperature``  ``0.1``                     the choice loss's softmax temperature, in target
+                                                            units (``nets.losses.group_choice_loss``)
 ``learner.precision``           ``"float32"``               ``bfloat16``: forward and loss under CPU autocast
                                                             (weights, optimiser and gradients stay float32);
                                                             ``auto``: bfloat16 only on a CPU that has it
@@ -214,6 +217,9 @@ from search.mcts import (NET_C_PUCT, NET_DRIFT_ENDS, NET_EXPANSION_PRUNER, NET_R
 from train.supervised import DriftEnds, DriftTarget
 
 KINDS: tuple[str, ...] = ("slm", "upper", "lower")
+DqnLoss = Literal["huber", "mse", "group", "choice"]
+# The lower net's losses over whole captures (every candidate victim set a sample, grouped by capture).
+GROUP_DQN_LOSSES: tuple[str, ...] = ("group", "choice")
 MODELS: tuple[str, ...] = (*KINDS, "cycle")
 # Fields a resumed run may change (they do not change what the run computes, only how far/fast).
 RESUMABLE_FIELDS: tuple[str, ...] = ("iterations", "minutes", "workers", "backend", "curve", "export_dir",
@@ -371,8 +377,9 @@ class LearnerConfig(_Section):
     batch_size: int = Field(64, ge=1)
     steps: int = Field(40, ge=1)
     grad_clip: float | None = Field(5.0, gt=0)
-    dqn_loss: Literal["huber", "mse", "group"] = "huber"
+    dqn_loss: DqnLoss = "huber"
     group_unit: float = Field(0.0, ge=0, le=10)
+    choice_temperature: float = Field(0.1, gt=0, le=10)
     precision: Precision = "float32"
     trainable: Literal["all", "value"] = "all"
 
@@ -476,9 +483,9 @@ class TrainConfig(BaseModel):
     def _budget(self) -> "TrainConfig":
         if self.iterations is None and self.minutes is None:
             raise ValueError("fields 'iterations' and 'minutes' are both null; give a budget (one or both)")
-        if self.learner.dqn_loss == "group" and self.model in ("lower", "cycle") and not self.selfplay.lower_eval:
-            raise ValueError("learner.dqn_loss = 'group' ranks a capture's victim sets: it needs selfplay.lower_eval "
-                             "(every candidate set a sample)")
+        if self.learner.dqn_loss in GROUP_DQN_LOSSES and self.model in ("lower", "cycle") and not self.selfplay.lower_eval:
+            raise ValueError(f"learner.dqn_loss = {self.learner.dqn_loss!r} compares a capture's victim sets: it needs "
+                             "selfplay.lower_eval (every candidate set a sample)")
         for kind in KINDS if self.model == "cycle" else (self.model,):
             check_trainable(kind, self.learner.trainable)
         return self

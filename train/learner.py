@@ -3,8 +3,9 @@
 Losses (``nets.losses``): ``slm`` and ``upper`` minimise ``(z - v)^2 - pi^T log p + c ||theta||^2`` with the
 softmax restricted to the sample's legal mask (the search's candidate actions); ``lower`` minimises the
 DQN regression of Q on its Monte Carlo target (Huber by default; ``learner.dqn_loss = "group"``: the
-within-capture ranking loss ``nets.losses.group_ranking_loss`` on batches of whole captures, up to
-:data:`GROUP_SETS` victim sets of each) ``+ c ||theta||^2``, with ``c`` the config
+within-capture ranking loss ``nets.losses.group_ranking_loss``, ``"choice"``: the within-capture choice
+loss ``nets.losses.group_choice_loss``, both on batches of whole captures, up to :data:`GROUP_SETS`
+victim sets of each) ``+ c ||theta||^2``, with ``c`` the config
 field ``learner.l2_penalty`` and the term ``nets.losses.l2_penalty`` (every parameter except the lower
 net's action embedding; no optimiser weight decay).
 
@@ -42,8 +43,8 @@ import torch
 
 from nets.config import NetConfig
 from nets.inference import resolve_precision
-from nets.losses import dqn_loss, group_ranking_loss, l2_penalty, policy_value_terms, value_mse
-from train.config import LearnerConfig, check_trainable
+from nets.losses import dqn_loss, group_choice_loss, group_ranking_loss, l2_penalty, policy_value_terms, value_mse
+from train.config import GROUP_DQN_LOSSES, LearnerConfig, check_trainable
 from train.samples import Batch, Samples, make_batch
 
 
@@ -156,10 +157,12 @@ class Learner:
             terms = {"value": value_mse(v, z), "policy": zero, "target_entropy": zero}
         elif self.kind == "lower":
             q = self.model(x, torch.from_numpy(batch.action))
-            if self.cfg.dqn_loss == "group":
+            if self.cfg.dqn_loss in GROUP_DQN_LOSSES:
                 if batch.group is None:
                     raise ValueError(_NEEDS_GROUPS)
-                value = group_ranking_loss(q, z, torch.from_numpy(batch.group), unit=self.cfg.group_unit)
+                group = torch.from_numpy(batch.group)
+                value = (group_ranking_loss(q, z, group, unit=self.cfg.group_unit) if self.cfg.dqn_loss == "group"
+                         else group_choice_loss(q, z, group, self.cfg.choice_temperature))
             else:
                 value = dqn_loss(q, z, kind=self.cfg.dqn_loss)
             terms = {"value": value, "policy": torch.zeros(()), "target_entropy": torch.zeros(())}
@@ -206,9 +209,10 @@ class Learner:
         (a self-play iteration's new ones, before training on them) a validation loss, where a net that
         stopped learning what generalises shows up even while its training loss still falls. Each term is
         weighted by its batch's size; ``{}`` for no samples. ``lower`` samples with capture groups are
-        scored by whole captures in order; under the group loss (``learner.dqn_loss = "group"``) only the
-        samples of a capture count (``{}`` when there is none), since the loss is not defined without one."""
-        if self.kind == "lower" and self.cfg.dqn_loss == "group":
+        scored by whole captures in order; under a grouped loss (``learner.dqn_loss`` ``"group"`` or
+        ``"choice"``) only the samples of a capture count (``{}`` when there is none), since the loss is not
+        defined without one."""
+        if self.kind == "lower" and self.cfg.dqn_loss in GROUP_DQN_LOSSES:
             if samples.group is None:
                 return {}
             keep = np.flatnonzero(samples.group >= 0)
@@ -234,12 +238,12 @@ class Learner:
     def train(self, samples: Samples, steps: int, batch_size: int, rng: np.random.Generator,
               symmetries=(0,), callback=None) -> dict[str, float]:
         """``steps`` steps on batches drawn uniformly (with replacement between steps) from ``samples``
-        (with ``dqn_loss = "group"``: whole captures, :func:`_capture_batches`), augmented with
+        (with a grouped ``dqn_loss``: whole captures, :func:`_capture_batches`), augmented with
         ``symmetries``. ``callback(step_index, losses)`` after each step. Returns the mean
         losses and ``seconds``, ``steps``, ``samples``, ``lr`` (last)."""
         if len(samples) == 0:
             raise ValueError(f"no {self.kind} samples to train on")
-        draw = (_capture_batches(samples, batch_size) if self.kind == "lower" and self.cfg.dqn_loss == "group"
+        draw = (_capture_batches(samples, batch_size) if self.kind == "lower" and self.cfg.dqn_loss in GROUP_DQN_LOSSES
                 else lambda r: r.integers(len(samples), size=min(batch_size, len(samples))))
         sums: dict[str, float] = {}
         t0 = time.perf_counter()
@@ -258,12 +262,13 @@ class Learner:
 
 
 GROUP_SETS = 16  # victim sets of one capture in a group-loss batch (a capture's sets are drawn without replacement)
-_NEEDS_GROUPS = "learner.dqn_loss = 'group' needs lower samples grouped by capture (selfplay.lower_eval)"
+_NEEDS_GROUPS = "learner.dqn_loss 'group' or 'choice' needs lower samples grouped by capture (selfplay.lower_eval)"
 
 
 def _capture_batches(samples: Samples, batch_size: int):
-    """A function ``rng -> indices`` for the group loss: ``max(1, batch_size // GROUP_SETS)`` distinct
-    captures drawn uniformly among those with at least two samples (all of them if fewer), and up to
+    """A function ``rng -> indices`` for a grouped loss (``group``, ``choice``): ``max(1, batch_size //
+    GROUP_SETS)`` distinct captures drawn uniformly among those with at least two samples (all of them
+    if fewer), and up to
     :data:`GROUP_SETS` of each capture's samples drawn without replacement. Raises ``ValueError`` when
     ``samples`` have no such capture."""
     group = samples.group
@@ -274,7 +279,7 @@ def _capture_batches(samples: Samples, batch_size: int):
     keep = (ids >= 0) & (counts >= 2)
     members = [order[a:a + c] for a, c in zip(starts[keep], counts[keep])]
     if not members:
-        raise ValueError("learner.dqn_loss = 'group' needs captures with at least two victim sets")
+        raise ValueError("a grouped learner.dqn_loss needs captures with at least two victim sets")
     n = min(len(members), max(1, batch_size // GROUP_SETS))
 
     def draw(rng: np.random.Generator) -> np.ndarray:
