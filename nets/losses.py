@@ -67,8 +67,6 @@ def value_mse(value: torch.Tensor, target_z: torch.Tensor) -> torch.Tensor:
     value = value.reshape(-1)
     target_z = target_z.reshape(-1).to(value.dtype)
     known = ~torch.isnan(target_z)
-    if bool(known.all()):
-        return (target_z - value).pow(2).mean()
     err = torch.where(known, target_z - value, torch.zeros_like(value))
     return err.pow(2).sum() / known.sum().clamp(min=1)
 

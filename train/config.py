@@ -483,7 +483,8 @@ class TrainConfig(BaseModel):
     def _budget(self) -> "TrainConfig":
         if self.iterations is None and self.minutes is None:
             raise ValueError("fields 'iterations' and 'minutes' are both null; give a budget (one or both)")
-        if self.learner.dqn_loss in GROUP_DQN_LOSSES and self.model in ("lower", "cycle") and not self.selfplay.lower_eval:
+        lower = self.model in ("lower", "cycle")
+        if self.learner.dqn_loss in GROUP_DQN_LOSSES and lower and not self.selfplay.lower_eval:
             raise ValueError(f"learner.dqn_loss = {self.learner.dqn_loss!r} compares a capture's victim sets: it needs "
                              "selfplay.lower_eval (every candidate set a sample)")
         for kind in KINDS if self.model == "cycle" else (self.model,):

@@ -19,8 +19,8 @@ by default: the expert's two-ply value, the battle leaf value of ``jfa``'s searc
 side to move and ``scale`` that evaluator's. When the game ends within those ``K`` plies the margin at
 its end is infinite: ``z`` is the result for ``s`` (+1 or -1; a draw's margin is 0, so
 ``z = tanh(-m(t) / scale)``), or with ``ends = "drop"`` there is no target (the last ``K`` plies of a
-finished game give no sample: the value then learns only the drift of positions that go on). A record that stops before ``t + K`` without a result gives no sample for
-``t``. A net whose value head learns it predicts how the leaf value of its search will move over the
+finished game give no sample: the value then learns only the drift of positions that go on). A record
+that stops before ``t + K`` without a result gives no sample for ``t``. A net whose value head learns it predicts how the leaf value of its search will move over the
 next ``K`` plies of play, beyond the evaluator's horizon; the search adds it to that leaf value with
 ``value_mix < 1``.
 
