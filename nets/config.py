@@ -14,6 +14,8 @@
 - ``action_embedding``: dimension of the upper-action embedding of the lower net (>= 1 for
   ``lower``; must be 0 for the other kinds).
 - ``in_planes``: input feature planes, ``nets.features.NUM_PLANES``.
+- ``tactics``: the trunk adds the fixed tactical planes of ``nets.tactics`` (squares a move into a
+  point forms, stones a jump can take; computed from the input planes) to its input (default off).
 
 Presets (:func:`preset`):
 
@@ -65,9 +67,12 @@ class NetConfig(BaseModel):
     policy_head: Literal["conv", "fc"] = "conv"
     action_embedding: int = Field(default=0, ge=0)
     in_planes: int = Field(default=NUM_PLANES, ge=1)
+    tactics: bool = False
 
     @model_validator(mode="after")
     def _check_kind(self) -> "NetConfig":
+        if self.tactics and self.in_planes < 7:
+            raise ValueError("tactics are computed from input planes 0-6 (nets.features): in_planes must be >= 7")
         if self.kind == "lower":
             if self.action_embedding < 1:
                 raise ValueError("a lower net needs action_embedding >= 1")

@@ -53,6 +53,7 @@ from nets.encoding import (
     NUM_UPPER_ACTIONS,
 )
 from nets.config import NetConfig
+from nets.tactics import NUM_TACTIC_PLANES, tactic_planes
 
 STEP_CHANNELS = 4
 JUMP_CHANNELS = JUMP_PER_ORIGIN  # 49
@@ -103,10 +104,18 @@ class ResBlock(nn.Module):
 
 class Trunk(nn.Sequential):
     """Input convolutional block then ``blocks`` residual blocks: ``(B, in_planes, 14, 14)`` ->
-    ``(B, channels, 14, 14)``."""
+    ``(B, channels, 14, 14)``. With ``tactics`` the input block also sees the
+    ``nets.tactics.NUM_TACTIC_PLANES`` planes :func:`nets.tactics.tactic_planes` computes from the input."""
 
-    def __init__(self, in_planes: int, channels: int, blocks: int):
-        super().__init__(ConvBlock(in_planes, channels), *(ResBlock(channels) for _ in range(blocks)))
+    def __init__(self, in_planes: int, channels: int, blocks: int, tactics: bool = False):
+        extra = NUM_TACTIC_PLANES if tactics else 0
+        super().__init__(ConvBlock(in_planes + extra, channels), *(ResBlock(channels) for _ in range(blocks)))
+        self.tactics = tactics
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.tactics:
+            x = torch.cat((x, tactic_planes(x)), dim=1)
+        return super().forward(x)
 
 
 class ValueHead(nn.Module):
@@ -182,7 +191,7 @@ class PolicyValueNet(nn.Module):
     def __init__(self, config: NetConfig, policy: nn.Module):
         super().__init__()
         self.config = config
-        self.trunk = Trunk(config.in_planes, config.channels, config.blocks)
+        self.trunk = Trunk(config.in_planes, config.channels, config.blocks, config.tactics)
         self.policy = policy
         self.value = ValueHead(config.channels, config.value_hidden)
 
@@ -229,7 +238,7 @@ class LowerNet(nn.Module):
             raise ValueError(f"LowerNet needs a kind='lower' config, got {config.kind!r}")
         self.config = config
         c, e = config.channels, config.action_embedding
-        self.trunk = Trunk(config.in_planes, c, config.blocks)
+        self.trunk = Trunk(config.in_planes, c, config.blocks, config.tactics)
         self.embedding = nn.Embedding(NUM_UPPER_ACTIONS, e)
         self.merge = ConvBlock(c + e, c)
         self.q = ValueHead(c, config.value_hidden)
@@ -247,6 +256,22 @@ _CLASSES = {"slm": SLMNet, "upper": UpperNet, "lower": LowerNet}
 def build(config: NetConfig) -> nn.Module:
     """A freshly initialised net of ``config`` (``SLMNet``, ``UpperNet`` or ``LowerNet``)."""
     return _CLASSES[config.kind](config)
+
+
+def with_tactics(model: nn.Module) -> nn.Module:
+    """A copy of ``model`` (any kind) whose config has ``tactics = True`` (``nets.tactics``), with the same
+    weights and zero weight on the tactical planes in the input block: it computes what ``model`` does
+    until training gives the planes weight. ``model`` itself if it has them already."""
+    config = model.config
+    if config.tactics:
+        return model
+    wide = build(config.model_copy(update={"tactics": True}))
+    state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    key = "trunk.0.0.weight"
+    w = state[key]
+    state[key] = torch.cat((w, w.new_zeros(w.shape[0], NUM_TACTIC_PLANES, *w.shape[2:])), dim=1)
+    wide.load_state_dict(state)
+    return wide.to(next(model.parameters()).dtype)
 
 
 def count_parameters(model: nn.Module, trainable_only: bool = False) -> int:

@@ -1090,6 +1090,20 @@ def test_export_and_continue_from_a_model_directory(cycle_run, tmp_path):
     init = [e for e in read_metrics(new / "metrics.jsonl") if e["event"] == "init"]
     assert init[0]["init_from"] == str(model_dir / "slm.safetensors") and not (new / "pretrain").exists()
     assert json.loads(result.output.strip().splitlines()[-1])["state"]["init_from"] == str(model_dir)
+    # with nets.tactics the start net is widened: the tactical planes, the same function
+    wide_run = tmp_path / "run-tactics"
+    result = runner.invoke(app, ["selfplay", "--model-dir", str(model_dir), "--run-dir", str(wide_run), "--no-progress",
+                                 "--model", "lower", "--iterations", "1", "--set", "curve.every=0",
+                                 "--set", "nets.tactics=true"])
+    assert result.exit_code == 0, result.output
+    start, start_config, _ = load(model_dir / "lower.safetensors", expected_kind="lower")
+    wide, wide_config, _ = load(wide_run / "checkpoints" / "lower-i0000.safetensors", expected_kind="lower")
+    assert wide_config.tactics and not start_config.tactics
+    x = torch.rand(4, 14, 14, 14).round()
+    a = torch.tensor([5, 6, 7, 8])
+    with torch.no_grad():
+        torch.testing.assert_close(wide.float().eval()(x, a), start.float().eval()(x, a), atol=2e-3, rtol=0)
+    assert load(wide_run / "best" / "lower.safetensors")[1].tactics
 
 
 def test_the_export_gate_plays_the_incumbent_and_guards_the_export(tmp_path, monkeypatch):

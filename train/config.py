@@ -31,6 +31,10 @@ field                           default                     meaning
                                                             stone adjudication gives a decided result
 ``nets.preset``                 ``"tiny"``                  ``tiny`` or ``paper`` (``nets.config.preset``)
 ``nets.blocks/channels``        ``None``                    optional overrides of the preset (tests: tiny nets)
+``nets.tactics``                ``false``                   the run's nets get the tactical input planes of
+                                                            ``nets.tactics``; a start net without them is
+                                                            widened (``nets.model.with_tactics``: the same
+                                                            function until trained)
 ``selfplay.games``              ``4``                       self-play games per iteration
 ``selfplay.simulations``        ``32``                      MCTS simulations per searched move
 ``selfplay.full_simulations``   ``None``                    playout-cap randomization (KataGo): with a number,
@@ -257,6 +261,7 @@ class NetsConfig(_Section):
     blocks: int | None = Field(None, ge=1)
     channels: int | None = Field(None, ge=1)
     value_hidden: int | None = Field(None, ge=1)
+    tactics: bool = False
 
     def net_config(self, kind: str):
         """The ``nets.config.NetConfig`` of ``kind``: the preset with the overrides applied."""
@@ -265,6 +270,8 @@ class NetsConfig(_Section):
         base = preset(kind, self.preset)
         updates = {k: v for k, v in (("blocks", self.blocks), ("channels", self.channels),
                                      ("value_hidden", self.value_hidden)) if v is not None}
+        if self.tactics:
+            updates["tactics"] = True
         return base.model_copy(update=updates) if updates else base
 
 

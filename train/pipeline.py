@@ -210,11 +210,18 @@ class Pipeline:
             from nets.io import load
 
             try:
-                load(start, expected_kind=kind)
+                model, net_config, meta = load(start, expected_kind=kind)
             except Exception as exc:  # noqa: BLE001 - nets.io raises its typed error; name the file
                 raise TrainError(f"init_dir net {start}: {exc}") from None
             self.show(phase=f"init: {kind} from {start}")
-            atomic_copy(start, ckpt)
+            if cfg.nets.tactics and not net_config.tactics:  # the same function, with the tactical planes
+                from nets.io import save
+                from nets.model import with_tactics
+
+                wide = with_tactics(model.float())
+                save(wide, wide.config, ckpt, extra={"iteration": 0, "init": f"{start} with tactics"})
+            else:
+                atomic_copy(start, ckpt)
             info.update(init_from=str(start))
             self.state.init_from = str(Path(cfg.init_dir))
         elif cfg.pretrain.enabled:
