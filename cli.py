@@ -677,8 +677,9 @@ def selfplay(
 @app.command()
 @_train_errors
 def pretrain(
-    records: Annotated[list[Path], typer.Argument(metavar="RECORDS...", help="Record files or directories (.json, .jiu/.txt, .csv).")],
+    records: Annotated[Optional[list[Path]], typer.Argument(metavar="[RECORDS...]", help="Record files or directories (.json, .jiu/.txt, .csv).")] = None,
     model: Annotated[str, typer.Option(help="Net to train: slm, upper or lower.")] = "slm",
+    shards: Annotated[Optional[list[Path]], typer.Option(help="Also train on the --model samples of these sample shards (.npz files, directories such as a run's RUN/shards/lower, or glob patterns; repeatable): a run's replay with its own targets.")] = None,
     out: Annotated[Optional[Path], typer.Option(help="Output net file (default models/pretrained/<model>.safetensors).")] = None,
     steps: Annotated[int, typer.Option(min=0, max=10**8, help="Training steps.")] = 200,
     batch_size: Annotated[int, typer.Option(min=1, max=65536, help="Batch size.")] = 64,
@@ -716,32 +717,45 @@ def pretrain(
     cfg = load_config(config, overrides or [])
     check_trainable(model, cfg.learner.trainable)
     ruleset = ruleset_from(rule)
-    games = read_records(records, ruleset)
-    if not games:
-        fail("no records found in " + ", ".join(str(r) for r in records))
-    from train.arena import new_progress
+    if not records and not shards:
+        fail("nothing to train on: give RECORDS or --shards")
+    parts = []
+    if shards:
+        from train.samples import read_shards
 
-    progress = None if json_out else new_progress(transient=True)
-    with progress if progress is not None else contextlib.nullcontext():
-        update = None
-        if progress is not None:
-            task = progress.add_task(f"{model} samples", total=len(games), score="")
-            update = lambda n: progress.update(task, completed=n)  # noqa: E731
-        samples = samples_from_records(games, model, update, teacher=teacher, teacher_mix=teacher_mix,
-                                       workers=workers, cache_dir=samples_cache, drift=drift)
+        parts.append(read_shards(shards, (model,))[model])
+    games = read_records(records, ruleset) if records else []
+    if records and not games:
+        fail("no records found in " + ", ".join(str(r) for r in records))
+    if games:
+        from train.arena import new_progress
+
+        progress = None if json_out else new_progress(transient=True)
+        with progress if progress is not None else contextlib.nullcontext():
+            update = None
+            if progress is not None:
+                task = progress.add_task(f"{model} samples", total=len(games), score="")
+                update = lambda n: progress.update(task, completed=n)  # noqa: E731
+            parts.insert(0, samples_from_records(games, model, update, teacher=teacher, teacher_mix=teacher_mix,
+                                                 workers=workers, cache_dir=samples_cache, drift=drift))
+    from train.samples import concat
+
+    samples = concat(parts, model)
     if len(samples) == 0:
-        fail(f"the {len(games)} record(s) give no {model} samples")
+        fail(f"the {len(games)} record(s) and the shards give no {model} samples")
     target = out if out is not None else Path("models") / "pretrained" / f"{model}.safetensors"
     summary = run_pretrain(samples, cfg.nets.net_config(model), cfg.learner, target, steps, batch_size, lr, seed=seed,
                            symmetries=cfg.replay.symmetries, init=init,
-                           extra={"records": len(games), "teacher": teacher, "teacher_mix": teacher_mix if teacher else None,
+                           extra={"records": len(games), "shards": [str(p) for p in shards or []],
+                                  "teacher": teacher, "teacher_mix": teacher_mix if teacher else None,
                                   "value_target": drift.spec() if drift is not None else "result",
                                   "trainable": cfg.learner.trainable})
     summary["records"] = len(games)
     if json_out:
         typer.echo(json.dumps(summary))
     else:
-        typer.echo(f"{model}: {len(games)} records, {summary['samples']} samples, {steps} steps in {summary['seconds']:.1f} s;"
+        source = f"{len(games)} records" + (f" and {len(shards)} shard path(s)" if shards else "")
+        typer.echo(f"{model}: {source}, {summary['samples']} samples, {steps} steps in {summary['seconds']:.1f} s;"
                    f" loss {summary.get('first_loss', float('nan')):.4f} -> {summary.get('last_loss', float('nan')):.4f}")
         typer.echo(f"wrote {target}")
 

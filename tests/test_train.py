@@ -649,6 +649,47 @@ def test_gen_records_and_pretrain(tmp_path):
         assert len(result.stderr.strip().splitlines()) == 1, result.stderr  # before any sample is built
 
 
+def test_pretrain_on_shards_keeps_captures_and_widens_the_start_net(tmp_path, states):
+    """``pretrain --shards``: the samples of a run's shards (a capture's victim sets kept together for a
+    grouped loss; shards of other kinds skipped) train the net; with ``nets.tactics`` the ``--init`` net
+    is widened first (``nets.model.with_tactics``), so the trained net has the tactical planes; no
+    shard of the kind is refused."""
+    from nets.config import NetConfig
+    from nets.io import load, save
+    from nets.model import build
+    from train.samples import read_shards
+
+    battle = [s for s in states if s.phase == 1][:16]
+    rng = np.random.default_rng(0)
+    for shard in range(2):
+        b = SampleBuilder("lower")
+        for i, s in enumerate(battle):
+            b.add_lower(state_planes(s), int(rng.integers(48804)), float(rng.random()), group=i // 4)
+        write_shard(tmp_path / "shards" / "lower" / f"i0001-g{shard:04d}.npz", b.build())
+    up = SampleBuilder("upper")
+    up.add_policy(state_planes(battle[0]), np.array([3], np.int64), np.array([1.0], np.float32), 0.5)
+    write_shard(tmp_path / "shards" / "upper" / "i0001-g0000.npz", up.build())
+    found = read_shards([tmp_path / "shards"], ("lower",))
+    assert list(found) == ["lower"] and len(found["lower"]) == 2 * len(battle)
+    assert len(set(found["lower"].group.tolist())) == 2 * len(battle) // 4  # the two shards' captures stay apart
+    start = tmp_path / "start.safetensors"
+    config = NetConfig(kind="lower", blocks=1, channels=8, value_hidden=8, action_embedding=4)
+    save(build(config), config, start)
+    out = tmp_path / "lower.safetensors"
+    result = runner.invoke(app, ["pretrain", "--model", "lower", "--shards", str(tmp_path / "shards"), "--init", str(start),
+                                 "--steps", "3", "--batch-size", "32", "--out", str(out), "--json",
+                                 "--set", "nets.blocks=1", "--set", "nets.channels=8", "--set", "nets.value_hidden=8",
+                                 "--set", "nets.tactics=true", "--set", "learner.dqn_loss=group"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output.strip().splitlines()[-1])
+    assert summary["samples"] == 2 * len(battle) and summary["records"] == 0
+    _, trained, extra = load(out, expected_kind="lower")
+    assert trained.tactics and extra["shards"] == [str(tmp_path / "shards")]
+    result = runner.invoke(app, ["pretrain", "--model", "slm", "--shards", str(tmp_path / "shards"), "--steps", "1",
+                                 "--out", str(tmp_path / "x.safetensors")])
+    assert result.exit_code == 2 and "no slm shard found" in result.stderr
+
+
 def test_supervised_targets_are_the_played_moves(tmp_path):
     from core.records import GameRecord
     from core.notation import parse_move

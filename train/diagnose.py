@@ -202,40 +202,16 @@ def target_report(model, samples, max_positions: int = 4000, seed: int = 0) -> d
 
 
 def read_target_shards(paths: Sequence[str | os.PathLike]) -> dict[str, Any]:
-    """The policy samples (``slm``, ``upper``) of shard files, directories of shards (``*.npz``, in name
-    order, and those of their subdirectories) and glob patterns of them (``RUN/shards/upper/i0005-*.npz``),
-    one ``train.samples.Samples`` per kind; ``lower`` shards are skipped. Raises ``DiagnoseError``
-    when a path does not exist, a pattern matches nothing or no policy shard is found,
-    ``train.samples.ShardError`` (naming the file) for an unreadable shard."""
-    import glob
+    """The policy samples (``slm``, ``upper``) of shard files, directories of shards and glob patterns of
+    them (``train.samples.read_shards``), one ``train.samples.Samples`` per kind; ``lower`` shards are
+    skipped. Raises ``DiagnoseError`` when a path does not exist, a pattern matches nothing or no policy
+    shard is found, ``train.samples.ShardError`` (naming the file) for an unreadable shard."""
+    from train.samples import ShardPathError, read_shards
 
-    from train.samples import SHARD_SUFFIX, concat, read_shard, shard_files
-
-    expanded: list[Path] = []
-    for p in map(str, paths):
-        if glob.has_magic(p):
-            matches = sorted(glob.glob(p))
-            if not matches:
-                raise DiagnoseError(f"shards: no file matches {p}")
-            expanded += map(Path, matches)
-        else:
-            expanded.append(Path(p))
-    files: list[Path] = []
-    for p in expanded:
-        if p.is_dir():
-            files += shard_files(p) + [f for d in sorted(q for q in p.iterdir() if q.is_dir()) for f in shard_files(d)]
-        elif p.is_file() and p.name.endswith(SHARD_SUFFIX):
-            files.append(p)
-        else:
-            raise DiagnoseError(f"shards: {p} is neither a shard ({SHARD_SUFFIX}) nor a directory")
-    parts: dict[str, list] = {}
-    for f in files:
-        s = read_shard(f)
-        if s.kind != "lower":
-            parts.setdefault(s.kind, []).append(s)
-    if not parts:
-        raise DiagnoseError("shards: no slm or upper shard found")
-    return {kind: concat(ps) for kind, ps in parts.items()}
+    try:
+        return read_shards(paths, ("slm", "upper"))
+    except ShardPathError as exc:
+        raise DiagnoseError(str(exc)) from None
 
 
 BLUNDER_UNITS = 10.0  # one stone in the expert's battle score (knowledge.expert_kernels.BATTLE_WEIGHTS W_GAIN)

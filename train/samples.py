@@ -325,6 +325,48 @@ def shard_files(directory: str | os.PathLike) -> list[Path]:
     return sorted(p for p in d.glob(f"*{SHARD_SUFFIX}") if not p.name.startswith("."))
 
 
+class ShardPathError(ShardError):
+    """A shard path that names no shard (missing, an unmatched pattern, not a shard) or shards without
+    samples of the kinds asked for."""
+
+
+def read_shards(paths: Sequence[str | os.PathLike],
+                kinds: Sequence[str] = ("slm", "upper", "lower")) -> dict[str, Samples]:
+    """The samples of ``kinds`` in shard files, directories of shards (``*.npz``, in name order, and those
+    of their subdirectories) and glob patterns of them (``RUN/shards/upper/i0005-*.npz``), one
+    :class:`Samples` per kind found (a capture's ``group`` stays apart from other shards' by
+    :func:`concat`); shards of other kinds are skipped. Raises :class:`ShardPathError` when a path does not
+    exist, a pattern matches nothing or no shard of ``kinds`` is found, :class:`ShardError` (naming the
+    file) for an unreadable shard."""
+    import glob
+
+    expanded: list[Path] = []
+    for p in map(str, paths):
+        if glob.has_magic(p):
+            matches = sorted(glob.glob(p))
+            if not matches:
+                raise ShardPathError(f"shards: no file matches {p}")
+            expanded += map(Path, matches)
+        else:
+            expanded.append(Path(p))
+    files: list[Path] = []
+    for p in expanded:
+        if p.is_dir():
+            files += shard_files(p) + [f for d in sorted(q for q in p.iterdir() if q.is_dir()) for f in shard_files(d)]
+        elif p.is_file() and p.name.endswith(SHARD_SUFFIX):
+            files.append(p)
+        else:
+            raise ShardPathError(f"shards: {p} is neither a shard ({SHARD_SUFFIX}) nor a directory")
+    parts: dict[str, list[Samples]] = {}
+    for f in files:
+        s = read_shard(f)
+        if s.kind in kinds:
+            parts.setdefault(s.kind, []).append(s)
+    if not parts:
+        raise ShardPathError(f"shards: no {' or '.join(kinds)} shard found")
+    return {kind: concat(ps) for kind, ps in parts.items()}
+
+
 def clean_temp_files(directory: str | os.PathLike) -> None:
     """Remove temporary files left by writes interrupted by a kill."""
     d = Path(directory)

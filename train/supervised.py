@@ -348,7 +348,8 @@ def pretrain(
 ) -> dict[str, Any]:
     """Train on ``samples`` for ``steps`` steps (constant ``lr``; the learner's optimiser, L2 and clip) and
     save the net to ``out`` (no optimiser state: self-play starts a fresh optimiser and schedule).
-    ``init``: a net file to continue (default: a fresh net seeded with ``seed``). Returns the losses of the
+    ``init``: a net file to continue (default: a fresh net seeded with ``seed``; with ``net_config.tactics``
+    a net without the tactical planes is widened first, ``nets.model.with_tactics``). Returns the losses of the
     first and last steps and the mean, ``seconds`` and ``samples``."""
     import torch
 
@@ -361,6 +362,11 @@ def pretrain(
     if init is not None:
         learner = Learner.from_checkpoint(init, cfg, lr=lr, kind=kind)
         learner.step = 0
+        if net_config.tactics and not learner.net_config.tactics:  # widened: the same function to start from
+            from nets.model import with_tactics
+
+            wide = with_tactics(learner.model)
+            learner = Learner(wide.config, cfg, model=wide, lr=lr)
     else:
         learner = Learner(net_config, cfg, seed=seed, lr=lr)
     torch.manual_seed(seed)
