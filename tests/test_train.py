@@ -1643,23 +1643,48 @@ def _group_loss_reference(q, z, group, unit=0.0):
     return float(np.mean(losses)) if losses else 0.0
 
 
-@settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 5), st.floats(-1, 1), st.sampled_from([-0.5, 0.0, 0.01, 0.3, 1.0])),
-                min_size=1, max_size=40), st.floats(-0.7, 0.7), st.sampled_from([0.0, 0.05, 1.0]))
-def test_group_ranking_loss_matches_its_reference(rows, shift, unit):
-    from nets.losses import group_ranking_loss
+def _choice_loss_reference(q, z, group, temperature):
+    """``nets.losses.group_choice_loss`` written out capture by capture with numpy."""
+    from nets.losses import GROUP_MIN_SD, GROUP_Q_SCALE
 
+    def log_softmax(x):
+        x = x - x.max()
+        return x - np.log(np.exp(x).sum())
+
+    losses = []
+    for g in sorted(set(group.tolist())):
+        qs, zs = q[group == g].astype(np.float64), z[group == g].astype(np.float64)
+        if len(qs) < 2 or zs.max() - zs.min() < GROUP_MIN_SD:
+            continue
+        log_p, log_q = log_softmax(zs / temperature), log_softmax(GROUP_Q_SCALE * qs / temperature)
+        losses.append(np.sum(np.exp(log_p) * (log_p - log_q)) + (qs.mean() - zs.mean()) ** 2)
+    return float(np.mean(losses)) if losses else 0.0
+
+
+GROUPED_LOSS_CASES = [("group", 0.0), ("group", 0.05), ("group", 1.0), ("choice", 0.02), ("choice", 0.1), ("choice", 1.0)]
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 5), st.floats(-1, 1), st.sampled_from([-0.5, 0.0, 0.01, 0.3, 1.0])),
+                min_size=1, max_size=40), st.floats(-0.7, 0.7), st.sampled_from(GROUPED_LOSS_CASES))
+def test_grouped_losses_match_their_references(rows, shift, case):
+    """``group_ranking_loss`` (with its unit) and ``group_choice_loss`` (with its temperature) against
+    their numpy references; one constant added to one capture's Q and targets changes neither."""
+    from nets.losses import group_choice_loss, group_ranking_loss
+
+    name, parameter = case
+    function, reference = ((group_ranking_loss, _group_loss_reference) if name == "group"
+                           else (group_choice_loss, _choice_loss_reference))
     group = np.array([r[0] for r in rows], np.int64)
     _, group = np.unique(group, return_inverse=True)
     q = np.array([r[1] for r in rows], np.float32)
     z = np.array([r[2] for r in rows], np.float32)
 
     def loss(q_, z_):
-        return float(group_ranking_loss(torch.from_numpy(q_), torch.from_numpy(z_), torch.from_numpy(group), unit))
+        return float(function(torch.from_numpy(q_), torch.from_numpy(z_), torch.from_numpy(group), parameter))
 
     got = loss(q, z)
-    assert got == pytest.approx(_group_loss_reference(q, z, group, unit), rel=1e-4, abs=1e-5)
-    # one constant added to one capture's Q and targets changes nothing
+    assert got == pytest.approx(reference(q, z, group, parameter), rel=1e-4, abs=1e-5)
     q2, z2 = q.copy(), z.copy()
     q2[group == 0] += shift
     z2[group == 0] += shift
@@ -1684,46 +1709,6 @@ def test_group_loss_unit_weighs_captures_by_their_spread():
     assert a == pytest.approx(b, rel=1e-6)
     with pytest.raises(ValueError, match="unit"):
         group_ranking_loss(q, z, g, -1.0)
-
-
-def _choice_loss_reference(q, z, group, temperature):
-    """``nets.losses.group_choice_loss`` written out capture by capture with numpy."""
-    from nets.losses import GROUP_MIN_SD, GROUP_Q_SCALE
-
-    def log_softmax(x):
-        x = x - x.max()
-        return x - np.log(np.exp(x).sum())
-
-    losses = []
-    for g in sorted(set(group.tolist())):
-        qs, zs = q[group == g].astype(np.float64), z[group == g].astype(np.float64)
-        if len(qs) < 2 or zs.max() - zs.min() < GROUP_MIN_SD:
-            continue
-        log_p, log_q = log_softmax(zs / temperature), log_softmax(GROUP_Q_SCALE * qs / temperature)
-        losses.append(np.sum(np.exp(log_p) * (log_p - log_q)) + (qs.mean() - zs.mean()) ** 2)
-    return float(np.mean(losses)) if losses else 0.0
-
-
-@settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 5), st.floats(-1, 1), st.sampled_from([-0.5, 0.0, 0.01, 0.3, 1.0])),
-                min_size=1, max_size=40), st.floats(-0.7, 0.7), st.sampled_from([0.02, 0.1, 1.0]))
-def test_group_choice_loss_matches_its_reference(rows, shift, temperature):
-    from nets.losses import group_choice_loss
-
-    group = np.array([r[0] for r in rows], np.int64)
-    _, group = np.unique(group, return_inverse=True)
-    q = np.array([r[1] for r in rows], np.float32)
-    z = np.array([r[2] for r in rows], np.float32)
-
-    def loss(q_, z_):
-        return float(group_choice_loss(torch.from_numpy(q_), torch.from_numpy(z_), torch.from_numpy(group), temperature))
-
-    got = loss(q, z)
-    assert got == pytest.approx(_choice_loss_reference(q, z, group, temperature), rel=1e-4, abs=1e-5)
-    q2, z2 = q.copy(), z.copy()
-    q2[group == 0] += shift
-    z2[group == 0] += shift
-    assert loss(q2, z2) == pytest.approx(got, rel=1e-3, abs=1e-4)
 
 
 def test_group_choice_loss_is_zero_at_the_target_and_spends_itself_on_the_best_set():
