@@ -676,8 +676,8 @@ def test_pretrain_on_shards_keeps_captures_and_widens_the_start_net(tmp_path, st
     config = NetConfig(kind="lower", blocks=1, channels=8, value_hidden=8, action_embedding=4)
     save(build(config), config, start)
     out = tmp_path / "lower.safetensors"
-    result = runner.invoke(app, ["pretrain", "--model", "lower", "--shards", str(tmp_path / "shards"), "--init", str(start),
-                                 "--steps", "3", "--batch-size", "32", "--out", str(out), "--json",
+    result = runner.invoke(app, ["pretrain", "--model", "lower", "--shards", str(tmp_path / "shards"),
+                                 "--init", str(start), "--steps", "3", "--batch-size", "32", "--out", str(out), "--json",
                                  "--set", "nets.blocks=1", "--set", "nets.channels=8", "--set", "nets.value_hidden=8",
                                  "--set", "nets.tactics=true", "--set", "learner.dqn_loss=group"])
     assert result.exit_code == 0, result.output
@@ -1661,7 +1661,8 @@ def _choice_loss_reference(q, z, group, temperature):
     return float(np.mean(losses)) if losses else 0.0
 
 
-GROUPED_LOSS_CASES = [("group", 0.0), ("group", 0.05), ("group", 1.0), ("choice", 0.02), ("choice", 0.1), ("choice", 1.0)]
+GROUPED_LOSS_CASES = [("group", 0.0), ("group", 0.05), ("group", 1.0),
+                      ("choice", 0.02), ("choice", 0.1), ("choice", 1.0)]
 
 
 @settings(max_examples=120, deadline=None)

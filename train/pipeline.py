@@ -210,7 +210,7 @@ class Pipeline:
             from nets.io import load
 
             try:
-                model, net_config, meta = load(start, expected_kind=kind)
+                model, net_config, _ = load(start, expected_kind=kind)
             except Exception as exc:  # noqa: BLE001 - nets.io raises its typed error; name the file
                 raise TrainError(f"init_dir net {start}: {exc}") from None
             self.show(phase=f"init: {kind} from {start}")

@@ -20,9 +20,9 @@ side to move and ``scale`` that evaluator's. When the game ends within those ``K
 its end is infinite: ``z`` is the result for ``s`` (+1 or -1; a draw's margin is 0, so
 ``z = tanh(-m(t) / scale)``), or with ``ends = "drop"`` there is no target (the last ``K`` plies of a
 finished game give no sample: the value then learns only the drift of positions that go on). A record
-that stops before ``t + K`` without a result gives no sample for ``t``. A net whose value head learns it predicts how the leaf value of its search will move over the
-next ``K`` plies of play, beyond the evaluator's horizon; the search adds it to that leaf value with
-``value_mix < 1``.
+that stops before ``t + K`` without a result gives no sample for ``t``. A net whose value head learns
+it predicts how the leaf value of its search will move over the next ``K`` plies of play, beyond the
+evaluator's horizon; the search adds it to that leaf value with ``value_mix < 1``.
 
 :func:`pretrain` trains a net (fresh, or continuing ``init``) on such samples with ``train.learner`` and the
 symmetry augmentation, and saves it with ``nets.io.save``.
@@ -348,9 +348,10 @@ def pretrain(
 ) -> dict[str, Any]:
     """Train on ``samples`` for ``steps`` steps (constant ``lr``; the learner's optimiser, L2 and clip) and
     save the net to ``out`` (no optimiser state: self-play starts a fresh optimiser and schedule).
-    ``init``: a net file to continue (default: a fresh net seeded with ``seed``; with ``net_config.tactics``
-    a net without the tactical planes is widened first, ``nets.model.with_tactics``). Returns the losses of the
-    first and last steps and the mean, ``seconds`` and ``samples``."""
+    ``init``: a net file to continue (default: a fresh net seeded with ``seed``; with
+    ``net_config.tactics`` a net without the tactical planes is widened first,
+    ``nets.model.with_tactics``). Returns the losses of the first and last steps and the mean,
+    ``seconds`` and ``samples``."""
     import torch
 
     from train.learner import Learner
