@@ -41,7 +41,7 @@ from safetensors.torch import save as st_save
 from torch import nn
 
 from nets.config import ENCODING_VERSION, NetConfig, preset_name
-from nets.model import build
+from nets.model import build, with_tactics
 
 FORMAT = "jiu-jfa-net"
 FORMAT_VERSION = 1
@@ -92,10 +92,13 @@ def read_metadata(path: str | os.PathLike) -> dict[str, str]:
     return dict(meta)
 
 
-def load(path: str | os.PathLike, expected_kind: str | None = None) -> tuple[nn.Module, NetConfig, dict[str, Any]]:
+def load(path: str | os.PathLike, expected_kind: str | None = None,
+         tactics: bool = False) -> tuple[nn.Module, NetConfig, dict[str, Any]]:
     """Load a net saved by :func:`save`: ``(model, config, extra)``, the model in ``eval()`` mode on the
     CPU. Raises ``ValueError`` naming the file and the reason when the file does not match (module
-    docstring); ``expected_kind`` (``"slm"``, ``"upper"``, ``"lower"``) also checks the net's kind."""
+    docstring); ``expected_kind`` (``"slm"``, ``"upper"``, ``"lower"``) also checks the net's kind.
+    ``tactics``: a net without the tactical planes is widened (``nets.model.with_tactics``: the same
+    function), and ``config`` is the widened net's; the one place a start net gets the planes."""
     path = Path(path)
     meta = read_metadata(path)
 
@@ -149,5 +152,8 @@ def load(path: str | os.PathLike, expected_kind: str | None = None) -> tuple[nn.
         if t.is_floating_point() and not torch.isfinite(t).all():
             raise fail(f"tensor {k!r} has non-finite values")
     model.load_state_dict(tensors, strict=True)
+    if tactics and not config.tactics:
+        model = with_tactics(model)
+        config = model.config
     model.eval()
     return model, config, extra

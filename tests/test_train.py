@@ -288,6 +288,18 @@ def test_one_learner_step_reduces_the_loss_on_a_fixed_batch(tmp_path, states, ki
     assert again.step == 1 and again.optimizer.state_dict()["state"]
     for p, q in zip(learner.model.parameters(), again.model.parameters()):
         torch.testing.assert_close(p, q)
+    # reloaded with the tactical planes: the widened net (the same outputs), and the saved optimiser
+    # state, whose first-layer moments no longer fit, is left out (a fresh optimiser that can step)
+    wide = Learner.from_checkpoint(path, cfg.learner, tactics=True)
+    assert wide.net_config.tactics and not again.net_config.tactics
+    assert not wide.optimizer.state_dict()["state"]
+    with torch.no_grad():
+        x = torch.from_numpy(batch.planes)
+        args = (x, torch.from_numpy(batch.action)) if kind == "lower" else (x,)
+        outs = [m.eval()(*args) for m in (again.model, wide.model)]
+    for a, b in zip(*[o if isinstance(o, tuple) else (o,) for o in outs], strict=True):
+        torch.testing.assert_close(a, b)
+    wide.train_step(batch)
 
 
 @pytest.mark.parametrize("kind", ["slm", "upper", "lower"])

@@ -77,6 +77,21 @@ def _atomic_torch_save(obj: Any, path: Path) -> None:
     atomic_write(path, lambda f: torch.save(obj, f))
 
 
+def _optimizer_state_fits(state: dict[str, Any], optimizer: torch.optim.Optimizer) -> bool:
+    """Whether an optimiser ``state_dict`` has a per-parameter tensor of each parameter's shape (a net
+    widened since it was saved, e.g. by ``nets.io.load(tactics=True)``, has not)."""
+    params = [p for group in optimizer.param_groups for p in group["params"]]
+    saved = [i for group in state.get("param_groups", []) for i in group["params"]]
+    if len(saved) != len(params):
+        return False
+    per_param = state.get("state", {})
+    for i, p in zip(saved, params):
+        for t in per_param.get(i, {}).values():
+            if isinstance(t, torch.Tensor) and t.dim() > 0 and t.shape != p.shape:
+                return False
+    return True
+
+
 class Learner:
     """Trains one net (``kind`` from its config). ``model`` defaults to a fresh net (``torch.manual_seed(seed)``
     first); ``step`` is the global step the schedule starts from."""
@@ -113,18 +128,21 @@ class Learner:
     # ------------------------------------------------------------------ checkpoints
     @classmethod
     def from_checkpoint(cls, path: str | os.PathLike, cfg: LearnerConfig, horizon: int = 10_000,
-                        lr: float | None = None, kind: str | None = None) -> "Learner":
+                        lr: float | None = None, kind: str | None = None, tactics: bool = False) -> "Learner":
         """A learner continuing the net (and optimiser, when its file exists) saved at ``path``;
         ``kind`` (``"slm"``, ``"upper"``, ``"lower"``): the net must be of that kind (``ValueError``
-        naming the file and both kinds otherwise)."""
+        naming the file and both kinds otherwise). ``tactics``: a net without the tactical planes is
+        widened first (``nets.io.load``); its optimiser state no longer fits and is not loaded."""
         from nets.io import load
 
-        model, config, extra = load(path, expected_kind=kind)
+        model, config, extra = load(path, expected_kind=kind, tactics=tactics)
         learner = cls(config, cfg, model=model, step=int(extra.get("step", 0)), horizon=horizon, lr=lr)
         opt = optimizer_path(path)
         if opt.exists() and extra.get("optimizer") == cfg.optimizer:
             try:
-                learner.optimizer.load_state_dict(torch.load(opt, weights_only=True))
+                state = torch.load(opt, weights_only=True)
+                if _optimizer_state_fits(state, learner.optimizer):  # not for a widened net
+                    learner.optimizer.load_state_dict(state)
             except Exception:  # noqa: BLE001 - a stale or corrupt optimiser file: start a fresh optimiser
                 pass
         return learner

@@ -210,16 +210,14 @@ class Pipeline:
             from nets.io import load
 
             try:
-                model, net_config, _ = load(start, expected_kind=kind)
+                model, net_config, _ = load(start, expected_kind=kind, tactics=cfg.nets.tactics)
             except Exception as exc:  # noqa: BLE001 - nets.io raises its typed error; name the file
                 raise TrainError(f"init_dir net {start}: {exc}") from None
             self.show(phase=f"init: {kind} from {start}")
-            if cfg.nets.tactics and not net_config.tactics:  # the same function, with the tactical planes
+            if cfg.nets.tactics:  # widened when it had no tactical planes: the same function with them
                 from nets.io import save
-                from nets.model import with_tactics
 
-                wide = with_tactics(model.float())
-                save(wide, wide.config, ckpt, extra={"iteration": 0, "init": f"{start} with tactics"})
+                save(model, net_config, ckpt, extra={"iteration": 0, "init": f"{start} with tactics"})
             else:
                 atomic_copy(start, ckpt)
             info.update(init_from=str(start))

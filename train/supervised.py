@@ -350,7 +350,7 @@ def pretrain(
     save the net to ``out`` (no optimiser state: self-play starts a fresh optimiser and schedule).
     ``init``: a net file to continue (default: a fresh net seeded with ``seed``; with
     ``net_config.tactics`` a net without the tactical planes is widened first,
-    ``nets.model.with_tactics``). Returns the losses of the first and last steps and the mean,
+    ``nets.io.load``). Returns the losses of the first and last steps and the mean,
     ``seconds`` and ``samples``."""
     import torch
 
@@ -361,13 +361,8 @@ def pretrain(
         raise SupervisedError(f"pretrain: {samples.kind} samples for a {kind} net")
     cfg = learner_cfg.model_copy(update={"schedule": "constant", "lr": lr})
     if init is not None:
-        learner = Learner.from_checkpoint(init, cfg, lr=lr, kind=kind)
+        learner = Learner.from_checkpoint(init, cfg, lr=lr, kind=kind, tactics=net_config.tactics)
         learner.step = 0
-        if net_config.tactics and not learner.net_config.tactics:  # widened: the same function to start from
-            from nets.model import with_tactics
-
-            wide = with_tactics(learner.model)
-            learner = Learner(wide.config, cfg, model=wide, lr=lr)
     else:
         learner = Learner(net_config, cfg, seed=seed, lr=lr)
     torch.manual_seed(seed)
