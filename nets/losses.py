@@ -110,15 +110,32 @@ GROUP_Z_CLIP = 3.0    # standardised targets beyond 3 standard deviations are cl
 GROUP_MIN_SD = 1e-4   # a capture whose targets differ by less carries no ranking and is left out
 
 
+class _Groups(NamedTuple):
+    """The captures of a grouped DQN loss: ``index`` int64 ``(B,)`` (each sample's capture,
+    ``0..n-1``), ``n`` captures, ``count`` ``(n,)`` float (samples per capture)."""
+
+    index: torch.Tensor
+    n: int
+    count: torch.Tensor
+
+    def sum(self, x: torch.Tensor) -> torch.Tensor:
+        """``(n,)``: the sum of ``x`` ``(B,)`` over each capture's samples."""
+        return torch.zeros(self.n, dtype=x.dtype).index_add_(0, self.index, x)
+
+    def mean(self, x: torch.Tensor) -> torch.Tensor:
+        """``(n,)``: the mean of ``x`` ``(B,)`` over each capture's samples (0 for an empty one)."""
+        return self.sum(x) / self.count.clamp_min(1)
+
+
 def _group_index(q: torch.Tensor, target: torch.Tensor, group: torch.Tensor):
-    """``(q, z, g, G, count)``: flat float ``q``, detached ``z`` of ``q``'s dtype, int64 ``g``, the number
-    of groups ``G`` and the ``(G,)`` sample count of each (the captures of a grouped DQN loss)."""
+    """``(q, z, groups)``: flat float ``q``, detached ``z`` of ``q``'s dtype and the :class:`_Groups` of
+    ``group`` (the captures of a grouped DQN loss)."""
     q = q.reshape(-1).float()
     z = target.reshape(-1).to(q.dtype).detach()
     g = group.reshape(-1).long()
     n_groups = int(g.max()) + 1 if g.numel() else 0
     count = torch.zeros(n_groups, dtype=q.dtype).index_add_(0, g, torch.ones_like(q))
-    return q, z, g, n_groups, count
+    return q, z, _Groups(g, n_groups, count)
 
 
 def group_ranking_loss(q: torch.Tensor, target: torch.Tensor, group: torch.Tensor, unit: float = 0.0) -> torch.Tensor:
@@ -140,11 +157,8 @@ def group_ranking_loss(q: torch.Tensor, target: torch.Tensor, group: torch.Tenso
     ranking (README, "The square victims")."""
     if not unit >= 0.0:
         raise ValueError(f"group_ranking_loss: unit must be >= 0, got {unit!r}")
-    q, z, g, n_groups, count = _group_index(q, target, group)
-
-    def group_mean(x: torch.Tensor) -> torch.Tensor:  # (G,): the mean of x over each capture's samples
-        return torch.zeros(n_groups, dtype=q.dtype).index_add_(0, g, x) / count.clamp_min(1)
-
+    q, z, groups = _group_index(q, target, group)
+    g, count, group_mean = groups.index, groups.count, groups.mean
     z_mean, q_mean = group_mean(z), group_mean(q)
     zc = z - z_mean[g]
     z_sd = group_mean(zc * zc).sqrt()
@@ -176,7 +190,8 @@ def group_choice_loss(q: torch.Tensor, target: torch.Tensor, group: torch.Tensor
     it unchanged. Raises ``ValueError`` unless ``temperature > 0``."""
     if not temperature > 0.0:
         raise ValueError(f"group_choice_loss: temperature must be > 0, got {temperature!r}")
-    q, z, g, n_groups, count = _group_index(q, target, group)
+    q, z, groups = _group_index(q, target, group)
+    g, n_groups, count, group_sum = groups.index, groups.n, groups.count, groups.sum
     if n_groups == 0:
         return q.sum() * 0.0
     neg = torch.full((n_groups,), -torch.inf, dtype=q.dtype)
@@ -184,18 +199,13 @@ def group_choice_loss(q: torch.Tensor, target: torch.Tensor, group: torch.Tensor
     z_min = (-neg).scatter_reduce(0, g, z, reduce="amin")
     a = GROUP_Q_SCALE * q / temperature
     a_max = neg.scatter_reduce(0, g, a.detach(), reduce="amax")
-
-    def group_sum(x: torch.Tensor) -> torch.Tensor:  # (G,): the sum of x over each capture's samples
-        return torch.zeros(n_groups, dtype=q.dtype).index_add_(0, g, x)
-
     zt = (z - z_max[g]) / temperature                     # <= 0; the best set 0
     log_zn = torch.log(group_sum(torch.exp(zt)))          # log-partition of the target choice
     log_p = zt - log_zn[g]
     ea = torch.exp(a - a_max[g])
     log_qn = a - a_max[g] - torch.log(group_sum(ea))[g]   # log-softmax of the net's choice
     kl = group_sum(torch.exp(log_p) * (log_p - log_qn))
-    z_mean = group_sum(z) / count.clamp_min(1)
-    q_mean = group_sum(q) / count.clamp_min(1)
+    z_mean, q_mean = groups.mean(z), groups.mean(q)
     per_group = kl + (q_mean - z_mean) ** 2
     used = (count >= 2) & (z_max - z_min >= GROUP_MIN_SD)
     if not bool(used.any()):
