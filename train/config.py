@@ -33,7 +33,7 @@ field                           default                     meaning
 ``nets.blocks/channels``        ``None``                    optional overrides of the preset (tests: tiny nets)
 ``nets.tactics``                ``false``                   the run's nets get the tactical input planes of
                                                             ``nets.tactics``; a start net without them is
-                                                            widened (``nets.model.with_tactics``: the same
+                                                            widened when loaded (``nets.io.load``: the same
                                                             function until trained)
 ``selfplay.games``              ``4``                       self-play games per iteration
 ``selfplay.simulations``        ``32``                      MCTS simulations per searched move
