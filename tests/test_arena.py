@@ -529,4 +529,16 @@ def test_sprt_stops_the_match_as_soon_as_it_decides(tmp_path):
     llr = sum(counts) * (s1 - s0) * (2 * m - s0 - s1) / (2 * var)
     assert data["sprt"]["llr"] == pytest.approx(llr)
     assert data["sprt"]["decision"] == "H0" and llr <= math.log(0.05 / 0.95)
+    # the progress lines show the LLR and its bounds: the last one the summary's
+    import io
+
+    from train.arena import run_arena
+    from train.dashboard import LineProgress
+
+    stream = io.StringIO()
+    again = run_arena("random", "greedy", 60, workers=0, seed=3, out_dir=tmp_path / "sprt2",
+                      sprt=(0, 100, 0.05, 0.05), progress=LineProgress(min_gap=0, stream=stream))
+    lines = stream.getvalue().strip().splitlines()
+    assert len(lines) >= 2 and all("LLR " in line for line in lines), lines
+    assert f"LLR {again.data['sprt']['llr']:+.2f} [-2.94, 2.94]" in lines[-1], lines[-1]
     assert runner.invoke(app, ["arena", "random", "greedy", "--sprt", "40,0", "--out", str(tmp_path / "x")]).exit_code == 2

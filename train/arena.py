@@ -490,14 +490,20 @@ def _run_locked(spec_a, spec_b, games, workers, seed, out: Path, ruleset, progre
     def decided() -> bool:
         return sprt is not None and sprt_of_games(points, *sprt).decision is not None
 
+    def score_text() -> str:  # A's score and, with an SPRT, its log-likelihood ratio and bounds
+        if sprt is None:
+            return _score_text(score)
+        look = sprt_of_games(points, *sprt)
+        return f"{_score_text(score)}, LLR {look.llr:+.2f} [{look.lower:.2f}, {look.upper:.2f}]"
+
     with _progress_context(progress) as bar:
         label = f"{spec_a} vs {spec_b}"
-        task_id = bar.add_task(label, total=games, completed=len(done), score=_score_text(score)) if bar else None
+        task_id = bar.add_task(label, total=games, completed=len(done), score=score_text()) if bar else None
 
         def finished(info: dict[str, Any]) -> None:
             tally(info["index"], info["result"], info["a_colour"])
             if bar is not None:
-                bar.update(task_id, advance=1, score=_score_text(score))
+                bar.update(task_id, advance=1, score=score_text())
 
         tasks = [{**task_base, "index": i} for i in todo]
         runner = None
@@ -588,7 +594,7 @@ def _progress_context(progress: Any):
 
 def new_progress(transient: bool = False):
     """A rich ``Progress`` on stderr with columns: description, bar, games done/total, score of A
-    (``+wins =draws -losses``), elapsed and remaining time; ``transient``: erased when it stops. When
+    (``+wins =draws -losses``; with an SPRT also ``LLR x [lower, upper]``), elapsed and remaining time; ``transient``: erased when it stops. When
     stderr is not a terminal (a log file, a CI job), where a bar is not drawn, a
     ``train.dashboard.LineProgress`` instead: the same facts as plain lines, at least once a minute."""
     if not sys.stderr.isatty():
