@@ -595,8 +595,9 @@ def _progress_context(progress: Any):
 def new_progress(transient: bool = False):
     """A rich ``Progress`` on stderr with columns: description, bar, games done/total, score of A
     (``+wins =draws -losses``; with an SPRT also ``LLR x [lower, upper]``), elapsed and remaining time;
-    ``transient``: erased when it stops. When stderr is not a terminal (a log file, a CI job), where a bar is not drawn, a
-    ``train.dashboard.LineProgress`` instead: the same facts as plain lines, at least once a minute."""
+    ``transient``: erased when it stops. When stderr is not a terminal (a log file, a CI job), where a
+    bar is not drawn, a ``train.dashboard.LineProgress`` instead: the same facts as plain lines, at least
+    once a minute."""
     if not sys.stderr.isatty():
         from train.dashboard import LineProgress
 
