@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -1159,14 +1160,26 @@ def test_export_and_continue_from_a_model_directory(cycle_run, tmp_path):
     with torch.no_grad():
         torch.testing.assert_close(wide.float().eval()(x, a), start.float().eval()(x, a), atol=2e-3, rtol=0)
     assert load(wide_run / "best" / "lower.safetensors")[1].tactics
+    # a start net that has the planes already is copied as it is, its own metadata included
+    from nets.io import read_metadata, save
+
+    wide_dir = tmp_path / "model-tactics"
+    shutil.copytree(model_dir, wide_dir)
+    save(wide, wide_config, wide_dir / "lower.safetensors", extra={"exported_from": "a tactics run"})
+    again = tmp_path / "run-tactics-again"
+    result = runner.invoke(app, ["selfplay", "--model-dir", str(wide_dir), "--run-dir", str(again), "--no-progress",
+                                 "--model", "lower", "--iterations", "1", "--set", "curve.every=0",
+                                 "--set", "nets.tactics=true"])
+    assert result.exit_code == 0, result.output
+    first = again / "checkpoints" / "lower-i0000.safetensors"
+    assert first.read_bytes() == (wide_dir / "lower.safetensors").read_bytes()
+    assert json.loads(read_metadata(first)["extra"]) == {"exported_from": "a tactics run"}
 
 
 def test_the_export_gate_plays_the_incumbent_and_guards_the_export(tmp_path, monkeypatch):
     """``selfplay --export DIR``: the run's best net plays DIR's net of its kind (an SPRT capped at
     ``gate.export_games``; at the cap the score decides); a rerun resumes the same games; a directory
     without the kind's net has nothing to beat; a failed gate writes nothing and exits with status 1."""
-    import shutil
-
     import train.modeldir as modeldir
 
     run = tmp_path / "run"

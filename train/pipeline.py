@@ -210,15 +210,18 @@ class Pipeline:
             from nets.io import load
 
             try:
-                model, net_config, _ = load(start, expected_kind=kind, tactics=cfg.nets.tactics)
+                _, start_config, _ = load(start, expected_kind=kind)  # validates the file before the run uses it
+                widen = cfg.nets.tactics and not start_config.tactics
+                if widen:  # no tactical planes yet: the same function with them (nets.io.load widens)
+                    model, net_config, _ = load(start, expected_kind=kind, tactics=True)
             except Exception as exc:  # noqa: BLE001 - nets.io raises its typed error; name the file
                 raise TrainError(f"init_dir net {start}: {exc}") from None
             self.show(phase=f"init: {kind} from {start}")
-            if cfg.nets.tactics:  # widened when it had no tactical planes: the same function with them
+            if widen:
                 from nets.io import save
 
                 save(model, net_config, ckpt, extra={"iteration": 0, "init": f"{start} with tactics"})
-            else:
+            else:  # the file as it is, its metadata included
                 atomic_copy(start, ckpt)
             info.update(init_from=str(start))
             self.state.init_from = str(Path(cfg.init_dir))
