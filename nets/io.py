@@ -98,7 +98,8 @@ def load(path: str | os.PathLike, expected_kind: str | None = None,
     CPU. Raises ``ValueError`` naming the file and the reason when the file does not match (module
     docstring); ``expected_kind`` (``"slm"``, ``"upper"``, ``"lower"``) also checks the net's kind.
     ``tactics``: a net without the tactical planes is widened (``nets.model.with_tactics``: the same
-    function), and ``config`` is the widened net's; the one place a start net gets the planes."""
+    function), and ``config`` is the widened net's. ``with_tactics`` is the one function that widens a
+    net; the learner calls it through here, the pipeline's init phase directly on the net it validated."""
     path = Path(path)
     meta = read_metadata(path)
 

@@ -210,17 +210,17 @@ class Pipeline:
             from nets.io import load
 
             try:
-                _, start_config, _ = load(start, expected_kind=kind)  # validates the file before the run uses it
-                widen = cfg.nets.tactics and not start_config.tactics
-                if widen:  # no tactical planes yet: the same function with them (nets.io.load widens)
-                    model, net_config, _ = load(start, expected_kind=kind, tactics=True)
+                model, net_config, _ = load(start, expected_kind=kind)  # validates the file before the run uses it
             except Exception as exc:  # noqa: BLE001 - nets.io raises its typed error; name the file
                 raise TrainError(f"init_dir net {start}: {exc}") from None
+            widen = cfg.nets.tactics and not net_config.tactics
             self.show(phase=f"init: {kind} from {start}")
-            if widen:
+            if widen:  # no tactical planes yet: the same function with them, zero weight on the planes
                 from nets.io import save
+                from nets.model import with_tactics
 
-                save(model, net_config, ckpt, extra={"iteration": 0, "init": f"{start} with tactics"})
+                model = with_tactics(model)
+                save(model, model.config, ckpt, extra={"iteration": 0, "init": f"{start} with tactics"})
             else:  # the file as it is, its metadata included
                 atomic_copy(start, ckpt)
             info.update(init_from=str(start))
