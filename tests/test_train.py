@@ -1178,7 +1178,8 @@ def test_export_and_continue_from_a_model_directory(cycle_run, tmp_path):
 
 def test_the_export_gate_plays_the_incumbent_and_guards_the_export(tmp_path, monkeypatch):
     """``selfplay --export DIR``: the run's best net plays DIR's net of its kind (an SPRT capped at
-    ``gate.export_games``; at the cap the score decides); a rerun resumes the same games; a directory
+    ``gate.export_games``; undecided at the cap it fails, or the score decides with
+    ``gate.export_at_cap = "threshold"``); a rerun resumes the same games; a directory
     without the kind's net has nothing to beat; a failed gate writes nothing and exits with status 1."""
     import train.modeldir as modeldir
 
@@ -1193,8 +1194,12 @@ def test_the_export_gate_plays_the_incumbent_and_guards_the_export(tmp_path, mon
     assert [(r["kind"], r["iteration"], r["against"]) for r in rows] == [("upper", 1, str(incumbent / "upper.safetensors"))]
     (r,) = rows
     assert r["games"] == 2 and r["wins"] + r["draws"] + r["losses"] == 2
-    assert r["decision"].startswith("cap of 2 games") and r["passed"] == (r["win_rate"] > 0.5)  # 2 games never decide
+    assert r["decision"].startswith("cap of 2 games") and not r["passed"]  # 2 games never decide; undecided fails
     assert modeldir.export_gate(run, incumbent, workers=0) == rows  # resumed from the records on disk
+    at_threshold = cfg.model_copy(update={"gate": cfg.gate.model_copy(update={"export_at_cap": "threshold"})})
+    (by_score,) = modeldir.export_gate(run, incumbent, workers=0, config=at_threshold)
+    assert by_score["games"] == 2 and by_score["passed"] == (by_score["win_rate"] > 0.5)
+    assert "vs threshold 0.5" in by_score["decision"]
     (free,) = modeldir.export_gate(run, tmp_path / "empty", workers=0)
     assert free["passed"] and "games" not in free and "no upper.safetensors" in free["decision"]
 

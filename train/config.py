@@ -173,6 +173,11 @@ field                           default                     meaning
                                                             an SPRT with the fields above capped at this many
                                                             games; only a net that passes is written (even;
                                                             0: export without a gate). May change on resume
+``gate.export_at_cap``          ``"fail"``                  an export gate that reaches ``export_games``
+                                                            undecided: ``fail`` (fishtest's rule: only an
+                                                            SPRT that accepts H1 ships a net) or
+                                                            ``threshold`` (a score above ``gate.threshold``
+                                                            passes, as the run's own gate does)
 ``gate.simulations``            ``32``                      search simulations in evaluation games
 ``gate.search_threads``         ``4``
 ``gate.expert``                 ``"expert"``                the reference opponent (agent spec)
@@ -407,6 +412,7 @@ class GateConfig(_Section):
     threshold: float = Field(0.5, ge=0, le=1)
     expert_games: int = Field(0, ge=0, le=100_000)
     export_games: int = Field(200, ge=0, le=100_000)
+    export_at_cap: Literal["fail", "threshold"] = "fail"
     simulations: int = Field(32, ge=1)
     search_threads: int = Field(4, ge=1, le=64)
     expert: str = "expert"

@@ -113,8 +113,8 @@ def export_gate(run_dir: str | os.PathLike, model_dir: str | os.PathLike, worker
     """The export gate: each best net of the run in ``run_dir`` that training changed (best iteration > 0)
     plays ``model_dir``'s net of its kind, colour-balanced, with the run's evaluation agent
     (``train.selfplay.net_agent_spec``) and the pentanomial SPRT of the run's ``gate.elo0``, ``gate.elo1``,
-    ``gate.alpha``, ``gate.beta``, stopping when it decides or at ``gate.export_games`` games (at the cap
-    the score decides against ``gate.threshold``, as in the run's own gate); ``config`` (a ``TrainConfig``)
+    ``gate.alpha``, ``gate.beta``, stopping when it decides or at ``gate.export_games`` games (an undecided test
+    fails there, or with ``gate.export_at_cap = "threshold"`` the score decides against ``gate.threshold``); ``config`` (a ``TrainConfig``)
     replaces the run's stored one, e.g. with the command line's ``--set gate.*``. The games go to
     ``RUN/eval/export-gate/<kind>-i<iteration>`` (a rerun resumes them). ``workers``: ``None`` = the run's.
 
@@ -160,9 +160,13 @@ def export_gate(run_dir: str | os.PathLike, model_dir: str | os.PathLike, worker
             passed, how = True, f"SPRT accepted H1 after {summary.games} games"
         elif test.get("decision") == "H0":
             passed, how = False, f"SPRT accepted H0 after {summary.games} games"
-        else:
+        elif g.export_at_cap == "threshold":
             passed = rate is not None and rate > g.threshold
             how = f"cap of {g.export_games} games: score {rate if rate is None else round(rate, 3)} vs threshold {g.threshold}"
+        else:
+            passed = False
+            how = (f"cap of {g.export_games} games undecided (score {rate if rate is None else round(rate, 3)}): "
+                   "not shown stronger (gate.export_at_cap = fail)")
         rows.append({**row, "passed": passed, "decision": how, "sprt": test,
                      **{k: summary.data.get(k) for k in ("games", "wins", "draws", "losses", "win_rate", "wilson_ci95",
                                                          "elo")}})
