@@ -1,4 +1,4 @@
-"""Knowledge agents: the baselines (``random``, ``greedy``, ``minimax``) and the ``expert``.
+"""Knowledge agents: the baselines (``random``, ``greedy``, ``minimax``), the ``expert`` and ``rollout``.
 
 Every agent follows ``knowledge.protocols.Agent``: ``name``, ``last_think_time`` (wall seconds of the
 latest ``select``), ``select(state) -> Move`` for a non-terminal layout or battle state. Factories are
@@ -44,6 +44,9 @@ Agents (papers/004 section 2 for the baselines, papers/000 sections 3.4-3.5 for 
   first), otherwise ``best_victims`` (JFA Eq. 9: break the opponent's Dalians, squares and gates).
   It does not walk into a repetition draw while ahead in stones (and takes one while behind).
   About 5-10 ms per battle move, under 1 ms per placement (2-core machine).
+- ``rollout``: the expert, except that from layout ply ``from_ply`` on each placement is chosen among
+  the expert's ``top`` by expert rollouts that complete the layout and play ``battle_plies`` battle
+  plies, valued by the stone difference (:class:`RolloutLayoutAgent`).
 """
 
 from __future__ import annotations
@@ -55,7 +58,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
-from core.board import PHASE_LAYOUT
+from core.board import NUM_POINTS, PHASE_LAYOUT
 from knowledge.expert_kernels import (
     BATTLE_WEIGHTS,
     EVAL_WEIGHTS,
@@ -79,6 +82,7 @@ __all__ = [
     "GreedyAgent",
     "MinimaxAgent",
     "ExpertAgent",
+    "RolloutLayoutAgent",
     "PhasedAgent",
     "AgentOptions",
     "validate_agent_spec",
@@ -518,6 +522,64 @@ class ExpertAgent(_Agent):
         return _victims(state, path, jump, nsq, self.capture_pruner)
 
 
+# ============================================================================ rollout
+class RolloutLayoutAgent(_Agent):
+    """Flat Monte Carlo layout with the expert as the rollout policy (a layout baseline and a measuring
+    instrument: it models an ``expert`` opponent exactly, apart from that agent's tie-break seeds).
+
+    Before layout ply ``from_ply`` (placements made) and in the battle it plays as ``expert`` (its own
+    generator). From ``from_ply`` on, each of the expert's ``top`` placements by score
+    (:meth:`ExpertAgent.layout_scores`) gets :meth:`rollout_value` under ``rollouts`` seeds drawn from the
+    agent's generator, the same seeds for every candidate (common random numbers); the highest mean wins
+    and ties go to the higher expert score. A rollout completes the layout with the expert on both sides,
+    plays ``battle_plies`` expert battle plies (fewer when the game ends) and returns the stone difference
+    for the player who placed: a layout value judged by the first stretch of the battle, the one the
+    layout decides most directly. Cost per searched placement: ``top * rollouts`` rollouts of the
+    remaining placements (well under 1 ms each) and ``battle_plies`` expert battle moves (5-10 ms each).
+    """
+
+    name = "rollout"
+
+    def __init__(self, seed: int = 0, from_ply: int = 140, top: int = 4, rollouts: int = 2, battle_plies: int = 8):
+        super().__init__(seed)
+        self.from_ply, self.top, self.rollouts, self.battle_plies = int(from_ply), int(top), int(rollouts), int(battle_plies)
+        self.expert = ExpertAgent(seed)
+        self._roller = ExpertAgent(seed)
+
+    def rollout_value(self, state: GameState, player: int, seed: int) -> float:
+        """Stones of ``player`` minus the opponent's after one rollout from ``state`` (a layout position, or
+        the battle's first after the last placement): the expert (generator seeded with ``seed``, both
+        sides) completes the layout and plays ``battle_plies`` battle plies, fewer when the game ends."""
+        self._roller.rng = np.random.default_rng(seed)
+        s = state
+        while s.phase == PHASE_LAYOUT:
+            s = s.apply(self._roller.select(s))
+        for _ in range(self.battle_plies):
+            if s.is_terminal():
+                break
+            s = s.apply(self._roller.select(s))
+        return float(int(s.counts[player]) - int(s.counts[1 - player]))
+
+    def layout_values(self, state: GameState, seeds) -> tuple[np.ndarray, np.ndarray]:
+        """``(points int64[k], values float64[k])``: the expert's ``top`` legal placements in layout
+        ``state``, best score first (``k = min(top, legal)``), and each one's mean :meth:`rollout_value`
+        for the side to move over ``seeds`` (ints, one rollout each)."""
+        scores = self.expert.layout_scores(state)
+        order = np.argsort(-scores, kind="stable")
+        points = np.array([p for p in order[: self.top] if np.isfinite(scores[p])], np.int64)
+        side = state.side
+        values = np.array([np.mean([self.rollout_value(state.apply(Move((int(p),))), side, int(seed)) for seed in seeds])
+                           for p in points], np.float64)
+        return points, values
+
+    def _select(self, state: GameState) -> Move:
+        if state.phase != PHASE_LAYOUT or state.ply < self.from_ply:
+            return self.expert.select(state)
+        seeds = self.rng.integers(0, 2**62, self.rollouts)
+        points, values = self.layout_values(state, seeds)
+        return Move((int(points[int(np.argmax(values))]),))  # argmax: the first maximum, the higher expert score
+
+
 # ============================================================================ phased
 class PhasedAgent:
     """Plays the layout with ``layout_agent`` and the battle with ``battle_agent``; ``name`` is
@@ -625,6 +687,13 @@ class ExpertOptions(AgentOptions):
     layout_mix: float = _weight(0.3, "weight of the knowledge layout kernel on the greedy layout score")
 
 
+class RolloutOptions(AgentOptions):
+    from_ply: int = Field(140, ge=0, le=NUM_POINTS, description="layout ply (placements made) from which placements are chosen by rollouts")
+    top: int = Field(4, ge=1, le=NUM_POINTS, description="the expert's best placements compared by rollouts")
+    rollouts: int = Field(2, ge=1, le=10_000, description="rollouts per compared placement (the same seeds for each)")
+    battle_plies: int = Field(8, ge=0, le=100_000, description="expert battle plies a rollout plays after the layout")
+
+
 @register("random", "agent", options=AgentOptions)
 def make_random(o: AgentOptions) -> RandomAgent:
     """Uniform random legal path, then a uniform victim set (uniform placement in the layout)."""
@@ -648,3 +717,9 @@ def make_expert(o: ExpertOptions) -> ExpertAgent:
     """The JFA auxiliary agent: knowledge layout, Table 1 battle policy with a safety check of the replies."""
     return ExpertAgent(o.seed, noise=o.noise, layout_noise=o.layout_noise, k_full=o.k_full, prior=o.prior, pool=o.pool,
                        victims=o.victims, plies=o.plies, top=o.top, replies=o.replies, layout_mix=o.layout_mix)
+
+
+@register("rollout", "agent", options=RolloutOptions)
+def make_rollout(o: RolloutOptions) -> RolloutLayoutAgent:
+    """Expert layout, late placements chosen among its top by expert rollouts into the battle; expert battle."""
+    return RolloutLayoutAgent(o.seed, from_ply=o.from_ply, top=o.top, rollouts=o.rollouts, battle_plies=o.battle_plies)
