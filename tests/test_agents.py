@@ -251,6 +251,56 @@ def test_the_experts_alpha_cut_keeps_its_repetition_choice(behind):
     assert margins == [2 * JITTER, math.inf]  # cut first, then in full once the rule moved a score
 
 
+# ============================================================================ rollout layout agent
+def _naive_rollout(state: GameState, player: int, seed: int, battle_plies: int) -> float:
+    """A fresh expert seeded with ``seed`` plays both sides to the end of the layout and ``battle_plies``
+    battle plies; the stones are counted on the board."""
+    expert, s = ExpertAgent(seed=seed), state
+    while s.phase == 0:
+        s = s.apply(expert.select(s))
+    for _ in range(battle_plies):
+        if s.is_terminal():
+            break
+        s = s.apply(expert.select(s))
+    own = int(np.sum(s.board == (1 if player == WHITE else 2)))
+    return float(own - int(np.sum(s.board == (2 if player == WHITE else 1))))
+
+
+@pytest.mark.parametrize("ply", [150, 191, 195])
+def test_rollout_values_and_choice_match_a_naive_reference(ply):
+    """``rollout``: the candidates are the expert's best placements by score, each valued by fresh
+    expert rollouts (the same seeds for each), and the choice is the first maximum; before ``from_ply``
+    and in the battle it plays what a lone expert with its seed plays."""
+    s = GameState.initial(FAST)
+    expert = ExpertAgent(seed=3)
+    while s.ply < ply:
+        s = s.apply(expert.select(s))
+    agent = make_agent("rollout:top=3,rollouts=2,battle_plies=3", seed=9)
+    seeds = [11, 12]
+    points, values = agent.layout_values(s, seeds)
+    scores = ExpertAgent().layout_scores(s)
+    legal = [p for p in range(196) if np.isfinite(scores[p])]
+    want = sorted(legal, key=lambda p: -scores[p])[:3]
+    assert points.tolist() == want
+    ref = [np.mean([_naive_rollout(s.apply(Move((p,))), s.side, seed, 3) for seed in seeds]) for p in want]
+    assert values.tolist() == ref
+    chosen = agent.select(s).path[0]
+    draws = np.random.default_rng(9).integers(0, 2**62, 2)
+    _, drawn = agent.layout_values(s, draws)
+    assert chosen == want[int(np.argmax(drawn))]
+    assert drawn[want.index(chosen)] == max(drawn)
+    early = make_agent("rollout:from_ply=196", seed=9)  # never searches: the expert's moves
+    assert early.select(s) == ExpertAgent(seed=9).select(s)
+
+
+def test_rollout_options_are_checked():
+    from knowledge.registry import SpecError
+
+    for bad in ("rollout:top=0", "rollout:from_ply=197", "rollout:rollouts=0", "rollout:battle_plies=-1"):
+        with pytest.raises(SpecError, match=bad.split(":")[1].split("=")[0]):
+            make_agent(bad)
+
+
 # ============================================================================ phased agent
 def test_phased_agent_uses_the_right_agent_per_phase():
     agent = make_agent("expert+random", seed=5)
