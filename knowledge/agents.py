@@ -534,8 +534,8 @@ class RolloutLayoutAgent(_Agent):
     and ties go to the higher expert score. A rollout completes the layout with the expert on both sides,
     plays ``battle_plies`` expert battle plies (fewer when the game ends) and returns the stone difference
     for the player who placed: a layout value judged by the first stretch of the battle, the one the
-    layout decides most directly. Cost per searched placement: ``top * rollouts`` rollouts of the
-    remaining placements (well under 1 ms each) and ``battle_plies`` expert battle moves (5-10 ms each).
+    layout decides most directly. Cost per searched placement: ``top * rollouts`` rollouts, each the
+    remaining placements and ``battle_plies`` expert battle moves (``arena`` prints the seconds per move).
     """
 
     name = "rollout"
