@@ -307,6 +307,39 @@ def test_layout_end_report_against_numpy():
     assert c["sign_accuracy"] == pytest.approx(np.mean(z[d] == -1.0))
 
 
+def test_early_battle_report_against_numpy():
+    """The stone difference after k battle plies (counted on the board here), against the results:
+    correlation, sign accuracy over the decided games with a difference, and the mean; a battle
+    shorter than k counts at its last position; a negative k is refused."""
+    from core.board import PHASE_LAYOUT
+    from train.diagnose import HELDOUT_RECORDS, early_battle_report
+    from train.supervised import read_records, record_files
+
+    records = read_records(record_files([HELDOUT_RECORDS])[:12])
+    r = early_battle_report(records, (0, 8, 10_000))
+    z = np.array([{"w": 1.0, "b": -1.0}.get(rec.result, 0.0) for rec in records])
+    assert r["games"] == len(records) and r["decided"] == int((z != 0).sum())
+    for k in (0, 8, 10_000):
+        d = []
+        for rec in records:
+            battle = [s for s in rec.replay() if s.phase != PHASE_LAYOUT]
+            b = battle[min(k, len(battle) - 1)].board
+            d.append(float(np.sum(b == 1) - np.sum(b == 2)))
+        d = np.array(d)
+        e = r["plies"][k]
+        use = (z != 0) & (d != 0)
+        assert e["differing"] == int(use.sum()) and e["mean_difference"] == pytest.approx(d.mean())
+        if k == 0:  # 97 v 97 at the first battle position: nothing to correlate
+            assert e["correlation"] is None and e["sign_accuracy"] is None and not d.any()
+        else:
+            assert e["correlation"] == pytest.approx(np.corrcoef(d, z)[0, 1])
+            assert e["sign_accuracy"] == pytest.approx(np.mean(np.sign(d[use]) == z[use]))
+    last = r["plies"][10_000]  # every battle has ended by then: its final difference decides the result
+    assert last["sign_accuracy"] > 0.9
+    with pytest.raises(ValueError, match="early battle plies"):
+        early_battle_report(records, (-1,))
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.floats(0.0, 1.0), min_size=2, max_size=8), st.integers(0, 2**31 - 1))
 def test_target_noise_pair_stats_against_direct_sums(weights, seed):
