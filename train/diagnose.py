@@ -405,7 +405,7 @@ def layout_end_report(records, evaluators: Sequence[Any] = LAYOUT_END_EVALUATORS
     return out
 
 
-EARLY_BATTLE_PLIES = (2, 8, 32, 64)  # early_battle_report's default
+EARLY_BATTLE_PLIES = (8, 32, 64, 128)  # early_battle_report's default
 
 
 def early_battle_report(records, plies: Sequence[int] = EARLY_BATTLE_PLIES) -> dict[str, Any]:
