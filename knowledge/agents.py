@@ -84,6 +84,7 @@ __all__ = [
     "ExpertAgent",
     "RolloutLayoutAgent",
     "PhasedAgent",
+    "finish_layout",
     "AgentOptions",
     "validate_agent_spec",
     "make_agent",
@@ -124,6 +125,18 @@ def _victims(state: GameState, path: tuple[int, ...], jump: bool, nsq: int, prun
     if nsq <= 0:
         return ()
     return best_victims(state, path, jump, pruner)
+
+
+def finish_layout(state: GameState, agent, moves: list | None = None) -> GameState:
+    """The first battle position after ``agent`` (``select(state) -> Move``) plays every remaining
+    placement of layout ``state``, both sides (``state`` itself when it is not a layout position); the
+    moves chosen are appended to ``moves`` when given. The agent's moves are trusted as legal."""
+    while state.phase == PHASE_LAYOUT:
+        move = agent.select(state)
+        if moves is not None:
+            moves.append(move)
+        state = state._play(move)
+    return state
 
 
 # ============================================================================ random
@@ -551,13 +564,11 @@ class RolloutLayoutAgent(_Agent):
         the battle's first after the last placement): the expert (generator seeded with ``seed``, both
         sides) completes the layout and plays ``battle_plies`` battle plies, fewer when the game ends."""
         self._roller.rng = np.random.default_rng(seed)
-        s = state
-        while s.phase == PHASE_LAYOUT:
-            s = s.apply(self._roller.select(s))
+        s = finish_layout(state, self._roller)
         for _ in range(self.battle_plies):
             if s.is_terminal():
                 break
-            s = s.apply(self._roller.select(s))
+            s = s._play(self._roller.select(s))
         return float(int(s.counts[player]) - int(s.counts[1 - player]))
 
     def layout_values(self, state: GameState, seeds) -> tuple[np.ndarray, np.ndarray]:

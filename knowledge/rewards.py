@@ -32,22 +32,8 @@ import numpy as np
 from core.board import PHASE_LAYOUT, WHITE
 from core.movegen import find_path
 from core.state import GameState
+from knowledge.agents import finish_layout, make_agent
 from knowledge.registry import register
-
-
-def _agent(spec: str, seed: int):
-    from knowledge.agents import make_agent  # late import: agents import the other plugins
-
-    return make_agent(spec, seed)
-
-
-def _finish_layout(state: GameState, agent, moves: list | None = None) -> GameState:
-    while state.phase == PHASE_LAYOUT:
-        move = agent.select(state)
-        if moves is not None:
-            moves.append(move)
-        state = state._play(move)
-    return state
 
 
 def squares_formed(state: GameState, move) -> int:
@@ -70,9 +56,9 @@ class FirstSquareReward:
         self.last_moves: list = []  # the moves chosen from the latest call's state (module docstring)
 
     def rewards(self, state: GameState, seed: int = 0) -> tuple[float, float]:
-        agent = _agent(self.agent, seed)
+        agent = make_agent(self.agent, seed)
         self.last_moves = []
-        s = _finish_layout(state, agent, self.last_moves)
+        s = finish_layout(state, agent, self.last_moves)
         self.last_plies = 0
         for _ in range(self.max_plies):
             if s.is_terminal():
@@ -100,8 +86,8 @@ class OutcomeReward:
         s = state
         self.last_moves = []
         if not (s.phase != PHASE_LAYOUT and s.is_terminal()):
-            agent = _agent(self.agent, seed)
-            s = _finish_layout(s, agent, self.last_moves)
+            agent = make_agent(self.agent, seed)
+            s = finish_layout(s, agent, self.last_moves)
             while not s.is_terminal():
                 move = agent.select(s)
                 self.last_moves.append(move)
@@ -125,7 +111,7 @@ class ShapeReward:
 
     def rewards(self, state: GameState, seed: int = 0) -> tuple[float, float]:
         self.last_moves = []
-        s = _finish_layout(state, _agent(self.agent, seed), self.last_moves) if state.phase == PHASE_LAYOUT else state
+        s = finish_layout(state, make_agent(self.agent, seed), self.last_moves) if state.phase == PHASE_LAYOUT else state
         e = self.evaluator
         v = float(np.tanh((e.score(s, WHITE) - e.score(s, 1 - WHITE)) / e.scale))
         return (v, -v)
