@@ -307,16 +307,17 @@ def test_layout_end_report_against_numpy():
     assert c["sign_accuracy"] == pytest.approx(np.mean(z[d] == -1.0))
 
 
-def test_early_battle_report_against_numpy():
-    """The stone difference after k battle plies (counted on the board here), against the results:
-    correlation, sign accuracy over the decided games with a difference, and the mean; a battle
-    shorter than k counts at its last position; a negative k is refused."""
+def test_early_battle_against_numpy():
+    """``layout_end_report``'s early battle: the stone difference after k battle plies (counted on the
+    board here), against the results: correlation, sign accuracy over the decided games with a
+    difference, and the mean; a battle shorter than k counts at its last position; a negative k is
+    refused."""
     from core.board import PHASE_LAYOUT
-    from train.diagnose import HELDOUT_RECORDS, early_battle_report
+    from train.diagnose import HELDOUT_RECORDS, layout_end_report
     from train.supervised import read_records, record_files
 
     records = read_records(record_files([HELDOUT_RECORDS])[:12])
-    r = early_battle_report(records, (0, 8, 10_000))
+    r = layout_end_report(records, (), (0, 8, 10_000))
     z = np.array([{"w": 1.0, "b": -1.0}.get(rec.result, 0.0) for rec in records])
     assert r["games"] == len(records) and r["decided"] == int((z != 0).sum())
     for k in (0, 8, 10_000):
@@ -337,7 +338,7 @@ def test_early_battle_report_against_numpy():
     last = r["plies"][10_000]  # every battle has ended by then: its final difference decides the result
     assert last["sign_accuracy"] > 0.9
     with pytest.raises(ValueError, match="early battle plies"):
-        early_battle_report(records, (-1,))
+        layout_end_report(records, (), (-1,))
 
 
 @settings(max_examples=60, deadline=None)

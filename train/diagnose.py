@@ -23,10 +23,10 @@
   whether that side won (what JFA's first-square reward assumes), overall and by colour;
 - **the layout's end** (:func:`layout_end_report`, with an SLM): whether the knowledge evaluations
   (``LAYOUT_END_EVALUATORS``) tell the records' layouts apart at the first battle position, and how
-  their values go with the results (what a layout search valued by them could steer by);
-- **the early battle** (:func:`early_battle_report`, with an SLM): how well the stone difference a few
-  battle plies after the layout (``EARLY_BATTLE_PLIES``) predicts the result, i.e. how soon the battle
-  shows what the layout decided (what the ``rollout`` layout agent steers by);
+  their values go with the results (what a layout search valued by them could steer by),
+  and, from the same positions, the early battle: how well the stone difference a few battle plies
+  after the layout (``EARLY_BATTLE_PLIES``) predicts the result, i.e. how soon the battle shows what
+  the layout decided (what the ``rollout`` layout agent steers by);
 - **victim choice** (the lower net, JFA Eq. 6): on every square capture of the records, whether the
   lower net's best set among the capture pruner's ``victims`` best sets is the set the expert took, beside
   the capture pruner's own first choice; and both against a reference, the set a deeper evaluation
@@ -371,73 +371,62 @@ def first_square_report(records) -> dict[str, Any]:
 
 
 LAYOUT_END_EVALUATORS = ("eval.expert", "eval.shape", "eval.expert:plies=2")  # layout_end_report's default
+EARLY_BATTLE_PLIES = (8, 32, 64, 128)  # layout_end_report's default battle plies
 
 
-def layout_end_report(records, evaluators: Sequence[Any] = LAYOUT_END_EVALUATORS) -> dict[str, Any]:
-    """Whether a knowledge evaluation tells the records' layouts apart by their results: each evaluator
-    (an ``evaluator`` plugin spec, or an object with ``value(state)``) values the first battle position
-    of every game (after the 196 placements), turned to White's view; per evaluator ``{"distinct"``
-    (values that differ by more than 1e-6), ``"sign_accuracy"`` (``sign v = z`` over the decided games,
-    ``z`` = +1 White won, -1 Black), ``"correlation"`` (Pearson's of ``v`` and ``z``; ``None`` when
-    either is constant)``}``, and ``"decided"``. ``records``: objects with ``replay()`` (the positions
-    from the start, ``core.records.GameRecord``) and ``result``."""
+def _correlation(v: np.ndarray, z: np.ndarray) -> float | None:
+    """Pearson's correlation of ``v`` and ``z``, ``None`` when either is constant (or fewer than two)."""
+    return float(np.corrcoef(v, z)[0, 1]) if len(v) > 1 and np.ptp(v) > 1e-6 and np.ptp(z) > 0 else None
+
+
+def layout_end_report(records, evaluators: Sequence[Any] = LAYOUT_END_EVALUATORS,
+                      plies: Sequence[int] = EARLY_BATTLE_PLIES) -> dict[str, Any]:
+    """Whether the records' layouts can be told apart by their results, at the first battle position
+    (after the 196 placements) and a few battle plies on; ``z`` = +1 White won, -1 Black, 0 drawn.
+
+    - ``"evaluators"``: each evaluator (an ``evaluator`` plugin spec, or an object with ``value(state)``)
+      values the first battle position of every game, turned to White's view; per evaluator
+      ``{"distinct"`` (values that differ by more than 1e-6), ``"sign_accuracy"`` (``sign v = z`` over the
+      decided games), ``"correlation"`` (Pearson's of ``v`` and ``z``; ``None`` when either is
+      constant)``}``;
+    - ``"plies"`` (the early battle): for each ``k`` of ``plies`` (battle plies, >= 0; a battle that ended
+      sooner counts at its last position) the difference ``d`` = White's stones minus Black's after ``k``
+      battle plies; per ``k``: ``"correlation"`` (as above), ``"sign_accuracy"`` (``sign d = z`` over the
+      decided games with ``d != 0``, ``None`` when there are none), ``"differing"`` (how many those are)
+      and ``"mean_difference"``;
+
+    and ``"games"`` (records with a battle), ``"decided"``. ``records``: objects with ``replay()`` (the
+    positions from the start, ``core.records.GameRecord``) and ``result``. Raises ``ValueError`` for a
+    negative ``k``."""
     from core.board import PHASE_LAYOUT
     from knowledge.registry import REGISTRY
 
-    starts, z = [], []
+    if any(int(k) < 0 for k in plies):
+        raise ValueError(f"early battle plies must be >= 0, got {list(plies)}")
+    starts, diffs, z = [], [], []
     for record in records:
-        start = next((s for s in record.replay() if s.phase != PHASE_LAYOUT), None)
-        if start is not None:
-            starts.append(start)
+        battle = [s for s in record.replay() if s.phase != PHASE_LAYOUT]
+        if battle:
+            starts.append(battle[0])
+            at = [battle[min(int(k), len(battle) - 1)] for k in plies]
+            diffs.append([int(s.counts[0]) - int(s.counts[1]) for s in at])
             z.append({"w": 1.0, "b": -1.0}.get(record.result, 0.0))
     z_arr = np.array(z)
     decided = z_arr != 0
-    out: dict[str, Any] = {"games": len(starts), "decided": int(decided.sum()), "evaluators": {}}
+    out: dict[str, Any] = {"games": len(starts), "decided": int(decided.sum()), "evaluators": {}, "plies": {}}
     for spec in evaluators:
         evaluator = REGISTRY.create(spec, "evaluator") if isinstance(spec, str) else spec
         v = np.array([evaluator.value(s) * (1.0 if s.side == 0 else -1.0) for s in starts])
         distinct = int(len(np.unique(np.round(v, 6)))) if len(v) else 0
-        corr = (float(np.corrcoef(v, z_arr)[0, 1])
-                if len(v) > 1 and np.ptp(v) > 1e-6 and np.ptp(z_arr) > 0 else None)
         acc = float(np.mean(np.sign(v[decided]) == z_arr[decided])) if decided.any() else None
         out["evaluators"][spec if isinstance(spec, str) else getattr(spec, "name", repr(spec))] = {
-            "distinct": distinct, "sign_accuracy": acc, "correlation": corr}
-    return out
-
-
-EARLY_BATTLE_PLIES = (8, 32, 64, 128)  # early_battle_report's default
-
-
-def early_battle_report(records, plies: Sequence[int] = EARLY_BATTLE_PLIES) -> dict[str, Any]:
-    """Whether the stone difference early in the battle predicts the result: for each ``k`` of ``plies``
-    (battle plies, >= 0; a battle that ended sooner counts at its last position) the difference
-    ``d`` = White's stones minus Black's after ``k`` battle plies of every record with a battle, against
-    ``z`` (+1 White won, -1 Black, 0 drawn); per ``k``: ``"correlation"`` (Pearson's of ``d`` and ``z``,
-    ``None`` when either is constant), ``"sign_accuracy"`` (``sign d = z`` over the decided games with
-    ``d != 0``, ``None`` when there are none), ``"differing"`` (how many those are) and
-    ``"mean_difference"``; and ``"games"``, ``"decided"``. ``records``: as :func:`layout_end_report`.
-    Raises ``ValueError`` for a negative ``k``."""
-    from core.board import PHASE_LAYOUT
-
-    if any(int(k) < 0 for k in plies):
-        raise ValueError(f"early battle plies must be >= 0, got {list(plies)}")
-    rows, z = [], []
-    for record in records:
-        battle = [s for s in record.replay() if s.phase != PHASE_LAYOUT]
-        if battle:
-            at = [battle[min(int(k), len(battle) - 1)] for k in plies]
-            rows.append([int(s.counts[0]) - int(s.counts[1]) for s in at])
-            z.append({"w": 1.0, "b": -1.0}.get(record.result, 0.0))
-    d_all = np.array(rows, np.float64).reshape(len(rows), len(plies))
-    z_arr = np.array(z)
-    decided = z_arr != 0
-    out: dict[str, Any] = {"games": len(rows), "decided": int(decided.sum()), "plies": {}}
+            "distinct": distinct, "sign_accuracy": acc, "correlation": _correlation(v, z_arr)}
+    d_all = np.array(diffs, np.float64).reshape(len(diffs), len(plies))
     for j, k in enumerate(plies):
         d = d_all[:, j]
         use = decided & (d != 0)
         out["plies"][int(k)] = {
-            "correlation": (float(np.corrcoef(d, z_arr)[0, 1])
-                            if len(d) > 1 and np.ptp(d) > 0 and np.ptp(z_arr) > 0 else None),
+            "correlation": _correlation(d, z_arr),
             "sign_accuracy": float(np.mean(np.sign(d[use]) == z_arr[use])) if use.any() else None,
             "differing": int(use.sum()),
             "mean_difference": float(d.mean()) if len(d) else None}
@@ -569,7 +558,6 @@ def diagnose(model_dir: str | os.PathLike, record_paths: Sequence[str | os.PathL
                        "first_square": first_square_report(records)})
         if "slm" in nets:
             report["layout_end"] = layout_end_report(records)
-            report["early_battle"] = early_battle_report(records)
     targets = read_target_shards(shard_paths) if shard_paths else {}
     for kind, path in nets.items():
         model, _, _ = load(path, expected_kind=kind)
@@ -616,12 +604,12 @@ def format_report(report: dict[str, Any]) -> str:
         lines.append(f"layout end ({le['games']} first battle positions, {le['decided']} decided): " + "; ".join(
             f"{name} {e['distinct']} distinct values, sign accuracy {pct(e['sign_accuracy'])}, correlation "
             f"{num(e['correlation'], '{:+.2f}')}" for name, e in le["evaluators"].items()))
-    eb = report.get("early_battle")
-    if eb:
-        lines.append(f"early battle ({eb['games']} games, {eb['decided']} decided), stone difference after k battle "
-                     "plies vs result: " + "; ".join(
-                         f"k={k} correlation {num(e['correlation'], '{:+.2f}')}, sign accuracy {pct(e['sign_accuracy'])} "
-                         f"({e['differing']} decided games with a difference)" for k, e in eb["plies"].items()))
+        if le["plies"]:
+            lines.append(f"early battle ({le['games']} games, {le['decided']} decided), stone difference after k battle "
+                         "plies vs result: " + "; ".join(
+                             f"k={k} correlation {num(e['correlation'], '{:+.2f}')}, sign accuracy "
+                             f"{pct(e['sign_accuracy'])} ({e['differing']} decided games with a difference)"
+                             for k, e in le["plies"].items()))
     for kind in ("slm", "upper"):
         r = report.get(kind)
         if r and "targets" in r:
