@@ -549,11 +549,12 @@ class RolloutLayoutAgent(_Agent):
     for the player who placed: a layout value judged by the first stretch of the battle, the one the
     layout decides most directly. Cost per searched placement: ``top * rollouts`` rollouts, each the
     remaining placements and ``battle_plies`` expert battle moves (``arena`` prints the seconds per move).
+    Options, bounds and defaults: :class:`RolloutOptions`.
     """
 
     name = "rollout"
 
-    def __init__(self, seed: int = 0, from_ply: int = 140, top: int = 4, rollouts: int = 2, battle_plies: int = 8):
+    def __init__(self, seed: int, *, from_ply: int, top: int, rollouts: int, battle_plies: int):
         super().__init__(seed)
         self.from_ply, self.top, self.rollouts, self.battle_plies = int(from_ply), int(top), int(rollouts), int(battle_plies)
         self.expert = ExpertAgent(seed)
@@ -699,10 +700,10 @@ class ExpertOptions(AgentOptions):
 
 
 class RolloutOptions(AgentOptions):
-    from_ply: int = Field(140, ge=0, le=NUM_POINTS, description="layout ply (placements made) from which placements are chosen by rollouts")
-    top: int = Field(4, ge=1, le=NUM_POINTS, description="the expert's best placements compared by rollouts")
+    from_ply: int = Field(120, ge=0, le=NUM_POINTS, description="layout ply (placements made) from which placements are chosen by rollouts")
+    top: int = Field(3, ge=1, le=NUM_POINTS, description="the expert's best placements compared by rollouts")
     rollouts: int = Field(2, ge=1, le=10_000, description="rollouts per compared placement (the same seeds for each)")
-    battle_plies: int = Field(8, ge=0, le=100_000, description="expert battle plies a rollout plays after the layout")
+    battle_plies: int = Field(64, ge=0, le=100_000, description="expert battle plies a rollout plays after the layout")
 
 
 @register("random", "agent", options=AgentOptions)
