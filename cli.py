@@ -727,29 +727,33 @@ def pretrain(
     games = read_records(records, ruleset) if records else []
     if records and not games:
         fail("no records found in " + ", ".join(str(r) for r in records))
-    if games:
-        from train.arena import new_progress
+    from train.arena import new_progress
+    from train.samples import concat
 
-        progress = None if json_out else new_progress(transient=True)
-        with progress if progress is not None else contextlib.nullcontext():
+    progress = None if json_out else new_progress(transient=True)
+    with progress if progress is not None else contextlib.nullcontext():
+        if games:
             update = None
             if progress is not None:
                 task = progress.add_task(f"{model} samples", total=len(games), score="")
                 update = lambda n: progress.update(task, completed=n)  # noqa: E731
             parts.insert(0, samples_from_records(games, model, update, teacher=teacher, teacher_mix=teacher_mix,
                                                  workers=workers, cache_dir=samples_cache, drift=drift))
-    from train.samples import concat
-
-    samples = concat(parts, model)
-    if len(samples) == 0:
-        fail(f"the {len(games)} record(s) and the shards give no {model} samples")
-    target = out if out is not None else Path("models") / "pretrained" / f"{model}.safetensors"
-    summary = run_pretrain(samples, cfg.nets.net_config(model), cfg.learner, target, steps, batch_size, lr, seed=seed,
-                           symmetries=cfg.replay.symmetries, init=init,
-                           extra={"records": len(games), "shards": [str(p) for p in shards or []],
-                                  "teacher": teacher, "teacher_mix": teacher_mix if teacher else None,
-                                  "value_target": drift.spec() if drift is not None else "result",
-                                  "trainable": cfg.learner.trainable})
+        samples = concat(parts, model)
+        if len(samples) == 0:
+            fail(f"the {len(games)} record(s) and the shards give no {model} samples")
+        target = out if out is not None else Path("models") / "pretrained" / f"{model}.safetensors"
+        step_done = None
+        if progress is not None:
+            step_task = progress.add_task(f"{model} steps", total=steps, score="")
+            step_done = lambda i, losses: progress.update(  # noqa: E731
+                step_task, completed=i + 1, score=f"loss {losses['total']:.4f}")
+        summary = run_pretrain(samples, cfg.nets.net_config(model), cfg.learner, target, steps, batch_size, lr,
+                               seed=seed, symmetries=cfg.replay.symmetries, init=init, callback=step_done,
+                               extra={"records": len(games), "shards": [str(p) for p in shards or []],
+                                      "teacher": teacher, "teacher_mix": teacher_mix if teacher else None,
+                                      "value_target": drift.spec() if drift is not None else "result",
+                                      "trainable": cfg.learner.trainable})
     summary["records"] = len(games)
     if json_out:
         typer.echo(json.dumps(summary))
