@@ -53,12 +53,13 @@ from __future__ import annotations
 
 import math
 import time
+import threading
 from typing import Any, Literal
 
 import numpy as np
 from pydantic import Field
 
-from core.board import NUM_POINTS, PHASE_LAYOUT
+from core.board import DRAW, NUM_POINTS, PHASE_LAYOUT
 from knowledge.expert_kernels import (
     BATTLE_WEIGHTS,
     EVAL_WEIGHTS,
@@ -536,51 +537,123 @@ class ExpertAgent(_Agent):
 
 
 # ============================================================================ rollout
+class RolloutEvaluator:
+    """``eval.rollout``: a position valued by expert rollouts (AlphaGo's rollouts, Silver et al. 2016,
+    with the expert agent as the rollout policy on both sides), the judge of the ``rollout`` layout
+    agent and of a layout search's leaves (``SearchConfig.layout_value_evaluator``).
+
+    One rollout (:meth:`stone_difference`): an expert whose generator is seeded with the rollout's seed
+    completes the layout, plays ``battle_plies`` battle plies (fewer when the game ends) and the stones
+    are counted. :meth:`margin` is the mean stone difference for the side to move over ``rollouts``
+    rollouts whose seeds derive from ``(seed, state.ply, i)``: the same for every position of one ply,
+    so that the siblings of a search node are compared under common random numbers, and the same
+    state always gets the same value (a deterministic search). ``value`` is ``tanh(margin / scale)``
+    (``scale`` in stones), the result in a terminal position. Layout or battle positions; the cost is
+    ``rollouts`` times the remaining placements and ``battle_plies`` expert battle moves. Thread-safe
+    (one rollout expert per thread). ``battle_plies`` 0..100,000, ``rollouts`` 1..10,000, ``scale``
+    finite > 0, ``seed`` 0..2**63-1, else ``ValueError``.
+    """
+
+    name = "eval.rollout"
+
+    def __init__(self, battle_plies: int = 64, rollouts: int = 1, scale: float = 8.0, seed: int = 0):
+        if not 0 <= battle_plies <= 100_000:
+            raise ValueError(f"eval.rollout: battle_plies must be in 0..100000, got {battle_plies!r}")
+        if not 1 <= rollouts <= 10_000:
+            raise ValueError(f"eval.rollout: rollouts must be in 1..10000, got {rollouts!r}")
+        if not (math.isfinite(scale) and scale > 0):
+            raise ValueError(f"eval.rollout: scale must be a finite number > 0, got {scale!r}")
+        if not 0 <= seed <= SEED_MAX:
+            raise ValueError(f"eval.rollout: seed must be in 0..{SEED_MAX}, got {seed!r}")
+        self.battle_plies, self.rollouts, self.scale, self.seed = int(battle_plies), int(rollouts), float(scale), int(seed)
+        self._local = threading.local()
+
+    def stone_difference(self, state: GameState, player: int, seed) -> float:
+        """Stones of ``player`` minus the opponent's after one rollout from ``state`` (a layout position,
+        or a battle position): the expert, its generator seeded with ``seed`` (an int or a
+        ``numpy.random.SeedSequence``), plays both sides to the end of the layout and ``battle_plies``
+        battle plies, fewer when the game ends."""
+        roller = getattr(self._local, "expert", None)
+        if roller is None:
+            roller = self._local.expert = ExpertAgent()
+        roller.rng = np.random.default_rng(seed)
+        s = finish_layout(state, roller)
+        for _ in range(self.battle_plies):
+            if s.is_terminal():
+                break
+            s = s._play(roller.select(s))
+        return float(int(s.counts[player]) - int(s.counts[1 - player]))
+
+    def margin(self, state: GameState) -> float:
+        """Mean :meth:`stone_difference` for the side to move over the ``rollouts`` seeds of the state's
+        ply (class docstring); in stones. The latest state's margin is kept per thread, so that
+        ``score`` for both players and ``value`` of one state cost one set of rollouts."""
+        key = (state.hash, state.ply, int(state.counts[0]), int(state.counts[1]))
+        last = getattr(self._local, "last", None)
+        if last is not None and last[0] == key:
+            return last[1]
+        m = float(np.mean([self.stone_difference(state, state.side, np.random.SeedSequence([self.seed, state.ply, i]))
+                           for i in range(self.rollouts)]))
+        self._local.last = (key, m)
+        return m
+
+    def score(self, state: GameState, player: int) -> float:
+        """:meth:`margin` from ``player``'s point of view (zero-sum); raises ``ValueError`` for a player
+        other than 0 (White) or 1 (Black)."""
+        if player not in (0, 1):
+            raise ValueError(f"eval.rollout: player must be 0 (White) or 1 (Black), got {player!r}")
+        m = self.margin(state)
+        return m if player == state.side else -m
+
+    def value(self, state: GameState) -> float:
+        """``tanh(margin / scale)`` for the side to move in [-1, 1]; +1 / -1 / 0 for a won, lost or drawn
+        terminal position."""
+        if state.is_terminal():
+            w = state.winner()
+            return 0.0 if w == DRAW else (1.0 if w == state.side else -1.0)
+        return math.tanh(self.margin(state) / self.scale)
+
+
+@register("eval.rollout", "evaluator")
+def make_rollout_evaluator(battle_plies: int = 64, rollouts: int = 1, scale: float = 8.0, seed: int = 0) -> RolloutEvaluator:
+    """Expert rollouts into the battle: tanh(stone difference after battle_plies / scale), mean of rollouts."""
+    return RolloutEvaluator(battle_plies=battle_plies, rollouts=rollouts, scale=scale, seed=seed)
+
+
 class RolloutLayoutAgent(_Agent):
     """Flat Monte Carlo layout with the expert as the rollout policy (a layout baseline and a measuring
     instrument: it models an ``expert`` opponent exactly, apart from that agent's tie-break seeds).
 
     Before layout ply ``from_ply`` (placements made) and in the battle it plays as ``expert`` (its own
     generator). From ``from_ply`` on, each of the expert's ``top`` placements by score
-    (:meth:`ExpertAgent.layout_scores`) gets :meth:`rollout_value` under ``rollouts`` seeds drawn from the
-    agent's generator, the same seeds for every candidate (common random numbers); the highest mean wins
-    and ties go to the higher expert score. A rollout completes the layout with the expert on both sides,
-    plays ``battle_plies`` expert battle plies (fewer when the game ends) and returns the stone difference
-    for the player who placed: a layout value judged by the first stretch of the battle, the one the
-    layout decides most directly. Cost per searched placement: ``top * rollouts`` rollouts, each the
-    remaining placements and ``battle_plies`` expert battle moves (``arena`` prints the seconds per move).
-    Options, bounds and defaults: :class:`RolloutOptions`.
+    (:meth:`ExpertAgent.layout_scores`) gets ``rollouts`` rollouts
+    (:meth:`RolloutEvaluator.stone_difference` with ``battle_plies``) under seeds drawn from the
+    agent's generator, the same seeds for every candidate (common random numbers); the highest mean
+    stone difference for the player who placed wins and ties go to the higher expert score: a layout
+    value judged by the first stretch of the battle, the one the layout decides most directly. Cost
+    per searched placement: ``top * rollouts`` rollouts, each the remaining placements and
+    ``battle_plies`` expert battle moves (``arena`` prints the seconds per move). Options, bounds and
+    defaults: :class:`RolloutOptions`.
     """
 
     name = "rollout"
 
     def __init__(self, seed: int, *, from_ply: int, top: int, rollouts: int, battle_plies: int):
         super().__init__(seed)
-        self.from_ply, self.top, self.rollouts, self.battle_plies = int(from_ply), int(top), int(rollouts), int(battle_plies)
+        self.from_ply, self.top, self.rollouts = int(from_ply), int(top), int(rollouts)
         self.expert = ExpertAgent(seed)
-        self._roller = ExpertAgent(seed)
-
-    def rollout_value(self, state: GameState, player: int, seed: int) -> float:
-        """Stones of ``player`` minus the opponent's after one rollout from ``state`` (a layout position, or
-        the battle's first after the last placement): the expert (generator seeded with ``seed``, both
-        sides) completes the layout and plays ``battle_plies`` battle plies, fewer when the game ends."""
-        self._roller.rng = np.random.default_rng(seed)
-        s = finish_layout(state, self._roller)
-        for _ in range(self.battle_plies):
-            if s.is_terminal():
-                break
-            s = s._play(self._roller.select(s))
-        return float(int(s.counts[player]) - int(s.counts[1 - player]))
+        self.judge = RolloutEvaluator(battle_plies=battle_plies)
 
     def layout_values(self, state: GameState, seeds) -> tuple[np.ndarray, np.ndarray]:
         """``(points int64[k], values float64[k])``: the expert's ``top`` legal placements in layout
-        ``state``, best score first (``k = min(top, legal)``), and each one's mean :meth:`rollout_value`
+        ``state``, best score first (``k = min(top, legal)``), and each one's mean :meth:`RolloutEvaluator.stone_difference`
         for the side to move over ``seeds`` (ints, one rollout each)."""
         scores = self.expert.layout_scores(state)
         order = np.argsort(-scores, kind="stable")
         points = np.array([p for p in order[: self.top] if np.isfinite(scores[p])], np.int64)
         side = state.side
-        values = np.array([np.mean([self.rollout_value(state.apply(Move((int(p),))), side, int(seed)) for seed in seeds])
+        values = np.array([np.mean([self.judge.stone_difference(state.apply(Move((int(p),))), side, int(seed))
+                                    for seed in seeds])
                            for p in points], np.float64)
         return points, values
 

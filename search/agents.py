@@ -61,7 +61,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, field_validator, model_validator
 
-from core.board import PHASE_LAYOUT
+from core.board import NUM_POINTS, PHASE_LAYOUT
 from core.notation import Move
 from core.state import GameState
 from knowledge.agents import AgentOptions, PhasedAgent, validate_agent_spec, make_agent
@@ -124,7 +124,9 @@ class SearchAgent:
     ``final_victims``: an optional ``(scorer, limit)`` that re-chooses the square victims of the move
     the search plays (:func:`choose_victims_q` among the search's capture pruner's first ``limit``
     sets; the tree keeps its own choice), so that a chooser too slow for every tree node decides the
-    one capture that is played.
+    one capture that is played. With a layout value plugin (``SearchConfig.layout_value_evaluator``),
+    layout positions before ``layout_value_from`` get one simulation: the policy's best placement, the
+    search (and its plugin's cost) kept for the placements the plugin judges.
     """
 
     def __init__(self, name: str, search: Search, temperature: float = 0.0, seed: int = 0, owns_evaluator: bool = False,
@@ -145,8 +147,12 @@ class SearchAgent:
         """The move to play in ``state``; ``simulations`` (default: the agent's), ``seconds`` and ``stop``
         bound the search as in :meth:`Search.run`."""
         t0 = time.perf_counter()
-        if simulations is None and self.layout_simulations is not None and state.phase == PHASE_LAYOUT:
-            simulations = self.layout_simulations
+        if simulations is None and state.phase == PHASE_LAYOUT:
+            cfg = self.search.config
+            if self.search.layout_value_plugin is not None and state.ply < cfg.layout_value_from:
+                simulations = 1
+            elif self.layout_simulations is not None:
+                simulations = self.layout_simulations
         result = self.search.run(state, simulations, seconds, stop)
         move = result.sample(self.temperature, self.rng)
         if self.final_victims is not None and state.phase != PHASE_LAYOUT and move.victims:
@@ -211,7 +217,7 @@ class LowerVictimsAgent:
 # ============================================================================ options
 # The search options that name a plugin (or none), and the plugin kind each names.
 _PLUGIN_KINDS = {"expansion_pruner": "expansion_pruner", "capture_pruner": "capture_pruner",
-                 "value_eval": "evaluator", "battle_prior": "battle_prior"}
+                 "value_eval": "evaluator", "layout_value_eval": "evaluator", "battle_prior": "battle_prior"}
 
 
 class SearchOptions(AgentOptions):
@@ -236,6 +242,9 @@ class SearchOptions(AgentOptions):
     value_eval: str = Field("none", description="evaluator plugin blended into battle leaf values (e.g. eval.expert), or none")
     value_mix: float = Field(0.5, ge=0, le=1, description="weight of value_eval in a battle leaf's value: (1 - w) evaluator + w plugin")
     value_center: bool = Field(_search_default("value_center"), description="value_eval relative to the root's (SearchConfig.value_center)")
+    layout_value_eval: str = Field("none", description="evaluator plugin blended into a layout search's leaf values from ply layout_value_from on (e.g. eval.rollout: AlphaGo's rollouts, the expert as rollout policy), or none")
+    layout_value_mix: float = Field(0.5, ge=0, le=1, description="weight of layout_value_eval in a layout leaf's value: (1 - w) evaluator + w plugin")
+    layout_value_from: int = Field(_search_default("layout_value_from"), ge=0, le=NUM_POINTS, description="layout ply (placements made) from which layout moves are searched with layout_value_eval; earlier ones get one simulation (the policy's best placement)")
     root: Literal["puct", "gumbel"] = Field(_search_default("root_selection"), description="root selection: Eq. 1 (puct) or Gumbel top-m with sequential halving (gumbel; SearchConfig.root_selection)")
     gumbel_m: int = Field(_search_default("gumbel_m"), ge=1, le=4096, description="root=gumbel: children considered at the root")
     gumbel_scale: float = Field(_search_default("gumbel_scale"), ge=0, le=10, description="root=gumbel: Gumbel noise scale (0: deterministic play)")
@@ -266,6 +275,8 @@ class SearchOptions(AgentOptions):
                             discount=self.discount, reward_scale=self.reward_scale,
                             value_evaluator=None if self.value_eval == "none" else self.value_eval,
                             value_mix=self.value_mix, value_center=self.value_center, terminal_bound=self.terminal_bound,
+                            layout_value_evaluator=None if self.layout_value_eval == "none" else self.layout_value_eval,
+                            layout_value_mix=self.layout_value_mix, layout_value_from=self.layout_value_from,
                             root_selection=self.root, gumbel_m=self.gumbel_m, gumbel_scale=self.gumbel_scale,
                             policy_temperature=self.policy_temperature,
                             battle_prior=None if self.battle_prior == "none" else self.battle_prior,

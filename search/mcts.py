@@ -36,7 +36,7 @@ from typing import Literal, NamedTuple
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from core.board import DRAW, PHASE_BATTLE, PHASE_LAYOUT
+from core.board import DRAW, NUM_POINTS, PHASE_BATTLE, PHASE_LAYOUT
 from core.notation import Move
 from core.state import GameState
 from core.status import END_PLY_CAP, ONGOING
@@ -115,6 +115,12 @@ class SearchConfig(BaseModel):
     ``value_mix`` (``lambda`` in ``[0, 1]``) blend a static evaluation into the value of every expanded
     battle leaf: ``v = (1 - lambda) v_evaluator + lambda v_plugin`` (AlphaGo's mix of value net and
     rollout, here with human knowledge; layout leaves keep the evaluator's value). Off by default.
+    ``layout_value_evaluator`` and ``layout_value_mix`` do the same for the leaves of a layout search
+    (a search whose root is a layout position: its layout leaves and the first battle positions) whose
+    ply is at least ``layout_value_from``; with ``eval.rollout`` (expert rollouts into the battle,
+    ``knowledge.agents.RolloutEvaluator``) this is AlphaGo's mix of value net and rollouts, with the
+    expert as the rollout policy (``SearchAgent`` plays earlier placements with one simulation). Off by
+    default.
     ``battle_prior`` (a ``battle_prior`` plugin name such as ``prior.expert``, or ``None``) and
     ``prior_mix`` (``beta``) blend a knowledge prior into the priors of a battle node's kept children:
     ``P = (1 - beta) P_evaluator + beta P_plugin``, each renormalised over the kept paths first (before
@@ -183,6 +189,9 @@ class SearchConfig(BaseModel):
     layout_prior: str = "prior.gaussian"
     value_evaluator: str | None = None
     value_mix: float = Field(0.0, ge=0, le=1)
+    layout_value_evaluator: str | None = None
+    layout_value_mix: float = Field(0.0, ge=0, le=1)
+    layout_value_from: int = Field(0, ge=0, le=NUM_POINTS)
     battle_prior: str | None = None
     prior_mix: float = Field(0.5, ge=0, le=1)
     policy_temperature: float = Field(1.0, ge=0.05, le=10)
@@ -285,6 +294,8 @@ class Search:
         if cfg.value_center and self._value_plugin is not None and not hasattr(self._value_plugin, "margin"):
             raise ValueError(f"search: value_center needs a value plugin with a margin; {cfg.value_evaluator!r} has none")
         self._root_margin = 0.0  # the value plugin's margin of the root for its side to move (value_center)
+        self.layout_value_plugin = (REGISTRY.create(cfg.layout_value_evaluator, "evaluator")
+                                     if cfg.layout_value_evaluator is not None and cfg.layout_value_mix > 0 else None)
         self._gumbel = cfg.root_selection == "gumbel"
         self._gumbel_lock = threading.Lock()
         self._halving: _Halving | None = None  # this search's Gumbel root schedule (set once the root is expanded)
@@ -602,7 +613,11 @@ class Search:
                 return value
             evaluation = self.evaluator.evaluate([state])[0]
             value = float(evaluation.value)
-            if self._value_plugin is not None and state.phase == PHASE_BATTLE:
+            if (self.layout_value_plugin is not None and self._root_state.phase == PHASE_LAYOUT
+                    and state.ply >= self.config.layout_value_from):
+                mix = self.config.layout_value_mix
+                value = (1.0 - mix) * value + mix * float(self.layout_value_plugin.value(state))
+            elif self._value_plugin is not None and state.phase == PHASE_BATTLE:
                 mix = self.config.value_mix
                 if self._centred():  # the root's margin is already known (run)
                     margin = self._root_margin if node == 0 else float(self._value_plugin.margin(state))

@@ -48,6 +48,7 @@ FAST_SPECS = {
     "hbm": "hbm:sims=8,threads=1",
     "reward.outcome": "reward.outcome:agent=random",
     "reward.first_square": "reward.first_square:agent=random,max_plies=60",
+    "eval.rollout": "eval.rollout:battle_plies=4",
 }
 PROTOCOLS = {
     "expansion_pruner": protocols.PathPruner,
