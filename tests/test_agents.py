@@ -23,7 +23,7 @@ from core.rules import Ruleset
 from core.state import GameState
 from knowledge.agents import JITTER, ExpertAgent, PhasedAgent, make_agent
 from knowledge.protocols import Agent, Reward
-from knowledge.registry import REGISTRY
+from knowledge.registry import REGISTRY, SpecError
 from tests.strategies import battle_boards, played_positions
 
 FAST = Ruleset(max_battle_plies=60)
@@ -252,10 +252,11 @@ def test_the_experts_alpha_cut_keeps_its_repetition_choice(behind):
 
 
 # ============================================================================ rollout layout agent
-def _naive_rollout(state: GameState, player: int, seed: int, battle_plies: int) -> float:
-    """A fresh expert seeded with ``seed`` plays both sides to the end of the layout and ``battle_plies``
-    battle plies; the stones are counted on the board."""
-    expert, s = ExpertAgent(seed=seed), state
+def _naive_rollout(state: GameState, player: int, seed, battle_plies: int) -> float:
+    """A fresh expert whose generator is seeded with ``seed`` (an int or a ``SeedSequence``) plays both
+    sides to the end of the layout and ``battle_plies`` battle plies; the stones are counted on the board."""
+    expert, s = ExpertAgent(), state
+    expert.rng = np.random.default_rng(seed)
     while s.phase == 0:
         s = s.apply(expert.select(s))
     for _ in range(battle_plies):
@@ -291,6 +292,37 @@ def test_rollout_values_and_choice_match_a_naive_reference(ply):
     assert drawn[want.index(chosen)] == max(drawn)
     early = make_agent("rollout:from_ply=196", seed=9)  # never searches: the expert's moves
     assert early.select(s) == ExpertAgent(seed=9).select(s)
+
+
+@pytest.mark.parametrize("ply", [160, 194])
+def test_rollout_evaluator_matches_a_naive_reference(ply):
+    """``eval.rollout``: the margin is the mean stone difference for the side to move over fresh expert
+    rollouts seeded from ``(seed, ply, i)``, the same for every position of a ply; ``score`` is that
+    margin zero-sum, ``value`` its tanh; a terminal position gives the result."""
+    from knowledge.agents import RolloutEvaluator
+
+    s = GameState.initial(FAST)
+    expert = ExpertAgent(seed=4)
+    while s.ply < ply:
+        s = s.apply(expert.select(s))
+    ev = REGISTRY.create("eval.rollout:battle_plies=3,rollouts=2,scale=5,seed=7", "evaluator")
+    assert isinstance(ev, RolloutEvaluator)
+    want = np.mean([_naive_rollout(s, s.side, np.random.SeedSequence([7, ply, i]), 3) for i in range(2)])
+    assert ev.margin(s) == want
+    assert ev.score(s, s.side) == want and ev.score(s, 1 - s.side) == -want
+    assert ev.value(s) == pytest.approx(math.tanh(want / 5))
+    sibling = s.apply(Move((int(s.placements()[-1]),)))  # another position of the next ply: the same seeds
+    want = np.mean([_naive_rollout(sibling, sibling.side, np.random.SeedSequence([7, ply + 1, i]), 3)
+                    for i in range(2)])
+    assert ev.margin(sibling) == want
+    board = np.zeros(196, np.int8)
+    board[:10], board[-3:] = 1, 2  # Black below loss_below (4): White has won
+    end = GameState.from_jfen(format_jfen(board, BLACK, 1, 0, 300))
+    assert end.is_terminal() and end.winner() == WHITE
+    assert ev.value(end) == -1.0  # for Black, to move
+    for bad in ("battle_plies=-1", "rollouts=0", "scale=0", "seed=-1"):
+        with pytest.raises((SpecError, ValueError), match=bad.split("=")[0]):
+            REGISTRY.create(f"eval.rollout:{bad}", "evaluator")
 
 
 def test_rollout_options_are_checked():

@@ -13,20 +13,20 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import tests.reference as ref
-from core.board import PHASE_BATTLE
+from core.board import PHASE_BATTLE, PHASE_LAYOUT
 from core.shapes import shape_counts
 from core.state import GameState
 from knowledge.agents import ExpertAgent
-from knowledge.evaluation import ExpertEvaluator
+from knowledge.evaluation import ExpertEvaluator, ShapeEvaluator
 from knowledge.priors import ExpertPathPrior
 from knowledge.expert_kernels import BATTLE_WEIGHTS, EVAL_WEIGHTS, leaf_value
 from nets.evaluator import UniformEvaluator
 from search.mcts import Search, SearchConfig
-from tests.strategies import battle_boards, played_positions
+from tests.strategies import battle_boards, layout_positions, played_positions
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 
@@ -336,3 +336,43 @@ def test_centring_needs_a_plugin_with_a_margin(monkeypatch):
     with pytest.raises(ValueError, match="margin"):
         Search(UniformEvaluator(), cfg)
     Search(UniformEvaluator(), cfg.model_copy(update={"value_center": False})).close()
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+@given(text=layout_positions(), mix=st.sampled_from([0.25, 1.0]), start=st.sampled_from([0, 60, 196]))
+@example(text="WWWWBWWBWWWWWB/BBBBBBBWWBWWWB/BWWWWWWBWWBWWW/WBWBWBWBBBWWBB/BBWBBWBBWBWWBW/BBBWWWBWBWBWBB/"
+                "WWWBBWBWBBWWBW/BWWBBBBBBBWBWW/WWBBWWBBWBBBBW/BWBBWBBWWBBBWW/WWBWBWBWWWBBWB/WBWBWWBBWWWBBW/"
+                "BBBBBWW1WBWBWW/WBBBBWWBWBWBBW b layout 0 195", mix=0.25, start=0)  # the leaf is the battle's first position
+def test_the_search_blends_the_layout_plugin_value_into_layout_leaves(text, mix, start):
+    """``layout_value_evaluator`` (here ``eval.shape``, cheap and exact) is blended into the leaves of a
+    layout search from ply ``layout_value_from`` on; before it the leaves keep the evaluator's value."""
+    state = GameState.from_jfen(text)
+    if state.phase != PHASE_LAYOUT:
+        return
+    cfg = SearchConfig(simulations=2, threads=1, reuse_tree=False, seed=0, layout_value_evaluator="eval.shape",
+                       layout_value_mix=mix, layout_value_from=start, terminal_bound=False)
+    with Search(UniformEvaluator(), cfg) as search:
+        result = search.run(state)
+    (i,) = np.flatnonzero(result.visits > 0)
+    child = state.apply(result.moves[int(i)])
+    sign = -1.0 if child.side != state.side else 1.0  # the battle's first mover is the last placer
+    want = sign * mix * ShapeEvaluator().value(child) if child.ply >= start else 0.0
+    assert float(result.q[i]) == pytest.approx(want, abs=1e-12)
+
+
+def test_a_layout_plugin_leaves_earlier_placements_to_the_policy():
+    """With a layout value plugin the agent searches from ``layout_value_from`` on and plays earlier
+    placements with one simulation; without one, every placement gets the agent's simulations."""
+    from search.agents import SearchAgent
+
+    state = GameState.initial()
+    expert = ExpertAgent(seed=1)
+    while state.ply < 100:
+        state = state.apply(expert.select(state))
+    for start, plugin, want in ((101, "eval.shape", 1), (100, "eval.shape", 5), (101, None, 5)):
+        cfg = SearchConfig(simulations=5, threads=1, seed=0, layout_value_evaluator=plugin, layout_value_mix=0.5,
+                           layout_value_from=start)
+        agent = SearchAgent("t", Search(UniformEvaluator(), cfg))
+        agent.select(state)
+        assert agent.last_search["simulations"] == want, (start, plugin)
+        agent.close()
