@@ -59,7 +59,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
-from core.board import DRAW, NUM_POINTS, PHASE_LAYOUT
+from core.board import NUM_POINTS, PHASE_LAYOUT
 from knowledge.expert_kernels import (
     BATTLE_WEIGHTS,
     EVAL_WEIGHTS,
@@ -609,8 +609,7 @@ class RolloutEvaluator:
         """``tanh(margin / scale)`` for the side to move in [-1, 1]; +1 / -1 / 0 for a won, lost or drawn
         terminal position."""
         if state.is_terminal():
-            w = state.winner()
-            return 0.0 if w == DRAW else (1.0 if w == state.side else -1.0)
+            return state.returns()[state.side]
         return math.tanh(self.margin(state) / self.scale)
 
 

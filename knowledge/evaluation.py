@@ -32,7 +32,7 @@ from typing import Sequence
 
 import numpy as np
 
-from core.board import DRAW, PHASE_BATTLE
+from core.board import PHASE_BATTLE
 from core.shapes import shape_counts
 from core.state import GameState
 from knowledge.expert_kernels import BATTLE_WEIGHTS, EVAL_WEIGHTS, leaf_value
@@ -80,10 +80,8 @@ class ShapeEvaluator:
         return self.score(state, p) - self.score(state, 1 - p)
 
     def value(self, state: GameState) -> float:
-        p = state.side
         if state.phase == PHASE_BATTLE and state.is_terminal():
-            w = state.winner()
-            return 0.0 if w == DRAW else (1.0 if w == p else -1.0)
+            return state.returns()[state.side]
         return math.tanh(self.margin(state) / self.scale)
 
 
@@ -156,8 +154,7 @@ class ExpertEvaluator:
         if state.phase != PHASE_BATTLE:
             return 0.0
         if state.is_terminal():
-            w = state.winner()
-            return 0.0 if w == DRAW else (1.0 if w == state.side else -1.0)
+            return state.returns()[state.side]
         return math.tanh(self.margin(state) / self.scale)
 
 
