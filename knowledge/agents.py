@@ -537,6 +537,10 @@ class ExpertAgent(_Agent):
 
 
 # ============================================================================ rollout
+ROLLOUT_PLIES_MAX = 100_000  # battle plies of one rollout (eval.rollout and the rollout agent)
+ROLLOUTS_MAX = 10_000  # rollouts per evaluation or per compared placement
+
+
 class RolloutEvaluator:
     """``eval.rollout``: a position valued by expert rollouts (AlphaGo's rollouts, Silver et al. 2016,
     with the expert agent as the rollout policy on both sides), the judge of the ``rollout`` layout
@@ -557,10 +561,10 @@ class RolloutEvaluator:
     name = "eval.rollout"
 
     def __init__(self, battle_plies: int = 64, rollouts: int = 1, scale: float = 8.0, seed: int = 0):
-        if not 0 <= battle_plies <= 100_000:
-            raise ValueError(f"eval.rollout: battle_plies must be in 0..100000, got {battle_plies!r}")
-        if not 1 <= rollouts <= 10_000:
-            raise ValueError(f"eval.rollout: rollouts must be in 1..10000, got {rollouts!r}")
+        if not 0 <= battle_plies <= ROLLOUT_PLIES_MAX:
+            raise ValueError(f"eval.rollout: battle_plies must be in 0..{ROLLOUT_PLIES_MAX}, got {battle_plies!r}")
+        if not 1 <= rollouts <= ROLLOUTS_MAX:
+            raise ValueError(f"eval.rollout: rollouts must be in 1..{ROLLOUTS_MAX}, got {rollouts!r}")
         if not (math.isfinite(scale) and scale > 0):
             raise ValueError(f"eval.rollout: scale must be a finite number > 0, got {scale!r}")
         if not 0 <= seed <= SEED_MAX:
@@ -774,8 +778,8 @@ class ExpertOptions(AgentOptions):
 class RolloutOptions(AgentOptions):
     from_ply: int = Field(120, ge=0, le=NUM_POINTS, description="layout ply (placements made) from which placements are chosen by rollouts")
     top: int = Field(3, ge=1, le=NUM_POINTS, description="the expert's best placements compared by rollouts")
-    rollouts: int = Field(2, ge=1, le=10_000, description="rollouts per compared placement (the same seeds for each)")
-    battle_plies: int = Field(64, ge=0, le=100_000, description="expert battle plies a rollout plays after the layout")
+    rollouts: int = Field(2, ge=1, le=ROLLOUTS_MAX, description="rollouts per compared placement (the same seeds for each)")
+    battle_plies: int = Field(64, ge=0, le=ROLLOUT_PLIES_MAX, description="expert battle plies a rollout plays after the layout")
 
 
 @register("random", "agent", options=AgentOptions)

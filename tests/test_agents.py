@@ -326,8 +326,6 @@ def test_rollout_evaluator_matches_a_naive_reference(ply):
 
 
 def test_rollout_options_are_checked():
-    from knowledge.registry import SpecError
-
     for bad in ("rollout:top=0", "rollout:from_ply=197", "rollout:rollouts=0", "rollout:battle_plies=-1"):
         with pytest.raises(SpecError, match=bad.split(":")[1].split("=")[0]):
             make_agent(bad)
