@@ -115,10 +115,12 @@ ALL_POINTS.setflags(write=False)
 
 
 @kernel
-def _fill_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump, squares_only, targets):
+def _fill_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump, squares_only, quiet, targets):
     """Write the legal paths into the buffers as far as they fit; return the totals ``(m, k)``.
-    Only paths ending in ``targets`` (ascending points) are tried; with ``squares_only`` only those
-    forming a square are written (see :func:`generate_square_paths`)."""
+    Steps and flights are tried only to ``targets`` (ascending points), and without ``quiet`` only
+    those forming a square are written; jump chains end anywhere, except that with ``squares_only``
+    only those forming a square are written (the three uses: :func:`generate_paths`,
+    :func:`generate_square_paths`, :func:`generate_capture_paths`)."""
     me = side + 1
     opp = 2 - side
     flying = n_own <= FLY_THRESHOLD
@@ -138,16 +140,25 @@ def _fill_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump, squares_o
     target = np.zeros(NUM_POINTS, np.bool_)
     for t in range(n_targets):
         target[targets[t]] = True
-    # With ``squares_only``, two cheap necessary conditions skip most of the work:
-    # - ``step_from``: a step's origin is next to an empty target (flights are checked per target);
-    # - ``reach``: the points a jump chain can leave and still end on a target, found backwards from
-    #   the targets over hops of the relaxed rules (jumped stones are enemy stones now, landings are
-    #   empty now or, with revisits, the mover's own origin; no hop count, no visited points), so
-    #   chains are neither started nor extended from other points.
+    # Two cheap necessary conditions skip most of the work when not every path is wanted:
+    # - ``step_from`` (without ``quiet``): a step's origin is next to an empty target (flights are
+    #   checked per target);
+    # - ``reach`` (with ``squares_only``): the points a jump chain can leave and still end on a
+    #   target, found backwards from the targets over hops of the relaxed rules (jumped stones are
+    #   enemy stones now, landings are empty now or, with revisits, the mover's own origin; no hop
+    #   count, no visited points), so chains are neither started nor extended from other points.
     step_from = np.ones(NUM_POINTS, np.bool_)
     reach = np.ones(NUM_POINTS, np.bool_)
-    if squares_only:
+    if not quiet:
         step_from[:] = False
+        for t in range(n_targets):
+            e = targets[t]
+            if b[e] == EMPTY:
+                for dd in range(4):
+                    q = NEIGHBOR[e, dd]
+                    if q >= 0:
+                        step_from[q] = True
+    if squares_only:
         reach[:] = False
         stack = np.empty(NUM_POINTS + n_targets, np.int16)
         n_stack = 0
@@ -159,11 +170,6 @@ def _fill_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump, squares_o
             if b[e] == EMPTY or (allow_revisit and b[e] == me):
                 stack[n_stack] = e
                 n_stack += 1
-            if b[e] == EMPTY:
-                for dd in range(4):
-                    q = NEIGHBOR[e, dd]
-                    if q >= 0:
-                        step_from[q] = True
         while n_stack > 0:
             n_stack -= 1
             x = stack[n_stack]
@@ -207,7 +213,7 @@ def _fill_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump, squares_o
             if e < 0 or e == o or b[e] != EMPTY or not target[e]:
                 continue
             sq = base[e] if flying else squares_at(b, e, me)
-            if squares_only and sq == 0:
+            if sq == 0 and not quiet:
                 continue
             if m < cap_m and k + 2 <= cap_k:
                 pts[k] = o
@@ -287,7 +293,7 @@ def generate_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump):
     larger (and refilled) when they were too small. Terminal status is not checked here
     (``core.status``).
     """
-    return _generate(board, side, n_own, n_opp, rules, pts, off, nsq, jump, False, ALL_POINTS)
+    return _generate(board, side, n_own, n_opp, rules, pts, off, nsq, jump, False, True, ALL_POINTS)
 
 
 @kernel
@@ -300,16 +306,29 @@ def generate_square_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump,
     1) > 0``: :func:`square_targets` of ``board``, or of a board with the same stones of ``side`` and
     more (a superset is exact, only slower), so a caller scoring many related boards computes it once.
     """
-    return _generate(board, side, n_own, n_opp, rules, pts, off, nsq, jump, True, targets)
+    return _generate(board, side, n_own, n_opp, rules, pts, off, nsq, jump, True, False, targets)
 
 
 @kernel
-def _generate(board, side, n_own, n_opp, rules, pts, off, nsq, jump, squares_only, targets):
-    m, k = _fill_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump, squares_only, targets)
+def generate_capture_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump, targets):
+    """The paths of :func:`generate_paths` that capture: every jump chain, and every step or flight
+    that forms a square (``nsq > 0``), in the same order and with the same return value, without
+    enumerating the quiet steps and flights. For callers that look only at captures (a side's best
+    immediate capture, the stones it threatens), many times per search node.
+
+    ``targets`` as for :func:`generate_square_paths` (:func:`square_targets` of ``board`` for
+    ``side + 1``, or a superset). ``m == 0`` does not mean the side cannot move: ask :func:`has_battle_move`.
+    """
+    return _generate(board, side, n_own, n_opp, rules, pts, off, nsq, jump, False, False, targets)
+
+
+@kernel
+def _generate(board, side, n_own, n_opp, rules, pts, off, nsq, jump, squares_only, quiet, targets):
+    m, k = _fill_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump, squares_only, quiet, targets)
     if m + 1 > off.shape[0] or k > pts.shape[0]:
         pts, off, nsq, jump = new_path_buffers(2 * m + 16)
         pts = np.empty(2 * k + 64, np.int16)
-        _fill_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump, squares_only, targets)
+        _fill_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump, squares_only, quiet, targets)
     return m, pts, off, nsq, jump
 
 

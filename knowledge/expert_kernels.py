@@ -60,7 +60,14 @@ import numpy as np
 
 from core.board import CELL_CORNERS, CENTRE_OTHER, CENTRE_WHITE_FIRST, EMPTY, NUM_CELLS, NUM_POINTS, POINT_CELLS
 from core.jit import inline_kernel, kernel
-from core.movegen import generate_paths, new_path_buffers, squares_at
+from core.movegen import (
+    generate_capture_paths,
+    generate_paths,
+    has_battle_move,
+    new_path_buffers,
+    square_targets,
+    squares_at,
+)
 from core.play import play_path
 from core.rules import R_LOSS_BELOW
 from core.shapes import shape_counts
@@ -224,12 +231,14 @@ def layout_scores(board, side, w):
 def _reply(board, side, n_own, n_opp, rules, pts, off, nsq, jump, mark):
     """The best immediate capture of ``side`` (to move) on ``board``.
 
-    Returns ``(m, best, breadth, origin, pts, off, nsq, jump)``: the number of legal paths, the most
-    stones one move takes (jump victims + square victims capped by the stones left), the number of
-    distinct destination points of capturing moves, the origin of a best move (-1 if none), and the
-    (possibly regrown) path buffers. ``mark`` ``bool[196]`` scratch, all False on entry and exit.
+    Returns ``(movable, best, breadth, origin, pts, off, nsq, jump)``: whether ``side`` has a legal
+    path, the most stones one move takes (jump victims + square victims capped by the stones left),
+    the number of distinct destination points of capturing moves, the origin of a best move (-1 if
+    none), and the (possibly regrown) path buffers. ``mark`` ``bool[196]`` scratch, all False on
+    entry and exit. Only the capturing paths are generated (``core.movegen.generate_capture_paths``).
     """
-    m, pts, off, nsq, jump = generate_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump)
+    m, pts, off, nsq, jump = generate_capture_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump,
+                                                    square_targets(board, side + 1))
     best = 0
     breadth = 0
     origin = -1
@@ -248,7 +257,8 @@ def _reply(board, side, n_own, n_opp, rules, pts, off, nsq, jump, mark):
                 origin = pts[a]
     for j in range(m):
         mark[pts[off[j + 1] - 1]] = False
-    return m, best, breadth, origin, pts, off, nsq, jump
+    movable = m > 0 or has_battle_move(board, side, n_own, n_opp, rules)
+    return movable, best, breadth, origin, pts, off, nsq, jump
 
 
 @kernel
@@ -280,7 +290,8 @@ def _quick_shape(board, o, d, stone):
 def _threat_maps(board, side, n_own, n_opp, rules, pts, off, nsq, jump, threatened, hot):
     """Mark the stones ``side`` can jump now (``threatened``) and the destinations/landings of its
     capturing moves (``hot``). Returns the regrown buffers."""
-    m, pts, off, nsq, jump = generate_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump)
+    m, pts, off, nsq, jump = generate_capture_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump,
+                                                    square_targets(board, side + 1))
     for j in range(m):
         a = off[j]
         e = off[j + 1]
@@ -308,7 +319,8 @@ def _threat_victim(b, side, n_own, n_opp, rules, pts, off, nsq, jump, value):
     would capture again every turn). Returns ``(victim or -1, regrown buffers)``."""
     op_side = 1 - side
     op = 2 - side
-    m, pts, off, nsq, jump = generate_paths(b, op_side, n_opp, n_own, rules, pts, off, nsq, jump)
+    m, pts, off, nsq, jump = generate_capture_paths(b, op_side, n_opp, n_own, rules, pts, off, nsq, jump,
+                                                    square_targets(b, op))
     best = 0.0
     victim = -1
     for j in range(m):
@@ -502,7 +514,7 @@ def battle_scores(board, side, n_own, n_opp, rules, pts, off, nsq, jump, m, leve
         mo, best, breadth, origin, bpts, boff, bnsq, bjump = _reply(
             b, opp_side, n_opp2, n_own, rules, bpts, boff, bnsq, bjump, mark
         )
-        if mo == 0:
+        if not mo:
             scores[i] = s + w[W_WIN]
             continue
         s -= w[W_RISK] * best + w[W_BREADTH] * min(breadth, 4)
@@ -549,7 +561,7 @@ def _leaf(b, side, n_own, n_opp, rules, w, ew, pts, off, nsq, jump, mark):
     m2, theirs, b2, o2, pts, off, nsq, jump = _reply(b, 1 - side, n_opp, n_own, rules, pts, off, nsq, jump, mark)
     v = ew[E_MATERIAL] * (n_own - n_opp)
     v += ew[E_MY_THREAT] * min(mine, 2) - ew[E_THEIR_THREAT] * min(theirs, 2)
-    if m1 == 0:
+    if not m1:
         v -= w[W_WIN]
     v += _shape_value(b, side, n_own, n_opp, rules, w, S_DALIAN)
     v -= _shape_value(b, 1 - side, n_opp, n_own, rules, w, O_DALIAN)

@@ -14,7 +14,15 @@ from hypothesis import strategies as st
 from core import GameState, Ruleset
 from core.board import NUM_POINTS, POINT_NAMES
 from core.jfen import format_jfen
-from core.movegen import ALL_POINTS, generate_paths, generate_square_paths, new_path_buffers, square_targets
+from core.movegen import (
+    ALL_POINTS,
+    generate_capture_paths,
+    generate_paths,
+    generate_square_paths,
+    has_battle_move,
+    new_path_buffers,
+    square_targets,
+)
 from tests import reference as ref
 from tests.strategies import battle_boards, biased_playout, layout_positions, played_positions, rulesets
 
@@ -63,6 +71,33 @@ def test_square_paths_match_reference(jfen, rules, side):
         got = [(tuple(pts[off[i]:off[i + 1]]), int(jump[i]), int(nsq[i])) for i in range(m)]
         assert got == full, text
         assert {("x" if j else "-").join(POINT_NAMES[p] for p in path): k for path, j, k in got} == want, text
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(battle_boards(), played_positions()), rulesets(), st.integers(0, 1))
+def test_capture_paths_match_reference(jfen, rules, side):
+    """``generate_capture_paths`` gives the reference's capturing paths (every jump chain, every
+    square-forming step or flight), exactly the full generator's paths with ``jump or nsq > 0`` in
+    the same order, also with every point as a target. ``has_battle_move`` agrees with the
+    reference's paths being non-empty."""
+    state = GameState.from_jfen(jfen, rules)
+    if state.phase != 1:
+        return
+    text = format_jfen(state.board, side, 1, state.quiet, state.ply)
+    pos = ref.parse_jfen(text)
+    n_own, n_opp = state.counts[side], state.counts[1 - side]
+    fm, fpts, foff, fnsq, fjump = generate_paths(state.board, side, n_own, n_opp, rules.vector, *new_path_buffers(64))
+    full = [(tuple(fpts[foff[i]:foff[i + 1]]), int(fjump[i]), int(fnsq[i])) for i in range(fm)]
+    paths = ref._battle_paths(pos, rules)
+    want = {name: p.squares for name, p in paths.items() if "x" in name or p.squares > 0}
+    for t in (square_targets(state.board, side + 1), ALL_POINTS):
+        # Small buffers, so that regrowing them is exercised too.
+        m, pts, off, nsq, jump = generate_capture_paths(state.board, side, n_own, n_opp, rules.vector,
+                                                        *new_path_buffers(2), t)
+        got = [(tuple(pts[off[i]:off[i + 1]]), int(jump[i]), int(nsq[i])) for i in range(m)]
+        assert got == [p for p in full if p[1] or p[2] > 0], text
+        assert {("x" if j else "-").join(POINT_NAMES[p] for p in path): k for path, j, k in got} == want, text
+    assert has_battle_move(state.board, side, n_own, n_opp, rules.vector) == (len(paths) > 0), text
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
