@@ -16,13 +16,18 @@ import argparse
 import numpy as np
 
 
-def sample_positions(records_dir: str, games: int, positions: int, seed: int = 0) -> list:
-    """``positions`` battle positions (at least two legal paths) drawn from the first ``games`` games."""
+def _battle_choice(state) -> bool:
+    return state.phase == 1 and state.paths().m > 1
+
+
+def sample_positions(records_dir: str, games: int, positions: int, seed: int = 0, keep=_battle_choice) -> list:
+    """``positions`` positions drawn (seeded, in game order) from the first ``games`` games among those
+    where ``keep(state)`` holds: by default battle positions with at least two legal paths."""
     from core.rules import Ruleset
     from train.supervised import read_records, record_files
 
     records = read_records(record_files([records_dir])[:games], Ruleset(max_battle_plies=300, adjudicate="stones"))
-    states = [s for r in records for s in r.replay()[:-1] if s.phase == 1 and s.paths().m > 1]
+    states = [s for r in records for s in r.replay()[:-1] if keep(s)]
     rng = np.random.default_rng(seed)
     return [states[i] for i in np.sort(rng.choice(len(states), min(positions, len(states)), replace=False))]
 

@@ -633,39 +633,67 @@ class RolloutLayoutAgent(_Agent):
     (:meth:`RolloutEvaluator.stone_difference` with ``battle_plies``) under seeds drawn from the
     agent's generator, the same seeds for every candidate (common random numbers); the highest mean
     stone difference for the player who placed wins and ties go to the higher expert score: a layout
-    value judged by the first stretch of the battle, the one the layout decides most directly. Cost
-    per searched placement: ``top * rollouts`` rollouts, each the remaining placements and
-    ``battle_plies`` expert battle moves (``arena`` prints the seconds per move). Options, bounds and
-    defaults: :class:`RolloutOptions`.
+    value judged by the first stretch of the battle, the one the layout decides most directly.
+
+    With ``halving_rollouts`` > 0, one round of sequential halving (Karnin et al. 2013) follows: the
+    better half of the candidates by that mean (``ceil(k / 2)`` of ``k``, ties to the higher expert
+    score) get ``halving_rollouts`` more rollouts each under further common seeds, and the pick is
+    the highest mean over all of a survivor's rollouts: the rollouts go where the choice is close.
+
+    Cost per searched placement: ``top * rollouts + ceil(top / 2) * halving_rollouts`` rollouts, each
+    the remaining placements and ``battle_plies`` expert battle moves (``arena`` prints the seconds
+    per move). Options, bounds and defaults: :class:`RolloutOptions`.
     """
 
     name = "rollout"
 
-    def __init__(self, seed: int, *, from_ply: int, top: int, rollouts: int, battle_plies: int):
+    def __init__(self, seed: int, *, from_ply: int, top: int, rollouts: int, battle_plies: int,
+                 halving_rollouts: int = 0):
         super().__init__(seed)
         self.from_ply, self.top, self.rollouts = int(from_ply), int(top), int(rollouts)
+        self.halving_rollouts = int(halving_rollouts)
         self.expert = ExpertAgent(seed)
         self.judge = RolloutEvaluator(battle_plies=battle_plies)
 
-    def layout_values(self, state: GameState, seeds) -> tuple[np.ndarray, np.ndarray]:
-        """``(points int64[k], values float64[k])``: the expert's ``top`` legal placements in layout
-        ``state``, best score first (``k = min(top, legal)``), and each one's mean :meth:`RolloutEvaluator.stone_difference`
-        for the side to move over ``seeds`` (ints, one rollout each)."""
+    def candidates(self, state: GameState) -> np.ndarray:
+        """``int64[k]``: the expert's ``top`` legal placements in layout ``state``, best score first
+        (``k = min(top, legal)``; :meth:`ExpertAgent.layout_scores`)."""
         scores = self.expert.layout_scores(state)
         order = np.argsort(-scores, kind="stable")
-        points = np.array([p for p in order[: self.top] if np.isfinite(scores[p])], np.int64)
+        return np.array([p for p in order[: self.top] if np.isfinite(scores[p])], np.int64)
+
+    def rollout_matrix(self, state: GameState, points, seeds) -> np.ndarray:
+        """``float64[k, n]``: :meth:`RolloutEvaluator.stone_difference` (stones) for the side to move
+        after placing each of ``points`` (``k``) in layout ``state``, one rollout per seed of ``seeds``
+        (``n`` ints; the same seeds for every placement)."""
         side = state.side
-        values = np.array([np.mean([self.judge.stone_difference(state.apply(Move((int(p),))), side, int(seed))
-                                    for seed in seeds])
-                           for p in points], np.float64)
-        return points, values
+        return np.array([[self.judge.stone_difference(state.apply(Move((int(p),))), side, int(seed)) for seed in seeds]
+                         for p in points], np.float64).reshape(len(points), len(seeds))
+
+    def layout_rollouts(self, state: GameState, seeds) -> tuple[np.ndarray, np.ndarray]:
+        """``(points int64[k], diffs float64[k, n])``: :meth:`candidates` and their
+        :meth:`rollout_matrix` under ``seeds``."""
+        points = self.candidates(state)
+        return points, self.rollout_matrix(state, points, seeds)
 
     def _select(self, state: GameState) -> Move:
         if state.phase != PHASE_LAYOUT or state.ply < self.from_ply:
             return self.expert.select(state)
-        seeds = self.rng.integers(0, 2**62, self.rollouts)
-        points, values = self.layout_values(state, seeds)
-        return Move((int(points[int(np.argmax(values))]),))  # argmax: the first maximum, the higher expert score
+        seeds = self.rng.integers(0, 2**62, self.rollouts + self.halving_rollouts)
+        return Move((self.pick(state, seeds),))
+
+    def pick(self, state: GameState, seeds) -> int:
+        """The placement chosen in layout ``state`` with the rollout seeds ``seeds`` (ints: the first
+        ``rollouts`` for every candidate, the next ``halving_rollouts`` for the survivors of the
+        halving round; class docstring). Ties go to the higher expert score."""
+        points, diffs = self.layout_rollouts(state, seeds[: self.rollouts])
+        means = diffs.mean(axis=1)
+        if self.halving_rollouts == 0 or len(points) < 2:
+            return int(points[int(np.argmax(means))])  # argmax: the first maximum, the higher expert score
+        keep = np.sort(np.argsort(-means, kind="stable")[: (len(points) + 1) // 2])  # survivors, expert order
+        more = self.rollout_matrix(state, points[keep], seeds[self.rollouts: self.rollouts + self.halving_rollouts])
+        totals = np.concatenate([diffs[keep], more], axis=1).mean(axis=1)
+        return int(points[keep][int(np.argmax(totals))])
 
 
 # ============================================================================ phased
@@ -779,6 +807,7 @@ class RolloutOptions(AgentOptions):
     from_ply: int = Field(120, ge=0, le=NUM_POINTS, description="layout ply (placements made) from which placements are chosen by rollouts")
     top: int = Field(3, ge=1, le=NUM_POINTS, description="the expert's best placements compared by rollouts")
     rollouts: int = Field(2, ge=1, le=ROLLOUTS_MAX, description="rollouts per compared placement (the same seeds for each)")
+    halving_rollouts: int = Field(0, ge=0, le=ROLLOUTS_MAX, description="more rollouts for each of the better half after the first round (0: none)")
     battle_plies: int = Field(64, ge=0, le=ROLLOUT_PLIES_MAX, description="expert battle plies a rollout plays after the layout")
 
 
@@ -810,4 +839,5 @@ def make_expert(o: ExpertOptions) -> ExpertAgent:
 @register("rollout", "agent", options=RolloutOptions)
 def make_rollout(o: RolloutOptions) -> RolloutLayoutAgent:
     """Expert layout, late placements chosen among its top by expert rollouts into the battle; expert battle."""
-    return RolloutLayoutAgent(o.seed, from_ply=o.from_ply, top=o.top, rollouts=o.rollouts, battle_plies=o.battle_plies)
+    return RolloutLayoutAgent(o.seed, from_ply=o.from_ply, top=o.top, rollouts=o.rollouts, battle_plies=o.battle_plies,
+                              halving_rollouts=o.halving_rollouts)

@@ -278,7 +278,8 @@ def test_rollout_values_and_choice_match_a_naive_reference(ply):
         s = s.apply(expert.select(s))
     agent = make_agent("rollout:top=3,rollouts=2,battle_plies=3", seed=9)
     seeds = [11, 12]
-    points, values = agent.layout_values(s, seeds)
+    points, diffs = agent.layout_rollouts(s, seeds)
+    values = diffs.mean(axis=1)
     scores = ExpertAgent().layout_scores(s)
     legal = [p for p in range(196) if np.isfinite(scores[p])]
     want = sorted(legal, key=lambda p: -scores[p])[:3]
@@ -287,11 +288,36 @@ def test_rollout_values_and_choice_match_a_naive_reference(ply):
     assert values.tolist() == ref
     chosen = agent.select(s).path[0]
     draws = np.random.default_rng(9).integers(0, 2**62, 2)
-    _, drawn = agent.layout_values(s, draws)
+    drawn = agent.layout_rollouts(s, draws)[1].mean(axis=1)
     assert chosen == want[int(np.argmax(drawn))]
     assert drawn[want.index(chosen)] == max(drawn)
     early = make_agent("rollout:from_ply=196", seed=9)  # never searches: the expert's moves
     assert early.select(s) == ExpertAgent(seed=9).select(s)
+
+
+@pytest.mark.parametrize("ply,seed", [(186, 4), (186, 7), (190, 4)])  # the halving round changes the pick
+def test_rollout_halving_matches_a_naive_reference(ply, seed):
+    """``rollout:halving_rollouts=H``: after the first round the better half of the candidates (ties to
+    the higher expert score) get H more rollouts under the next seeds, and the pick is the best mean
+    over all of a survivor's rollouts; ``select`` draws the seeds from the agent's generator."""
+    s = GameState.initial(FAST)
+    expert = ExpertAgent(seed=5)
+    while s.ply < ply:
+        s = s.apply(expert.select(s))
+    agent = make_agent("rollout:top=3,rollouts=2,halving_rollouts=3,battle_plies=40", seed=seed)
+    scores = ExpertAgent().layout_scores(s)
+    want = sorted([p for p in range(196) if np.isfinite(scores[p])], key=lambda p: -scores[p])[:3]
+    seeds = [int(x) for x in np.random.default_rng(seed).integers(0, 2**62, 5)]
+    rolls = {p: [_naive_rollout(s.apply(Move((p,))), s.side, r, 40) for r in seeds] for p in want}
+    first = {p: np.mean(rolls[p][:2]) for p in want}
+    survivors = sorted(want, key=lambda p: (-first[p], want.index(p)))[:2]
+    survivors.sort(key=want.index)
+    total = {p: np.mean(rolls[p]) for p in survivors}
+    best = max(survivors, key=lambda p: (total[p], -want.index(p)))
+    assert agent.pick(s, seeds) == best
+    assert agent.select(s).path[0] == best  # the same draws from the same seed
+    flat = make_agent("rollout:top=3,rollouts=2,battle_plies=40", seed=seed)
+    assert flat.pick(s, seeds[:2]) == max(want, key=lambda p: (first[p], -want.index(p))) != best
 
 
 @pytest.mark.parametrize("ply", [160, 194])

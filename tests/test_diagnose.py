@@ -168,6 +168,35 @@ def test_search_regret_of_the_expert_is_zero_by_its_own_one_ply_scores():
     assert regret_of("random", states)["mean"] >= 0.0
 
 
+def test_judge_noise_pick_stats_by_hand():
+    """bench.judge_noise.pick_stats against counts by hand: picks from the first half of the seeds,
+    the reference from the second; ties go to the expert's order; one task's rollouts have the
+    requested shape."""
+    from bench.judge_noise import _judge_position, pick_stats
+
+    # Position 1: placement 1 is the reference's best (means 0, 3, 1); one rollout picks 2, two pick 1.
+    a = np.array([[0, 0, 0, 0], [-1, 5, 3, 3], [2, -2, 1, 1]], np.float64)
+    # Position 2: all equal in the reference: the best is the expert's first, which every pick takes.
+    b = np.zeros((2, 4))
+    r = pick_stats([a, b], [1, 2])
+    rows = {row["n"]: row for row in r["rows"]}
+    assert rows[0]["agree"] == 0.5 and rows[0]["regret"] == pytest.approx(3.0 / 2)
+    assert rows[1]["agree"] == 0.5 and rows[1]["regret"] == pytest.approx(2.0 / 2)
+    assert rows[2]["agree"] == 1.0 and rows[2]["regret"] == 0.0
+    assert r["gap"] == pytest.approx((2.0 + 0.0) / 2)
+    assert r["rollout_sd"] == pytest.approx((np.std(a, axis=1, ddof=1).mean() + 0.0) / 2)
+
+    from core.state import GameState
+    from knowledge.agents import ExpertAgent
+
+    expert = ExpertAgent(seed=3)
+    s = GameState.initial()
+    while s.ply < 190:
+        s = s.apply(expert.select(s))
+    out = _judge_position({"jfen": s.to_jfen(), "index": 0, "seed": 1, "top": 2, "rollouts": 2, "battle_plies": 2})
+    assert out["ply"] == 190 and np.array(out["diffs"]).shape == (2, 2)
+
+
 def test_layout_sensitivity_counts():
     """bench.layout_sensitivity.summarize against counts by hand; one short game task (battles cut at
     20 plies) reports variants at the plies and sides it may change, with results."""

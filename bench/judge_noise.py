@@ -1,0 +1,160 @@
+"""How noisy is the rollout judge? The ``rollout`` agent's layout picks against many more rollouts.
+
+``python -m bench.judge_noise [--positions N] [--rollouts R] [--top K] [--battle-plies P] [--from-ply F]
+[--games G] [--seed S] [--workers W] [--save FILE] [--json]`` draws ``N`` layout positions (default 60, seeded) at
+layout plies ``F`` (120) to 195 from the first ``G`` held-out expert games (``data/heldout-expert``),
+and gives each of the expert's ``K`` (3) best placements ``R`` (16, even) expert rollouts of ``P`` (64)
+battle plies under the same seeds (``knowledge.agents.RolloutLayoutAgent.layout_rollouts``: the
+``rollout`` agent's judge, common random numbers).
+
+The second half of the seeds is the reference: its best placement by mean stone difference is the
+"true" best. The first half makes the picks: with ``n`` = 1, 2, 4, ... rollouts a placement (its
+first ``n`` seeds), as ``rollout:rollouts=n`` would pick (ties to the higher expert score). Printed
+per ``n``: how often the pick is the reference's best, and the mean regret, the reference's mean of
+the best minus that of the pick (stones; the reference is noisy too, so both are estimates that are
+fair between the rows, not exact values). Row ``n = 0`` is the expert's own best placement (no
+rollouts). Also printed: the standard deviation of one rollout's stone difference (within a
+placement, across seeds) and the mean gap between the best and second placements of the reference.
+A judge is sharp enough when more rollouts no longer raise the agreement. ``--save FILE`` writes
+every rollout's stone difference (JSON: per position its ply, JFEN and ``k x R`` matrix), for
+studying other ways to spend the rollouts without playing them again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+import numpy as np
+
+
+def _layout_late(from_ply: int):
+    def keep(state) -> bool:
+        return state.phase == 0 and from_ply <= state.ply
+    return keep
+
+
+def _judge_position(task: dict) -> dict:
+    """One position's rollouts (a worker task): ``{"ply", "diffs": [[float]] (k x R)}``."""
+    from core.state import GameState
+    from knowledge.agents import RolloutLayoutAgent
+
+    state = GameState.from_jfen(task["jfen"])
+    agent = RolloutLayoutAgent(0, from_ply=0, top=task["top"], rollouts=1, battle_plies=task["battle_plies"])
+    seeds = np.random.SeedSequence([task["seed"], task["index"]]).generate_state(task["rollouts"], np.uint64) >> 2
+    _, diffs = agent.layout_rollouts(state, [int(x) for x in seeds])
+    return {"index": task["index"], "ply": state.ply, "jfen": task["jfen"], "diffs": diffs.tolist()}
+
+
+def pick_stats(diffs: list[np.ndarray], ns: list[int]) -> dict:
+    """Agreement and regret of picks from the first half of each position's seeds against the second
+    half (module docstring). ``diffs``: per position ``float64[k, R]``, placements in expert order.
+    Returns ``{"rows": [{"n", "agree", "regret"}], "rollout_sd", "gap"}`` (stones)."""
+    rows = []
+    sds, gaps = [], []
+    for n in [0, *ns]:
+        agree, regret = [], []
+        for d in diffs:
+            half = d.shape[1] // 2
+            ref = d[:, half:].mean(axis=1)
+            best = int(np.argmax(ref))
+            pick = 0 if n == 0 else int(np.argmax(d[:, :n].mean(axis=1)))  # first maximum: the higher expert score
+            agree.append(pick == best)
+            regret.append(float(ref[best] - ref[pick]))
+        rows.append({"n": n, "agree": float(np.mean(agree)), "regret": float(np.mean(regret))})
+    for d in diffs:
+        half = d.shape[1] // 2
+        sds.append(float(d.std(axis=1, ddof=1).mean()))
+        ref = np.sort(d[:, half:].mean(axis=1))[::-1]
+        if len(ref) > 1:
+            gaps.append(float(ref[0] - ref[1]))
+    return {"rows": rows, "rollout_sd": float(np.mean(sds)), "gap": float(np.mean(gaps)) if gaps else 0.0}
+
+
+def run_judge_noise(positions: int = 60, rollouts: int = 16, top: int = 3, battle_plies: int = 64,
+                    from_ply: int = 120, games: int = 30, seed: int = 0, workers: int = 1,
+                    records: str | None = None, progress=None) -> dict:
+    """The measurement of the module docstring; ``progress(done, total)`` after each position.
+    Returns ``{"positions", "rollouts", "top", "battle_plies", "from_ply", "seconds", "rows",
+    "rollout_sd", "gap", "raw"}`` (``raw``: the tasks' results, positions in sample order)."""
+    from bench.search_regret import sample_positions
+    from train.diagnose import HELDOUT_RECORDS
+    from train.workers import InlineRunner, make_pool, run_tasks, stop_pool
+
+    states = sample_positions(str(records or HELDOUT_RECORDS), games, positions, seed=seed,
+                              keep=_layout_late(from_ply))
+    tasks = [{"jfen": s.to_jfen(), "index": i, "seed": seed, "top": top, "rollouts": rollouts,
+              "battle_plies": battle_plies} for i, s in enumerate(states)]
+    results: list[dict] = []
+
+    def done(r: dict) -> None:
+        results.append(r)
+        if progress is not None:
+            progress(len(results), len(tasks))
+
+    t0 = time.perf_counter()
+    if workers <= 1:
+        InlineRunner().run(_judge_position, tasks, done)
+    else:
+        pool = make_pool(workers)
+        try:
+            run_tasks(pool, _judge_position, tasks, done, in_flight=2 * workers)
+        finally:
+            stop_pool(pool)
+    results.sort(key=lambda r: r["index"])
+    diffs = [np.array(r["diffs"], np.float64) for r in results if len(r["diffs"]) > 1]
+    ns = [n for n in (1, 2, 4, 8, 16, 32, 64) if n <= rollouts // 2]
+    return {"positions": len(diffs), "rollouts": rollouts, "top": top, "battle_plies": battle_plies,
+            "from_ply": from_ply, "seconds": time.perf_counter() - t0, **pick_stats(diffs, ns), "raw": results}
+
+
+def main() -> None:  # pragma: no cover - command line
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--positions", type=int, default=60)
+    parser.add_argument("--rollouts", type=int, default=16)
+    parser.add_argument("--top", type=int, default=3)
+    parser.add_argument("--battle-plies", type=int, default=64)
+    parser.add_argument("--from-ply", type=int, default=120)
+    parser.add_argument("--games", type=int, default=30)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--records", default=None)
+    parser.add_argument("--save", default=None, metavar="FILE")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    checks = [("--positions", args.positions, 1, 100_000), ("--rollouts", args.rollouts, 2, 1_000),
+              ("--top", args.top, 2, 196), ("--battle-plies", args.battle_plies, 0, 100_000),
+              ("--from-ply", args.from_ply, 2, 195), ("--games", args.games, 1, 100_000),
+              ("--seed", args.seed, 0, 2**32 - 1), ("--workers", args.workers, 1, 64)]
+    for name, value, lo, hi in checks:
+        if not lo <= value <= hi:
+            parser.exit(2, f"error: {name} must be in {lo}..{hi}, got {value}\n")
+    if args.rollouts % 2:
+        parser.exit(2, f"error: --rollouts must be even (half picks, half reference), got {args.rollouts}\n")
+
+    def progress(done: int, total: int) -> None:
+        print(f"  {done}/{total} positions", file=sys.stderr if args.json else sys.stdout, flush=True)
+
+    r = run_judge_noise(args.positions, args.rollouts, args.top, args.battle_plies, args.from_ply, args.games,
+                        args.seed, args.workers, args.records, progress)
+    raw = r.pop("raw")
+    if args.save:
+        from core.atomic import atomic_write_text
+
+        atomic_write_text(args.save, json.dumps({**r, "positions_raw": raw}))
+    if args.json:
+        print(json.dumps(r))
+        return
+    print(f"{r['positions']} layout positions (plies {r['from_ply']}-195), the expert's {r['top']} best placements, "
+          f"{r['rollouts']} rollouts each of {r['battle_plies']} battle plies ({r['seconds']:.0f} s)")
+    print(f"  one rollout's stone difference: sd {r['rollout_sd']:.2f}; reference best - second: {r['gap']:.2f} stones")
+    print("  rollouts a placement   picks the reference's best   regret (stones)")
+    for row in r["rows"]:
+        label = "expert's best" if row["n"] == 0 else str(row["n"])
+        print(f"  {label:>22s}   {100 * row['agree']:26.1f}%   {row['regret']:15.2f}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
