@@ -9,15 +9,16 @@ battle plies under the same seeds (``knowledge.agents.RolloutLayoutAgent.layout_
 
 The second half of the seeds is the reference: its best placement by mean stone difference is the
 "true" best. The first half makes the picks: with ``n`` = 1, 2, 4, ... rollouts a placement (its
-first ``n`` seeds), as ``rollout:rollouts=n`` would pick (ties to the higher expert score). Printed
+first ``n`` seeds), as ``rollout:rollouts=n`` would pick (ties to the higher expert score), and as
+``rollout:rollouts=n,halving_rollouts=m`` would for a few ``(n, m)`` (:data:`HALVING`). Printed
 per ``n``: how often the pick is the reference's best, and the mean regret, the reference's mean of
 the best minus that of the pick (stones; the reference is noisy too, so both are estimates that are
 fair between the rows, not exact values). Row ``n = 0`` is the expert's own best placement (no
 rollouts). Also printed: the standard deviation of one rollout's stone difference (within a
 placement, across seeds) and the mean gap between the best and second placements of the reference.
 A judge is sharp enough when more rollouts no longer raise the agreement. ``--save FILE`` writes
-every rollout's stone difference (JSON: per position its ply, JFEN and ``k x R`` matrix), for
-studying other ways to spend the rollouts without playing them again.
+every rollout's stone difference (JSON: per position its ply, JFEN and ``k x R`` matrix), and
+``--load FILE`` prints the table again from such a file, without playing the rollouts again.
 """
 
 from __future__ import annotations
@@ -28,6 +29,10 @@ import sys
 import time
 
 import numpy as np
+
+
+HALVING = ((2, 2), (2, 3), (4, 4))  # (rollouts, halving_rollouts) rows besides the flat ones
+BOOTSTRAP = 2000  # resamples of the positions for the standard error of a gain
 
 
 def _layout_late(from_ply: int):
@@ -48,22 +53,44 @@ def _judge_position(task: dict) -> dict:
     return {"index": task["index"], "ply": state.ply, "jfen": task["jfen"], "diffs": diffs.tolist()}
 
 
-def pick_stats(diffs: list[np.ndarray], ns: list[int]) -> dict:
+def _pick(d: np.ndarray, n: int, more: int) -> int:
+    """The ``rollout`` agent's pick from the rollouts ``d`` (``float64[k, >= n + more]``, placements in
+    expert order): ``n`` a placement, then ``more`` for the survivors of the halving round."""
+    from knowledge.agents import halving_survivors
+
+    means = d[:, :n].mean(axis=1)
+    keep = halving_survivors(means)
+    if more == 0 or len(keep) < 2:
+        return int(np.argmax(means))  # first maximum: the higher expert score
+    return int(keep[int(np.argmax(d[keep, : n + more].mean(axis=1)))])
+
+
+def pick_stats(diffs: list[np.ndarray], ns: list[int], halving: tuple[tuple[int, int], ...] = ()) -> dict:
     """Agreement and regret of picks from the first half of each position's seeds against the second
-    half (module docstring). ``diffs``: per position ``float64[k, R]``, placements in expert order.
-    Returns ``{"rows": [{"n", "agree", "regret"}], "rollout_sd", "gap"}`` (stones)."""
+    half (module docstring). ``diffs``: per position ``float64[k, R]``, placements in expert order;
+    ``ns`` the flat rollouts a placement, ``halving`` ``(n, more)`` pairs for ``rollouts=n,
+    halving_rollouts=more`` (``n + more <= R / 2``). Returns ``{"rows": [{"n", "more", "agree",
+    "regret", "gain", "gain_se"}], "rollout_sd", "gap"}`` (stones; ``n = 0``: the expert's best;
+    ``gain``: the reference's mean of the pick minus that of the expert's best, ``gain_se`` its
+    bootstrap standard error over the positions, :data:`BOOTSTRAP` resamples, seeded)."""
     rows = []
     sds, gaps = [], []
-    for n in [0, *ns]:
-        agree, regret = [], []
+    rng = np.random.default_rng(0)
+    resamples = rng.integers(0, len(diffs), (BOOTSTRAP, len(diffs))) if diffs else None
+    for n, more in [(0, 0), *((n, 0) for n in ns), *halving]:
+        agree, regret, gain = [], [], []
         for d in diffs:
             half = d.shape[1] // 2
             ref = d[:, half:].mean(axis=1)
             best = int(np.argmax(ref))
-            pick = 0 if n == 0 else int(np.argmax(d[:, :n].mean(axis=1)))  # first maximum: the higher expert score
+            pick = 0 if n == 0 else _pick(d[:, :half], n, more)
             agree.append(pick == best)
             regret.append(float(ref[best] - ref[pick]))
-        rows.append({"n": n, "agree": float(np.mean(agree)), "regret": float(np.mean(regret))})
+            gain.append(float(ref[pick] - ref[0]))
+        g = np.array(gain)
+        rows.append({"n": n, "more": more, "agree": float(np.mean(agree)), "regret": float(np.mean(regret)),
+                     "gain": float(g.mean()) if diffs else 0.0,
+                     "gain_se": float(g[resamples].mean(axis=1).std()) if diffs else 0.0})
     for d in diffs:
         half = d.shape[1] // 2
         sds.append(float(d.std(axis=1, ddof=1).mean()))
@@ -104,10 +131,33 @@ def run_judge_noise(positions: int = 60, rollouts: int = 16, top: int = 3, battl
         finally:
             stop_pool(pool)
     results.sort(key=lambda r: r["index"])
-    diffs = [np.array(r["diffs"], np.float64) for r in results if len(r["diffs"]) > 1]
+    return {"rollouts": rollouts, "top": top, "battle_plies": battle_plies, "from_ply": from_ply,
+            "seconds": time.perf_counter() - t0, **summarize(results, rollouts), "raw": results}
+
+
+def summarize(raw: list[dict], rollouts: int) -> dict:
+    """:func:`pick_stats` of the positions ``raw`` (task results: ``"diffs"`` ``k x rollouts``) with at
+    least two candidates, for every flat and :data:`HALVING` row the seeds allow; plus ``"positions"``."""
+    diffs = [np.array(r["diffs"], np.float64) for r in raw if len(r["diffs"]) > 1]
     ns = [n for n in (1, 2, 4, 8, 16, 32, 64) if n <= rollouts // 2]
-    return {"positions": len(diffs), "rollouts": rollouts, "top": top, "battle_plies": battle_plies,
-            "from_ply": from_ply, "seconds": time.perf_counter() - t0, **pick_stats(diffs, ns), "raw": results}
+    halving = tuple((n, more) for n, more in HALVING if n + more <= rollouts // 2)
+    return {"positions": len(diffs), **pick_stats(diffs, ns, halving)}
+
+
+def load(path: str) -> dict:
+    """The measurement saved by ``--save`` at ``path``, summarized again (:func:`summarize`); raises
+    ``ValueError`` naming the file and the reason when it is not such a file."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+        raw, rollouts = data["positions_raw"], int(data["rollouts"])
+        if any(np.array(r["diffs"], np.float64).shape[1:] not in ((rollouts,), ()) for r in raw):
+            raise ValueError(f"a position's rollouts are not {rollouts} a placement")
+        meta = {k: data[k] for k in ("rollouts", "top", "battle_plies", "from_ply", "seconds")}
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        reason = f"missing field {e}" if isinstance(e, KeyError) else str(e)
+        raise ValueError(f"--load {path}: not a judge_noise file: {reason}") from None
+    return {**meta, **summarize(raw, rollouts)}
 
 
 def main() -> None:  # pragma: no cover - command line
@@ -122,6 +172,7 @@ def main() -> None:  # pragma: no cover - command line
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--records", default=None)
     parser.add_argument("--save", default=None, metavar="FILE")
+    parser.add_argument("--load", default=None, metavar="FILE", help="summarize a file written by --save again")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     checks = [("--positions", args.positions, 1, 100_000), ("--rollouts", args.rollouts, 2, 1_000),
@@ -137,10 +188,16 @@ def main() -> None:  # pragma: no cover - command line
     def progress(done: int, total: int) -> None:
         print(f"  {done}/{total} positions", file=sys.stderr if args.json else sys.stdout, flush=True)
 
-    r = run_judge_noise(args.positions, args.rollouts, args.top, args.battle_plies, args.from_ply, args.games,
-                        args.seed, args.workers, args.records, progress)
-    raw = r.pop("raw")
-    if args.save:
+    if args.load:
+        try:
+            r, raw = load(args.load), None
+        except ValueError as e:
+            parser.exit(2, f"error: {e}\n")
+    else:
+        r = run_judge_noise(args.positions, args.rollouts, args.top, args.battle_plies, args.from_ply, args.games,
+                            args.seed, args.workers, args.records, progress)
+        raw = r.pop("raw")
+    if args.save and raw is not None:
         from core.atomic import atomic_write_text
 
         atomic_write_text(args.save, json.dumps({**r, "positions_raw": raw}))
@@ -150,10 +207,13 @@ def main() -> None:  # pragma: no cover - command line
     print(f"{r['positions']} layout positions (plies {r['from_ply']}-195), the expert's {r['top']} best placements, "
           f"{r['rollouts']} rollouts each of {r['battle_plies']} battle plies ({r['seconds']:.0f} s)")
     print(f"  one rollout's stone difference: sd {r['rollout_sd']:.2f}; reference best - second: {r['gap']:.2f} stones")
-    print("  rollouts a placement   picks the reference's best   regret (stones)")
+    print("    rollouts a placement   picks the reference's best   regret (stones)   gain over the expert's best (s.e.)")
     for row in r["rows"]:
         label = "expert's best" if row["n"] == 0 else str(row["n"])
-        print(f"  {label:>22s}   {100 * row['agree']:26.1f}%   {row['regret']:15.2f}")
+        if row["more"]:
+            label = f"{row['n']}, {row['more']} more for half"
+        print(f"  {label:>24s}   {100 * row['agree']:26.1f}%   {row['regret']:15.2f}   "
+              f"{row['gain']:+.2f} ({row['gain_se']:.2f})")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -623,6 +623,13 @@ def make_rollout_evaluator(battle_plies: int = 64, rollouts: int = 1, scale: flo
     return RolloutEvaluator(battle_plies=battle_plies, rollouts=rollouts, scale=scale, seed=seed)
 
 
+def halving_survivors(means: np.ndarray) -> np.ndarray:
+    """``int64[ceil(k / 2)]``, ascending: the indices of the better half of ``k`` candidates by
+    ``means`` (``float64[k]``), ties to the lower index (the higher expert score); the survivors of
+    a sequential-halving round (:class:`RolloutLayoutAgent`)."""
+    return np.sort(np.argsort(-np.asarray(means), kind="stable")[: (len(means) + 1) // 2]).astype(np.int64)
+
+
 class RolloutLayoutAgent(_Agent):
     """Flat Monte Carlo layout with the expert as the rollout policy (a layout baseline and a measuring
     instrument: it models an ``expert`` opponent exactly, apart from that agent's tie-break seeds).
@@ -688,9 +695,9 @@ class RolloutLayoutAgent(_Agent):
         halving round; class docstring). Ties go to the higher expert score."""
         points, diffs = self.layout_rollouts(state, seeds[: self.rollouts])
         means = diffs.mean(axis=1)
-        if self.halving_rollouts == 0 or len(points) < 2:
+        keep = halving_survivors(means)
+        if self.halving_rollouts == 0 or len(keep) < 2:
             return int(points[int(np.argmax(means))])  # argmax: the first maximum, the higher expert score
-        keep = np.sort(np.argsort(-means, kind="stable")[: (len(points) + 1) // 2])  # survivors, expert order
         more = self.rollout_matrix(state, points[keep], seeds[self.rollouts: self.rollouts + self.halving_rollouts])
         totals = np.concatenate([diffs[keep], more], axis=1).mean(axis=1)
         return int(points[keep][int(np.argmax(totals))])

@@ -170,19 +170,24 @@ def test_search_regret_of_the_expert_is_zero_by_its_own_one_ply_scores():
 
 def test_judge_noise_pick_stats_by_hand():
     """bench.judge_noise.pick_stats against counts by hand: picks from the first half of the seeds,
-    the reference from the second; ties go to the expert's order; one task's rollouts have the
-    requested shape."""
+    the reference from the second; ties go to the expert's order; a halving row keeps the better
+    half; one task's rollouts have the requested shape."""
     from bench.judge_noise import _judge_position, pick_stats
 
     # Position 1: placement 1 is the reference's best (means 0, 3, 1); one rollout picks 2, two pick 1.
     a = np.array([[0, 0, 0, 0], [-1, 5, 3, 3], [2, -2, 1, 1]], np.float64)
     # Position 2: all equal in the reference: the best is the expert's first, which every pick takes.
     b = np.zeros((2, 4))
-    r = pick_stats([a, b], [1, 2])
-    rows = {row["n"]: row for row in r["rows"]}
-    assert rows[0]["agree"] == 0.5 and rows[0]["regret"] == pytest.approx(3.0 / 2)
-    assert rows[1]["agree"] == 0.5 and rows[1]["regret"] == pytest.approx(2.0 / 2)
-    assert rows[2]["agree"] == 1.0 and rows[2]["regret"] == 0.0
+    # Halving (1, 1): one rollout each keeps placements 2 and 0 (means 2, 0, -1); two each tie them at
+    # 0, so the expert's order picks 0.
+    r = pick_stats([a, b], [1, 2], halving=((1, 1),))
+    rows = {(row["n"], row["more"]): row for row in r["rows"]}
+    assert list(rows) == [(0, 0), (1, 0), (2, 0), (1, 1)]
+    assert rows[0, 0]["agree"] == 0.5 and rows[0, 0]["regret"] == pytest.approx(3.0 / 2) and rows[0, 0]["gain"] == 0
+    assert rows[1, 0]["agree"] == 0.5 and rows[1, 0]["regret"] == pytest.approx(2.0 / 2)
+    assert rows[1, 0]["gain"] == pytest.approx(1.0 / 2) and rows[1, 0]["gain_se"] > 0
+    assert rows[2, 0]["agree"] == 1.0 and rows[2, 0]["regret"] == 0.0 and rows[2, 0]["gain"] == pytest.approx(3.0 / 2)
+    assert rows[1, 1]["agree"] == 0.5 and rows[1, 1]["regret"] == pytest.approx(3.0 / 2)
     assert r["gap"] == pytest.approx((2.0 + 0.0) / 2)
     assert r["rollout_sd"] == pytest.approx((np.std(a, axis=1, ddof=1).mean() + 0.0) / 2)
 
