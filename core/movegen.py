@@ -317,7 +317,10 @@ def generate_capture_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump
     immediate capture, the stones it threatens), many times per search node.
 
     ``targets`` as for :func:`generate_square_paths` (:func:`square_targets` of ``board`` for
-    ``side + 1``, or a superset). ``m == 0`` does not mean the side cannot move: ask :func:`has_battle_move`.
+    ``side + 1``, or a superset). With other targets the jump chains are still all there, but steps
+    and flights are tried only to the targets and ``nsq`` counts squares only there: enough for a
+    caller that reads the chains alone. ``m == 0`` does not mean the side cannot move: ask
+    :func:`has_battle_move`.
     """
     return _generate(board, side, n_own, n_opp, rules, pts, off, nsq, jump, False, False, targets)
 

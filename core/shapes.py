@@ -179,7 +179,7 @@ def _scan_gates(board, side, n_own, n_opp, rules, cells, empty, opn):
     if pending == 0 or total <= 3:
         return n
     # Jump chains: the capturing paths from the one move generator (core.movegen), origin -> end;
-    # every jump chain is among them.
+    # every jump chain is among them whatever the targets (the closed gates' holes here).
     target = np.zeros(NUM_POINTS, np.bool_)
     for i in range(n):
         if opn[i] == 0:
