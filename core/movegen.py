@@ -113,14 +113,23 @@ def square_targets(board, stone):
 ALL_POINTS = np.arange(NUM_POINTS, dtype=np.int16)  # every destination: the full generator's targets
 ALL_POINTS.setflags(write=False)
 
+# What _fill_paths writes (the public generators below are its only callers).
+MODE_ALL = 0  # every legal path (targets: ALL_POINTS)
+MODE_SQUARES = 1  # the paths forming a square at a target
+MODE_CAPTURES = 2  # every jump chain, and the steps and flights forming a square at a target
+MODE_CHAINS = 3  # the jump chains ending on a target
+
 
 @kernel
-def _fill_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump, squares_only, quiet, targets):
-    """Write the legal paths into the buffers as far as they fit; return the totals ``(m, k)``.
-    Steps and flights are tried only to ``targets`` (ascending points), and without ``quiet`` only
-    those forming a square are written; jump chains end anywhere, except that with ``squares_only``
-    only those forming a square are written (the three uses: :func:`generate_paths`,
-    :func:`generate_square_paths`, :func:`generate_capture_paths`)."""
+def _fill_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump, mode, targets):
+    """Write the legal paths of ``mode`` (``MODE_*``) into the buffers as far as they fit; return the
+    totals ``(m, k)``. Steps and flights are tried only to ``targets`` (ascending points) and, except
+    in ``MODE_ALL``, written only when they form a square; ``MODE_CHAINS`` writes no steps or flights.
+    Jump chains are all written in ``MODE_ALL`` and ``MODE_CAPTURES``, those forming a square in
+    ``MODE_SQUARES`` and those ending on a target in ``MODE_CHAINS``."""
+    quiet = mode == MODE_ALL  # steps and flights forming no square are written
+    steps = mode != MODE_CHAINS
+    prune = mode == MODE_SQUARES or mode == MODE_CHAINS  # chains must end on a target
     me = side + 1
     opp = 2 - side
     flying = n_own <= FLY_THRESHOLD
@@ -143,7 +152,7 @@ def _fill_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump, squares_o
     # Two cheap necessary conditions skip most of the work when not every path is wanted:
     # - ``step_from`` (without ``quiet``): a step's origin is next to an empty target (flights are
     #   checked per target);
-    # - ``reach`` (with ``squares_only``): the points a jump chain can leave and still end on a
+    # - ``reach`` (with ``prune``): the points a jump chain can leave and still end on a
     #   target, found backwards from the targets over hops of the relaxed rules (jumped stones are
     #   enemy stones now, landings are empty now or, with revisits, the mover's own origin; no hop
     #   count, no visited points), so chains are neither started nor extended from other points.
@@ -151,14 +160,14 @@ def _fill_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump, squares_o
     reach = np.ones(NUM_POINTS, np.bool_)
     if not quiet:
         step_from[:] = False
-        for t in range(n_targets):
+        for t in range(n_targets if steps else 0):
             e = targets[t]
             if b[e] == EMPTY:
                 for dd in range(4):
                     q = NEIGHBOR[e, dd]
                     if q >= 0:
                         step_from[q] = True
-    if squares_only:
+    if prune:
         reach[:] = False
         stack = np.empty(NUM_POINTS + n_targets, np.int16)
         n_stack = 0
@@ -184,6 +193,7 @@ def _fill_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump, squares_o
     # Flying: the squares a flight would form at each empty point. Only a flight whose origin is in
     # the destination's 3x3 block changes that count; those are recounted per origin below.
     base = np.zeros(NUM_POINTS, np.int8)
+    flying = flying and steps  # in MODE_CHAINS no flight is written
     if flying:
         for e in range(NUM_POINTS):
             if b[e] == EMPTY and target[e]:
@@ -277,7 +287,13 @@ def _fill_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump, squares_o
             visited[land] = True
             if depth >= need:
                 sq = squares_at(b, land, me) if target[land] else 0
-                if sq > 0 or not squares_only:
+                if mode == MODE_SQUARES:
+                    write = sq > 0
+                elif mode == MODE_CHAINS:
+                    write = target[land]
+                else:
+                    write = True
+                if write:
                     m, k = _emit(pts, off, nsq, jump, m, k, chain, depth + 1, 1, sq)
         visited[o] = False
         b[o] = me
@@ -293,7 +309,7 @@ def generate_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump):
     larger (and refilled) when they were too small. Terminal status is not checked here
     (``core.status``).
     """
-    return _generate(board, side, n_own, n_opp, rules, pts, off, nsq, jump, False, True, ALL_POINTS)
+    return _generate(board, side, n_own, n_opp, rules, pts, off, nsq, jump, MODE_ALL, ALL_POINTS)
 
 
 @kernel
@@ -306,7 +322,7 @@ def generate_square_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump,
     1) > 0``: :func:`square_targets` of ``board``, or of a board with the same stones of ``side`` and
     more (a superset is exact, only slower), so a caller scoring many related boards computes it once.
     """
-    return _generate(board, side, n_own, n_opp, rules, pts, off, nsq, jump, True, False, targets)
+    return _generate(board, side, n_own, n_opp, rules, pts, off, nsq, jump, MODE_SQUARES, targets)
 
 
 @kernel
@@ -317,21 +333,29 @@ def generate_capture_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump
     immediate capture, the stones it threatens), many times per search node.
 
     ``targets`` as for :func:`generate_square_paths` (:func:`square_targets` of ``board`` for
-    ``side + 1``, or a superset). With other targets the jump chains are still all there, but steps
-    and flights are tried only to the targets and ``nsq`` counts squares only there: enough for a
-    caller that reads the chains alone. ``m == 0`` does not mean the side cannot move: ask
+    ``side + 1``, or a superset). ``m == 0`` does not mean the side cannot move: ask
     :func:`has_battle_move`.
     """
-    return _generate(board, side, n_own, n_opp, rules, pts, off, nsq, jump, False, False, targets)
+    return _generate(board, side, n_own, n_opp, rules, pts, off, nsq, jump, MODE_CAPTURES, targets)
 
 
 @kernel
-def _generate(board, side, n_own, n_opp, rules, pts, off, nsq, jump, squares_only, quiet, targets):
-    m, k = _fill_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump, squares_only, quiet, targets)
+def generate_chains_to(board, side, n_own, n_opp, rules, pts, off, nsq, jump, targets):
+    """The jump chains of :func:`generate_paths` that end on one of ``targets`` (ascending points,
+    any), in the same order and with the same return value (``nsq`` exact), without searching the
+    chains that cannot end there (the backward ``reach`` test of :func:`generate_square_paths`): what
+    a gate's openness needs (``core.shapes``).
+    """
+    return _generate(board, side, n_own, n_opp, rules, pts, off, nsq, jump, MODE_CHAINS, targets)
+
+
+@kernel
+def _generate(board, side, n_own, n_opp, rules, pts, off, nsq, jump, mode, targets):
+    m, k = _fill_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump, mode, targets)
     if m + 1 > off.shape[0] or k > pts.shape[0]:
         pts, off, nsq, jump = new_path_buffers(2 * m + 16)
         pts = np.empty(2 * k + 64, np.int16)
-        _fill_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump, squares_only, quiet, targets)
+        _fill_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump, mode, targets)
     return m, pts, off, nsq, jump
 
 

@@ -62,7 +62,7 @@ from core.board import (
     SIZE,
 )
 from core.jit import inline_kernel, kernel
-from core.movegen import generate_capture_paths, new_path_buffers
+from core.movegen import generate_chains_to, new_path_buffers
 
 KIND_FLAT = 0
 KIND_DIAGONAL = 1
@@ -178,15 +178,14 @@ def _scan_gates(board, side, n_own, n_opp, rules, cells, empty, opn):
                     break
     if pending == 0 or total <= 3:
         return n
-    # Jump chains: the capturing paths from the one move generator (core.movegen), origin -> end;
-    # every jump chain is among them whatever the targets (the closed gates' holes here).
+    # Jump chains ending on a closed gate's hole, from the one move generator (core.movegen).
     target = np.zeros(NUM_POINTS, np.bool_)
     for i in range(n):
         if opn[i] == 0:
             target[empty[i]] = True
     pts, off, nsq, jump = new_path_buffers(64)
-    m, pts, off, nsq, jump = generate_capture_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump,
-                                                    np.flatnonzero(target).astype(np.int16))
+    m, pts, off, nsq, jump = generate_chains_to(board, side, n_own, n_opp, rules, pts, off, nsq, jump,
+                                                np.flatnonzero(target).astype(np.int16))
     for j in range(m):
         if jump[j] == 0:
             continue
@@ -211,7 +210,7 @@ def find_gates(board, side, n_own, n_opp, rules):
     and the 4th empty; ``open[i]`` is 1 when a stone of ``side`` other than those 3 corners reaches
     the empty corner with one legal move of ``side``: a step; a flight (``n_own <= 14``, so then every
     gate is open as soon as the side has a stone outside its 3 corners); or a jump chain ending there,
-    taken from ``core.movegen.generate_capture_paths`` (only called when a gate is still closed and an
+    taken from ``core.movegen.generate_chains_to`` (only called when a gate is still closed and an
     opponent stone next to its empty corner makes a jump possible).
     """
     cells = np.empty(NUM_CELLS, np.int16)

@@ -17,6 +17,7 @@ from core.jfen import format_jfen
 from core.movegen import (
     ALL_POINTS,
     generate_capture_paths,
+    generate_chains_to,
     generate_paths,
     generate_square_paths,
     has_battle_move,
@@ -79,7 +80,8 @@ def test_capture_paths_match_reference(jfen, rules, side):
     """``generate_capture_paths`` gives the reference's capturing paths (every jump chain, every
     square-forming step or flight), exactly the full generator's paths with ``jump or nsq > 0`` in
     the same order, also with every point as a target. ``has_battle_move`` agrees with the
-    reference's paths being non-empty."""
+    reference's paths being non-empty. ``generate_chains_to`` gives the full generator's jump chains
+    that end on its targets."""
     state = GameState.from_jfen(jfen, rules)
     if state.phase != 1:
         return
@@ -98,6 +100,12 @@ def test_capture_paths_match_reference(jfen, rules, side):
         assert got == [p for p in full if p[1] or p[2] > 0], text
         assert {("x" if j else "-").join(POINT_NAMES[p] for p in path): k for path, j, k in got} == want, text
     assert has_battle_move(state.board, side, n_own, n_opp, rules.vector) == (len(paths) > 0), text
+    for t in (ALL_POINTS, ALL_POINTS[side::3], square_targets(state.board, side + 1)):
+        m, pts, off, nsq, jump = generate_chains_to(state.board, side, n_own, n_opp, rules.vector,
+                                                    *new_path_buffers(2), t)
+        got = [(tuple(pts[off[i]:off[i + 1]]), int(jump[i]), int(nsq[i])) for i in range(m)]
+        ends = set(t.tolist())
+        assert got == [p for p in full if p[1] and p[0][-1] in ends], text
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
