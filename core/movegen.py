@@ -90,24 +90,63 @@ def _emit(pts, off, nsq, jump, m, k, chain, npts, is_jump, squares):
     return m + 1, k + npts
 
 
+# Cell sums (:func:`cell_sums`): each corner adds ``CELL_CODE[board value]`` to its cell, so one
+# int16 per cell holds how many of its corners are White (``sum & 7``), Black (``(sum >> 3) & 7``)
+# and empty (``sum >> 6``): every shape test of a cell is one lookup after one scan of the board.
+CELL_CODE = np.array([64, 1, 8], np.int16)  # indexed by EMPTY, WHITE_STONE, BLACK_STONE
+CELL_CODE.setflags(write=False)
+
+
+@kernel
+def cell_sums(board, sums):
+    """Write the cell sums of ``board`` (``int8[196]``) into ``sums`` (``int16[>= 169]``, cell
+    ``c = r0 * 13 + c0``; see :data:`CELL_CODE` and :func:`cell_count`); returns ``sums``."""
+    for r in range(SIZE - 1):
+        for c in range(SIZE - 1):
+            p = r * SIZE + c
+            sums[r * (SIZE - 1) + c] = (CELL_CODE[board[p]] + CELL_CODE[board[p + 1]] + CELL_CODE[board[p + SIZE]]
+                                        + CELL_CODE[board[p + SIZE + 1]])
+    return sums
+
+
+@inline_kernel
+def cell_count(total, value):
+    """Corners of a cell holding ``value`` (``EMPTY``, 1 White or 2 Black) from its sum ``total``
+    (:func:`cell_sums`)."""
+    if value == EMPTY:
+        return total >> 6
+    return (total >> (3 * (value - 1))) & 7
+
+
 @kernel
 def square_targets(board, stone):
     """The points ``d`` with ``squares_at(board, d, stone) > 0`` (occupied or not), ascending
     (``int16[n]``): the only destinations where a path of ``stone``'s side can form a square, since
     a move never adds a stone of the mover's. They are the corners of cells holding three or four
-    ``stone`` stones, found cell by cell."""
+    ``stone`` stones. :func:`square_targets_from` is the form for a caller holding the cell sums."""
+    return square_targets_from(board, cell_sums(board, np.empty(NUM_CELLS, np.int16)), stone)
+
+
+@kernel
+def square_targets_from(board, sums, stone):
+    """:func:`square_targets` from the board's :func:`cell_sums` ``sums`` (``int16[169]``)."""
     mark = np.zeros(NUM_POINTS, np.bool_)
+    n = 0
     for c in range(NUM_CELLS):
-        own = 0
-        for t in range(4):
-            if board[CELL_CORNERS[c, t]] == stone:
-                own += 1
+        own = cell_count(sums[c], stone)
         if own >= 3:
             for t in range(4):
                 q = CELL_CORNERS[c, t]
-                if own == 4 or board[q] != stone:
+                if (own == 4 or board[q] != stone) and not mark[q]:
                     mark[q] = True
-    return np.flatnonzero(mark).astype(np.int16)
+                    n += 1
+    out = np.empty(n, np.int16)
+    k = 0
+    for q in range(NUM_POINTS):
+        if mark[q]:
+            out[k] = q
+            k += 1
+    return out
 
 
 ALL_POINTS = np.arange(NUM_POINTS, dtype=np.int16)  # every destination: the full generator's targets

@@ -62,7 +62,7 @@ from core.board import (
     SIZE,
 )
 from core.jit import inline_kernel, kernel
-from core.movegen import generate_chains_to, new_path_buffers
+from core.movegen import cell_count, cell_sums, generate_chains_to, new_path_buffers
 
 KIND_FLAT = 0
 KIND_DIAGONAL = 1
@@ -86,25 +86,6 @@ def _cell_has(c, p):
     return 0 <= dc <= 1 and 0 <= dr <= 1
 
 
-@inline_kernel
-def _is_square(board, c, stone):
-    """Whether all four corners of cell ``c`` hold ``stone``."""
-    for t in range(4):
-        if board[CELL_CORNERS[c, t]] != stone:
-            return False
-    return True
-
-
-@inline_kernel
-def _full_except(board, c, skip, stone):
-    """Whether the three corners of cell ``c`` other than point ``skip`` hold ``stone``."""
-    for t in range(4):
-        q = CELL_CORNERS[c, t]
-        if q != skip and board[q] != stone:
-            return False
-    return True
-
-
 # --------------------------------------------------------------------------------------------- squares
 @kernel
 def find_squares(board, side):
@@ -114,10 +95,11 @@ def find_squares(board, side):
     (``r0 * 13 + c0``) whose four corners all hold that side's stones, ascending.
     """
     me = side + 1
+    sums = cell_sums(board, np.empty(NUM_CELLS, np.int16))
     out = np.empty(NUM_CELLS, np.int16)
     n = 0
     for c in range(NUM_CELLS):
-        if _is_square(board, c, me):
+        if cell_count(sums[c], me) == 4:
             out[n] = c
             n += 1
     return out[:n].copy()
@@ -125,22 +107,22 @@ def find_squares(board, side):
 
 # --------------------------------------------------------------------------------------------- gates
 @kernel
-def _scan_gates(board, side, n_own, n_opp, rules, cells, empty, opn):
+def _scan_gates(board, sums, side, n_own, n_opp, rules, cells, empty, opn, pts, off, jump, m):
     """Write the gates of ``side`` into ``cells``/``empty``/``opn`` (each at least ``NUM_CELLS`` long)
-    and return how many. See :func:`find_gates`."""
+    and return how many. See :func:`find_gates`; ``sums`` the board's :func:`core.movegen.cell_sums`.
+    ``pts, off, jump, m``: when ``m >= 0``, paths of ``side`` on ``board`` holding every one of its
+    jump chains (``core.movegen.generate_capture_paths`` or ``generate_paths``), which then decide
+    the gates only a jump can open; when ``m < 0`` the chains to those gates are generated here."""
     me = side + 1
     n = 0
     for c in range(NUM_CELLS):
-        own = 0
-        hole = -1
-        for t in range(4):
-            q = CELL_CORNERS[c, t]
-            v = board[q]
-            if v == me:
-                own += 1
-            elif v == EMPTY:
-                hole = q
-        if own == 3 and hole >= 0:
+        t = sums[c]
+        if cell_count(t, me) == 3 and cell_count(t, EMPTY) == 1:
+            hole = -1
+            for k in range(4):
+                q = CELL_CORNERS[c, k]
+                if board[q] == EMPTY:
+                    hole = q
             cells[n] = c
             empty[n] = hole
             opn[n] = 0
@@ -170,7 +152,7 @@ def _scan_gates(board, side, n_own, n_opp, rules, cells, empty, opn):
                 break
         if opn[i] == 0:
             # Cheap necessary condition for a jump chain to end at e: its last hop jumps an opponent
-            # stone next to e from the point beyond it. Only then ask the move generator.
+            # stone next to e from the point beyond it. Only then look at the chains.
             for d in range(4):
                 q = NEIGHBOR[e, d]
                 if q >= 0 and board[q] != me and board[q] != EMPTY and BEYOND[e, d] >= 0:
@@ -178,14 +160,15 @@ def _scan_gates(board, side, n_own, n_opp, rules, cells, empty, opn):
                     break
     if pending == 0 or total <= 3:
         return n
-    # Jump chains ending on a closed gate's hole, from the one move generator (core.movegen).
+    # Jump chains ending on a closed gate's hole: the caller's, or from the one move generator.
     target = np.zeros(NUM_POINTS, np.bool_)
     for i in range(n):
         if opn[i] == 0:
             target[empty[i]] = True
-    pts, off, nsq, jump = new_path_buffers(64)
-    m, pts, off, nsq, jump = generate_chains_to(board, side, n_own, n_opp, rules, pts, off, nsq, jump,
-                                                np.flatnonzero(target).astype(np.int16))
+    if m < 0:
+        pts, off, nsq, jump = new_path_buffers(64)
+        m, pts, off, nsq, jump = generate_chains_to(board, side, n_own, n_opp, rules, pts, off, nsq, jump,
+                                                    np.flatnonzero(target).astype(np.int16))
     for j in range(m):
         if jump[j] == 0:
             continue
@@ -216,34 +199,28 @@ def find_gates(board, side, n_own, n_opp, rules):
     cells = np.empty(NUM_CELLS, np.int16)
     empty = np.empty(NUM_CELLS, np.int16)
     opn = np.empty(NUM_CELLS, np.int8)
-    n = _scan_gates(board, side, n_own, n_opp, rules, cells, empty, opn)
+    sums = cell_sums(board, np.empty(NUM_CELLS, np.int16))
+    n = _scan_gates(board, sums, side, n_own, n_opp, rules, cells, empty, opn, np.empty(0, np.int16),
+                    np.zeros(1, np.int32), np.empty(0, np.int8), -1)
     return cells[:n].copy(), empty[:n].copy(), opn[:n].copy()
 
 
 # --------------------------------------------------------------------------------------------- Dalians
 @kernel
-def _scan_dalians(board, side, stones, empties, kinds, store):
+def _scan_dalians(board, sums, side, stones, empties, kinds, store):
     """Count the Dalian pairs of ``side``; when ``store`` also write them (arrays of
-    ``MAX_DALIANS``). See :func:`find_dalians`."""
+    ``MAX_DALIANS``). ``sums`` the board's :func:`core.movegen.cell_sums`. See :func:`find_dalians`."""
     me = side + 1
     n = 0
     for s in range(NUM_POINTS):
         if board[s] != me:
-            continue
-        has_empty = False  # cheap filter first: most stones of a dense board have no empty neighbour
-        for d in range(4):
-            e = NEIGHBOR[s, d]
-            if e >= 0 and board[e] == EMPTY:
-                has_empty = True
-                break
-        if not has_empty:
             continue
         in_square = False
         for j in range(4):
             a = POINT_CELLS[s, j]
             if a < 0:
                 break
-            if _is_square(board, a, me):
+            if cell_count(sums[a], me) == 4:
                 in_square = True
                 break
         if not in_square:
@@ -259,14 +236,18 @@ def _scan_dalians(board, side, stones, empties, kinds, store):
                 b = POINT_CELLS[e, jb]
                 if b < 0:
                     break
-                if _cell_has(b, s) or not _full_except(board, b, e, me):
+                # b is a square formed at e (its other three corners are the side's: e is empty)
+                if _cell_has(b, s) or cell_count(sums[b], me) != 3:
                     continue
-                # b is a square formed at e; pair it with every square a that s leaves.
+                if not store:
+                    flags = 1  # counting only: one formed square makes the pair
+                    break
+                # pair it with every square a that s leaves.
                 for ja in range(4):
                     a = POINT_CELLS[s, ja]
                     if a < 0:
                         break
-                    if _cell_has(a, e) or not _is_square(board, a, me):
+                    if cell_count(sums[a], me) != 4:
                         continue
                     if horizontal:
                         flat = a // _CELL_SIDE == b // _CELL_SIDE
@@ -297,7 +278,7 @@ def find_dalians(board, side):
     stones = np.empty(MAX_DALIANS, np.int16)
     empties = np.empty(MAX_DALIANS, np.int16)
     kinds = np.empty(MAX_DALIANS, np.int8)
-    n = _scan_dalians(board, side, stones, empties, kinds, True)
+    n = _scan_dalians(board, cell_sums(board, np.empty(NUM_CELLS, np.int16)), side, stones, empties, kinds, True)
     return stones[:n].copy(), empties[:n].copy(), kinds[:n].copy()
 
 
@@ -309,25 +290,38 @@ def shape_counts(board, side, n_own, n_opp, rules):
 
     Arguments as for :func:`find_gates`. Returns ``(n_squares, n_gates, n_open_gates, n_dalians)``
     as ints, where ``n_dalians`` is the number of distinct Dalian ``(stone, empty point)`` pairs
-    (:func:`find_dalians`). Allocates only three ``NUM_CELLS`` scratch arrays (plus move-generation
-    buffers when a gate can only be opened by a jump).
+    (:func:`find_dalians`). :func:`shape_counts_from` is the form for callers that already hold
+    the board's cell sums or the side's capture paths.
     """
+    sums = cell_sums(board, np.empty(NUM_CELLS, np.int16))
+    return shape_counts_from(board, sums, side, n_own, n_opp, rules, np.empty(0, np.int16), np.zeros(1, np.int32),
+                             np.empty(0, np.int8), -1)
+
+
+@kernel
+def shape_counts_from(board, sums, side, n_own, n_opp, rules, pts, off, jump, m):
+    """:func:`shape_counts` with the board's cell sums ``sums`` (``int16[169]``,
+    :func:`core.movegen.cell_sums`) and, when ``m >= 0``, ``m`` paths of ``side`` on ``board`` in
+    CSR form (``pts`` ``int16``, ``off`` ``int32[m + 1]``, ``jump`` ``int8[m]``) holding every one
+    of its jump chains (``core.movegen.generate_capture_paths``), so that no move generation is
+    repeated; ``m < 0``: generated when a gate needs them. Allocates three ``NUM_CELLS`` scratch
+    arrays."""
     me = side + 1
     n_sq = 0
     for c in range(NUM_CELLS):
-        if _is_square(board, c, me):
+        if cell_count(sums[c], me) == 4:
             n_sq += 1
     cells = np.empty(NUM_CELLS, np.int16)
     empty = np.empty(NUM_CELLS, np.int16)
     opn = np.empty(NUM_CELLS, np.int8)
-    n_gates = _scan_gates(board, side, n_own, n_opp, rules, cells, empty, opn)
+    n_gates = _scan_gates(board, sums, side, n_own, n_opp, rules, cells, empty, opn, pts, off, jump, m)
     n_open = 0
     for i in range(n_gates):
         n_open += opn[i]
     n_dal = 0
     if n_sq > 0:
         dummy16 = np.empty(0, np.int16)
-        n_dal = _scan_dalians(board, side, dummy16, dummy16, np.empty(0, np.int8), False)
+        n_dal = _scan_dalians(board, sums, side, dummy16, dummy16, np.empty(0, np.int8), False)
     return n_sq, n_gates, n_open, n_dal
 
 

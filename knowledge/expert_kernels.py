@@ -61,16 +61,18 @@ import numpy as np
 from core.board import CELL_CORNERS, CENTRE_OTHER, CENTRE_WHITE_FIRST, EMPTY, NUM_CELLS, NUM_POINTS, POINT_CELLS
 from core.jit import inline_kernel, kernel
 from core.movegen import (
+    cell_sums,
     generate_capture_paths,
     generate_paths,
     has_battle_move,
     new_path_buffers,
     square_targets,
+    square_targets_from,
     squares_at,
 )
 from core.play import play_path
 from core.rules import R_LOSS_BELOW
-from core.shapes import shape_counts
+from core.shapes import shape_counts_from
 
 # ---------------------------------------------------------------------------------- battle weights
 (W_GAIN, W_RISK, W_BREADTH, LEVEL1, LEVEL2, LEVEL3, W_THREAT, W_FLEE, W_BLOCK, W_WIN, W_LOSE,
@@ -228,17 +230,19 @@ def layout_scores(board, side, w):
 
 # ================================================================================== battle
 @kernel
-def _reply(board, side, n_own, n_opp, rules, pts, off, nsq, jump, mark):
-    """The best immediate capture of ``side`` (to move) on ``board``.
+def _reply(board, sums, side, n_own, n_opp, rules, pts, off, nsq, jump, mark):
+    """The best immediate capture of ``side`` (to move) on ``board`` (``sums`` its
+    ``core.movegen.cell_sums``).
 
-    Returns ``(movable, best, breadth, origin, pts, off, nsq, jump)``: whether ``side`` has a legal
+    Returns ``(movable, best, breadth, origin, m, pts, off, nsq, jump)``: whether ``side`` has a legal
     path, the most stones one move takes (jump victims + square victims capped by the stones left),
     the number of distinct destination points of capturing moves, the origin of a best move (-1 if
-    none), and the (possibly regrown) path buffers. ``mark`` ``bool[196]`` scratch, all False on
-    entry and exit. Only the capturing paths are generated (``core.movegen.generate_capture_paths``).
+    none), and the ``m`` capturing paths in the (possibly regrown) path buffers, every jump chain
+    among them (``core.movegen.generate_capture_paths``: only the capturing paths are generated).
+    ``mark`` ``bool[196]`` scratch, all False on entry and exit.
     """
     m, pts, off, nsq, jump = generate_capture_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump,
-                                                    square_targets(board, side + 1))
+                                                    square_targets_from(board, sums, side + 1))
     best = 0
     breadth = 0
     origin = -1
@@ -258,7 +262,7 @@ def _reply(board, side, n_own, n_opp, rules, pts, off, nsq, jump, mark):
     for j in range(m):
         mark[pts[off[j + 1] - 1]] = False
     movable = m > 0 or has_battle_move(board, side, n_own, n_opp, rules)
-    return movable, best, breadth, origin, pts, off, nsq, jump
+    return movable, best, breadth, origin, m, pts, off, nsq, jump
 
 
 @kernel
@@ -305,9 +309,11 @@ def _threat_maps(board, side, n_own, n_opp, rules, pts, off, nsq, jump, threaten
 
 
 @kernel
-def _shape_value(board, side, n_own, n_opp, rules, w, base):
-    """Weighted shapes of ``side``: ``w[base..base+3]`` per Dalian, square, open gate, closed gate."""
-    n_sq, n_gates, n_open, n_dal = shape_counts(board, side, n_own, n_opp, rules)
+def _shape_value(board, sums, side, n_own, n_opp, rules, w, base, pts, off, jump, m):
+    """Weighted shapes of ``side``: ``w[base..base+3]`` per Dalian, square, open gate, closed gate
+    (``core.shapes.shape_counts_from``: ``sums`` the board's cell sums; ``m`` paths of ``side`` with
+    every jump chain, as :func:`_reply` leaves them, or ``m < 0``)."""
+    n_sq, n_gates, n_open, n_dal = shape_counts_from(board, sums, side, n_own, n_opp, rules, pts, off, jump, m)
     return w[base] * n_dal + w[base + 1] * n_sq + w[base + 2] * n_open + w[base + 3] * (n_gates - n_open)
 
 
@@ -481,6 +487,7 @@ def battle_scores(board, side, n_own, n_opp, rules, pts, off, nsq, jump, m, leve
     else:
         order = np.arange(m)
     b = np.empty(NUM_POINTS, np.int8)
+    sums = np.empty(NUM_CELLS, np.int16)
     me = side + 1
     for r in range(m):
         i = order[r]
@@ -511,21 +518,23 @@ def battle_scores(board, side, n_own, n_opp, rules, pts, off, nsq, jump, m, leve
         if k > 0:
             nv, nt, bpts, boff, bnsq, bjump = _take_victims(b, side, n_own, n_opp - hops, rules, k, bpts, boff, bnsq,
                                                             bjump, value, victims)
-        mo, best, breadth, origin, bpts, boff, bnsq, bjump = _reply(
-            b, opp_side, n_opp2, n_own, rules, bpts, boff, bnsq, bjump, mark
+        cell_sums(b, sums)
+        mo, best, breadth, origin, mr, bpts, boff, bnsq, bjump = _reply(
+            b, sums, opp_side, n_opp2, n_own, rules, bpts, boff, bnsq, bjump, mark
         )
         if not mo:
             scores[i] = s + w[W_WIN]
             continue
+        theirs = _shape_value(b, sums, opp_side, n_opp2, n_own, rules, w, O_DALIAN, bpts, boff, bjump, mr)
         s -= w[W_RISK] * best + w[W_BREADTH] * min(breadth, 4)
         if n_own - best < loss_below:
             s -= w[W_LOSE]
-        mm, mine, mb, mo2, bpts, boff, bnsq, bjump = _reply(
-            b, side, n_own, n_opp2, rules, bpts, boff, bnsq, bjump, mark
+        mm, mine, mb, mo2, mr, bpts, boff, bnsq, bjump = _reply(
+            b, sums, side, n_own, n_opp2, rules, bpts, boff, bnsq, bjump, mark
         )
         s += w[W_THREAT] * min(mine, 2)
-        s += _shape_value(b, side, n_own, n_opp2, rules, w, S_DALIAN)
-        s -= _shape_value(b, opp_side, n_opp2, n_own, rules, w, O_DALIAN)
+        s += _shape_value(b, sums, side, n_own, n_opp2, rules, w, S_DALIAN, bpts, boff, bjump, mr)
+        s -= theirs
         scores[i] = s
     return scores, full
 
@@ -554,17 +563,21 @@ def _play_path(b, board, pts, a, e, is_jump, side):
 
 
 @kernel
-def _leaf(b, side, n_own, n_opp, rules, w, ew, pts, off, nsq, jump, mark):
+def _leaf(b, side, n_own, n_opp, rules, w, ew, pts, off, nsq, jump, mark, sums):
     """Static value of ``b`` for ``side``, who is to move: material, our capture now, their capture
-    threat, shapes (``w`` own ``S_*`` and opponent ``O_*`` weights). Returns ``(value, buffers)``."""
-    m1, mine, b1, o1, pts, off, nsq, jump = _reply(b, side, n_own, n_opp, rules, pts, off, nsq, jump, mark)
-    m2, theirs, b2, o2, pts, off, nsq, jump = _reply(b, 1 - side, n_opp, n_own, rules, pts, off, nsq, jump, mark)
+    threat, shapes (``w`` own ``S_*`` and opponent ``O_*`` weights). ``sums`` ``int16[169]`` scratch
+    (for ``b``'s cell sums). Returns ``(value, buffers)``."""
+    sums = cell_sums(b, sums)
+    m1, mine, b1, o1, mp, pts, off, nsq, jump = _reply(b, sums, side, n_own, n_opp, rules, pts, off, nsq, jump, mark)
+    ours = _shape_value(b, sums, side, n_own, n_opp, rules, w, S_DALIAN, pts, off, jump, mp)
+    m2, theirs, b2, o2, mp, pts, off, nsq, jump = _reply(b, sums, 1 - side, n_opp, n_own, rules, pts, off, nsq, jump,
+                                                         mark)
     v = ew[E_MATERIAL] * (n_own - n_opp)
     v += ew[E_MY_THREAT] * min(mine, 2) - ew[E_THEIR_THREAT] * min(theirs, 2)
     if not m1:
         v -= w[W_WIN]
-    v += _shape_value(b, side, n_own, n_opp, rules, w, S_DALIAN)
-    v -= _shape_value(b, 1 - side, n_opp, n_own, rules, w, O_DALIAN)
+    v += ours
+    v -= _shape_value(b, sums, 1 - side, n_opp, n_own, rules, w, O_DALIAN, pts, off, jump, mp)
     return v, pts, off, nsq, jump
 
 
@@ -578,7 +591,8 @@ def leaf_value(board, side, n_own, n_opp, rules, w, ew):
     in the expert's units (one stone = ``ew[E_MATERIAL]``). ``board`` is not modified."""
     pts, off, nsq, jump = new_path_buffers(256)
     mark = np.zeros(NUM_POINTS, np.bool_)
-    v, pts, off, nsq, jump = _leaf(board, side, n_own, n_opp, rules, w, ew, pts, off, nsq, jump, mark)
+    v, pts, off, nsq, jump = _leaf(board, side, n_own, n_opp, rules, w, ew, pts, off, nsq, jump, mark,
+                                   np.empty(NUM_CELLS, np.int16))
     return v
 
 
@@ -620,6 +634,7 @@ def search_scores(board, side, n_own, n_opp, rules, pts, off, nsq, jump, m, leve
     rpts, roff, rnsq, rjump = new_path_buffers(256)
     lpts, loff, lnsq, ljump = new_path_buffers(256)
     mark = np.zeros(NUM_POINTS, np.bool_)
+    sums = np.empty(NUM_CELLS, np.int16)
     threatened = np.zeros(NUM_POINTS, np.bool_)
     hot = np.zeros(NUM_POINTS, np.bool_)
     value = np.zeros(NUM_POINTS)
@@ -704,7 +719,7 @@ def search_scores(board, side, n_own, n_opp, rules, pts, off, nsq, jump, m, leve
                 nv, nt, lpts, loff, lnsq, ljump = _take_victims(b2, opp_side, n_opp1, n_own - rh, rules, rk, lpts, loff,
                                                                 lnsq, ljump, value, victims)
             v, lpts, loff, lnsq, ljump = _leaf(b2, side, n_own - rgain[j], n_opp1, rules, w, ew, lpts, loff, lnsq,
-                                               ljump, mark)
+                                               ljump, mark, sums)
             if v < worst:
                 worst = v
                 if cut and worst + tie < best - margin:

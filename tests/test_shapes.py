@@ -25,8 +25,10 @@ from core.shapes import (
     find_squares,
     gates,
     shape_counts,
+    shape_counts_from,
     squares,
 )
+from core.movegen import cell_sums, generate_capture_paths, generate_paths, new_path_buffers, square_targets
 from core.state import GameState
 
 N = 14
@@ -296,6 +298,39 @@ def test_shape_counts_match_detectors(args):
     g = ref_gates(board, side, n_own, n_opp, ruleset)
     expect = (len(ref_squares(board, side)), len(g), sum(o for _, _, o in g), len(ref_dalians(board, side)))
     assert tuple(int(x) for x in counts) == expect
+
+
+@FAST
+@given(any_board)
+def test_cell_sums_count_every_corner(board):
+    """``cell_sums`` holds, per cell, its White, Black and empty corners (in the bits that
+    ``cell_count`` reads), as counted corner by corner."""
+    from core.board import CELL_CORNERS, NUM_CELLS
+    from core.movegen import CELL_CODE
+
+    sums = cell_sums(board, np.full(NUM_CELLS, -1, np.int16))
+    for c in range(NUM_CELLS):
+        corners = [int(board[q]) for q in CELL_CORNERS[c]]
+        assert int(sums[c]) == sum(int(CELL_CODE[v]) for v in corners)
+        t = int(sums[c])
+        assert (t >> 6, t & 7, (t >> 3) & 7) == (corners.count(0), corners.count(1), corners.count(2))
+
+
+@FAST
+@given(board_and_counts())
+def test_shape_counts_from_paths_match_detectors(args):
+    """``shape_counts_from`` gives the reference's counts with the side's capture paths (or every
+    path) in place of the chains it would generate, and with none."""
+    board, side, n_own, n_opp, ruleset = args
+    g = ref_gates(board, side, n_own, n_opp, ruleset)
+    expect = (len(ref_squares(board, side)), len(g), sum(o for _, _, o in g), len(ref_dalians(board, side)))
+    sums = cell_sums(board, np.empty(169, np.int16))
+    v = ruleset.vector
+    captures = generate_capture_paths(board, side, n_own, n_opp, v, *new_path_buffers(4), square_targets(board, side + 1))
+    for m, pts, off, nsq, jump in (captures, generate_paths(board, side, n_own, n_opp, v, *new_path_buffers(4)),
+                                   (-1, np.empty(0, np.int16), np.zeros(1, np.int32), None, np.empty(0, np.int8))):
+        counts = shape_counts_from(board, sums, side, n_own, n_opp, v, pts, off, jump, m)
+        assert tuple(int(x) for x in counts) == expect
 
 
 @settings(max_examples=150, deadline=None)
