@@ -1,4 +1,4 @@
-"""Layout priors (papers/001 section 4.3, Eq. 10).
+"""Knowledge priors: layout priors (papers/001 section 4.3, Eq. 10) and the expert's.
 
 ``prior.gaussian`` (kind ``layout_prior``): the layout value of a point decays from the centre of the
 board like a 2D normal density (papers/001 Fig. 3). Eq. 10 with the paper's parameters:
@@ -6,6 +6,9 @@ board like a 2D normal density (papers/001 Fig. 3). Eq. 10 with the paper's para
 ``x = column, y = row`` in ``[0, 13]``, i.e. centred between g7 and h8. The density is evaluated on
 the legal placements of the position and normalised to sum to 1 (the constant
 ``1 / (2 pi sigma1 sigma2 sqrt(1 - rho^2))`` cancels).
+
+``prior.expert_layout`` (kind ``layout_prior``) and ``prior.expert`` (kind ``battle_prior``): the
+expert agent's layout and battle scores as softmax priors.
 """
 
 from __future__ import annotations
@@ -61,6 +64,40 @@ class GaussianPrior:
 def make_gaussian_prior(sigma: float = 2.0, mu: float = 6.5, rho: float = 0.0) -> GaussianPrior:
     """papers/001 Eq. 10: 2D Gaussian over legal placements (sigma 2, mu 6.5, rho 0)."""
     return GaussianPrior(sigma=sigma, mu=mu, rho=rho)
+
+
+class ExpertLayoutPrior:
+    """``prior.expert_layout``: the expert agent's layout scores (``knowledge.agents.ExpertAgent.
+    layout_scores``: the ``eval.shape`` gain, the Gaussian prior and the knowledge kernel) as a softmax
+    over the legal placements: ``p_i = exp((s_i - max s) / temperature) / Z`` (``temperature`` in the
+    layout score's units, default 0.5). ``prior(state)`` -> ``float32[196]``, 0 on illegal points,
+    summing to 1 over the legal ones (all zero without a legal placement, e.g. in the battle). A
+    temperature that is not a finite number > 0 raises ``ValueError``."""
+
+    name = "prior.expert_layout"
+
+    def __init__(self, temperature: float = 0.5):
+        from knowledge.agents import ExpertAgent  # the agent module imports this one
+
+        if not (np.isfinite(temperature) and temperature > 0):
+            raise ValueError(f"prior.expert_layout: temperature must be a finite number > 0, got {temperature!r}")
+        self.temperature = float(temperature)
+        self._expert = ExpertAgent()
+
+    def prior(self, state: GameState) -> np.ndarray:
+        out = np.zeros(NUM_POINTS, np.float64)
+        if state.phase == PHASE_LAYOUT and state.placements():
+            scores = self._expert.layout_scores(state)
+            legal = np.isfinite(scores)
+            out[legal] = np.exp((scores[legal] - scores[legal].max()) / self.temperature)
+            out /= out.sum()
+        return out.astype(np.float32)
+
+
+@register("prior.expert_layout", "layout_prior")
+def make_expert_layout_prior(temperature: float = 0.5) -> ExpertLayoutPrior:
+    """The expert's layout scores as a softmax prior over the legal placements (temperature 0.5 units)."""
+    return ExpertLayoutPrior(temperature=temperature)
 
 
 class ExpertPathPrior:

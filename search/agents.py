@@ -217,7 +217,8 @@ class LowerVictimsAgent:
 # ============================================================================ options
 # The search options that name a plugin (or none), and the plugin kind each names.
 _PLUGIN_KINDS = {"expansion_pruner": "expansion_pruner", "capture_pruner": "capture_pruner",
-                 "value_eval": "evaluator", "layout_value_eval": "evaluator", "battle_prior": "battle_prior"}
+                 "value_eval": "evaluator", "layout_value_eval": "evaluator", "battle_prior": "battle_prior",
+                 "layout_prior": "layout_prior"}
 
 
 class SearchOptions(AgentOptions):
@@ -251,6 +252,8 @@ class SearchOptions(AgentOptions):
     terminal_bound: bool = Field(_search_default("terminal_bound"), description="a battle leaf is worth at least its side's best move that ends the game, e.g. a draw by repetition (SearchConfig.terminal_bound)")
     battle_prior: str = Field("none", description="battle_prior plugin blended into the battle priors (e.g. prior.expert), or none")
     prior_mix: float = Field(0.5, ge=0, le=1, description="weight of battle_prior in a battle child's prior: (1 - w) policy + w plugin")
+    layout_prior: str = Field(_search_default("layout_prior"), description="layout_prior plugin blended into the layout priors by layout_prior_mix (prior.gaussian: papers/001 Eq. 10; prior.expert_layout: the expert's layout scores), and the TD backups' Eq. 10 feedback; none: no blend")
+    layout_prior_mix: float = Field(_search_default("layout_prior_mix"), ge=0, le=1, description="weight of layout_prior in a layout child's prior: (1 - w) policy + w plugin (0: the policy alone)")
 
     @field_validator(*_PLUGIN_KINDS)
     @classmethod
@@ -280,7 +283,13 @@ class SearchOptions(AgentOptions):
                             root_selection=self.root, gumbel_m=self.gumbel_m, gumbel_scale=self.gumbel_scale,
                             policy_temperature=self.policy_temperature,
                             battle_prior=None if self.battle_prior == "none" else self.battle_prior,
-                            prior_mix=self.prior_mix, **extra)
+                            prior_mix=self.prior_mix, **self._layout_prior(), **extra)
+
+    def _layout_prior(self) -> dict[str, Any]:
+        """``layout_prior`` and ``layout_prior_mix`` of ``SearchConfig``: ``none`` blends nothing."""
+        if self.layout_prior == "none":
+            return {"layout_prior_mix": 0.0}
+        return {"layout_prior": self.layout_prior, "layout_prior_mix": self.layout_prior_mix}
 
 
 class MctsOptions(SearchOptions):

@@ -124,7 +124,10 @@ class SearchConfig(BaseModel):
     ``battle_prior`` (a ``battle_prior`` plugin name such as ``prior.expert``, or ``None``) and
     ``prior_mix`` (``beta``) blend a knowledge prior into the priors of a battle node's kept children:
     ``P = (1 - beta) P_evaluator + beta P_plugin``, each renormalised over the kept paths first (before
-    root noise). Off by default. ``policy_temperature`` (``tau``) sharpens (``< 1``) or flattens
+    root noise). Off by default. ``layout_prior_mix`` does the same for a layout node's children with
+    the ``layout_prior`` plugin (``prior.gaussian``, papers/001 Eq. 10, or the expert's
+    ``prior.expert_layout``): ``P = (1 - beta) P_evaluator + beta P_plugin`` over the legal
+    placements (0, the default: the evaluator's priors alone). ``policy_temperature`` (``tau``) sharpens (``< 1``) or flattens
     (``> 1``) the evaluator's priors over a node's children: ``P_i ∝ P_i ** (1 / tau)``, the same as
     ``softmax(logits / tau)`` restricted to the children (Leela's policy softmax temperature); 1 leaves
     them as they are.
@@ -194,6 +197,7 @@ class SearchConfig(BaseModel):
     layout_value_from: int = Field(0, ge=0, le=NUM_POINTS)
     battle_prior: str | None = None
     prior_mix: float = Field(0.5, ge=0, le=1)
+    layout_prior_mix: float = Field(0.0, ge=0, le=1)
     policy_temperature: float = Field(1.0, ge=0.05, le=10)
     value_center: bool = False
     terminal_bound: bool = True
@@ -301,9 +305,11 @@ class Search:
         self._halving: _Halving | None = None  # this search's Gumbel root schedule (set once the root is expanded)
         self._prior_plugin = (REGISTRY.create(cfg.battle_prior, "battle_prior")
                               if cfg.battle_prior is not None and cfg.prior_mix > 0 else None)
+        self._layout_prior_plugin = (REGISTRY.create(cfg.layout_prior, "layout_prior")
+                                     if cfg.layout_prior_mix > 0 else None)
         if cfg.backup != "mean":
             self._feedback = REGISTRY.create(cfg.feedback_evaluator, "evaluator")
-            self._prior = REGISTRY.create(cfg.layout_prior, "layout_prior")
+            self._prior = self._layout_prior_plugin or REGISTRY.create(cfg.layout_prior, "layout_prior")
 
     # ------------------------------------------------------------------ lifecycle
     def close(self) -> None:
@@ -732,8 +738,11 @@ class Search:
         if state.phase == 0:
             points = np.array(state.placements(), np.int16)
             k = len(points)
+            knowledge = None
+            if self._layout_prior_plugin is not None and k:  # the layout prior plugin's, over the placements
+                knowledge = _normalised(np.asarray(self._layout_prior_plugin.prior(state), np.float64)[points])
             children = _Children(k, points, np.arange(k + 1, dtype=np.int32), np.zeros(k, np.int8),
-                                 np.zeros(k, np.int8), points.astype(np.int32), None, k)
+                                 np.zeros(k, np.int8), points.astype(np.int32), knowledge, k)
         else:
             children = self._battle_children(state)
         priors = shared_prior(policy, children.actions)
@@ -741,8 +750,8 @@ class Search:
         if tau != 1.0:
             priors = np.power(priors.astype(np.float64), 1.0 / tau)
         priors = _normalised(priors)
-        if children.priors is not None:  # the battle prior plugin's, over the kept paths
-            mix = self.config.prior_mix
+        if children.priors is not None:  # the prior plugin's: over the kept paths, or the placements
+            mix = self.config.prior_mix if state.phase else self.config.layout_prior_mix
             priors = (1.0 - mix) * priors + mix * children.priors
         if root and self.config.dirichlet_epsilon > 0 and not self._gumbel:
             eps = self.config.dirichlet_epsilon
@@ -835,7 +844,7 @@ class _Children(NamedTuple):
     jump: np.ndarray
     squares: np.ndarray
     actions: np.ndarray
-    priors: np.ndarray | None  # the battle prior plugin's over the kept paths (float64[k]), or None
+    priors: np.ndarray | None  # the prior plugin's over the kept paths or the placements (float64[k]), or None
     pool_size: int
 
 

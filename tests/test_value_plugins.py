@@ -1,6 +1,7 @@
 """Knowledge blended into the search: ``eval.expert`` (the expert's leaf evaluation as a search value)
-with ``SearchConfig.value_evaluator`` / ``value_mix``, and ``prior.expert`` (the expert's move scores as
-a battle prior) with ``SearchConfig.battle_prior`` / ``prior_mix``, against slow references.
+with ``SearchConfig.value_evaluator`` / ``value_mix``, ``prior.expert`` (the expert's move scores as
+a battle prior) with ``SearchConfig.battle_prior`` / ``prior_mix``, and the layout priors with
+``layout_prior`` / ``layout_prior_mix``, against slow references.
 
 The leaf reference counts captures with ``tests/reference.py`` (every legal path of each side with its
 jump victims and squares formed) and shapes with ``core.shapes.shape_counts`` (itself checked against
@@ -22,7 +23,7 @@ from core.shapes import shape_counts
 from core.state import GameState
 from knowledge.agents import ExpertAgent
 from knowledge.evaluation import ExpertEvaluator, ShapeEvaluator
-from knowledge.priors import ExpertPathPrior
+from knowledge.priors import ExpertLayoutPrior, ExpertPathPrior, GaussianPrior
 from knowledge.expert_kernels import BATTLE_WEIGHTS, EVAL_WEIGHTS, leaf_value
 from nets.evaluator import UniformEvaluator
 from search.mcts import Search, SearchConfig
@@ -203,6 +204,50 @@ def test_policy_temperature_is_a_power_of_the_priors(tau):
     legal = [m.path[0] for m in result.moves]
     want = ev.policy[legal].astype(np.float64) ** (1 / tau)
     assert np.asarray(result.priors, np.float64) == pytest.approx(want / want.sum(), rel=1e-5)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
+@given(text=layout_positions(), temperature=st.sampled_from([0.1, 0.5, 3.0]))
+def test_expert_layout_prior_is_the_softmax_of_the_experts_layout_scores(text, temperature):
+    state = GameState.from_jfen(text)
+    p = ExpertLayoutPrior(temperature=temperature).prior(state)
+    legal = state.placements()
+    if not legal:
+        assert not p.any()
+        return
+    scores = ExpertAgent().layout_scores(state)
+    top = max(scores[q] for q in legal)
+    want = np.zeros(196)
+    for q in legal:
+        want[q] = math.exp((scores[q] - top) / temperature)
+    assert p == pytest.approx(want / want.sum(), rel=1e-5, abs=1e-7)
+    assert int(np.argmax(p)) == int(np.argmax(scores))
+
+
+def test_expert_layout_prior_refuses_bad_temperatures():
+    for bad in (0.0, -1.0, math.nan, math.inf):
+        with pytest.raises(ValueError, match="prior.expert_layout"):
+            ExpertLayoutPrior(temperature=bad)
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
+@given(text=layout_positions(), mix=st.sampled_from([0.0, 0.3, 1.0]),
+       plugin=st.sampled_from(["prior.gaussian", "prior.expert_layout"]), tau=st.sampled_from([1.0, 10.0]))
+def test_the_search_blends_the_layout_prior_into_the_placements(text, mix, plugin, tau):
+    state = GameState.from_jfen(text)
+    if state.phase != PHASE_LAYOUT or not state.placements():
+        return
+    ev = _FixedPolicy(seed=5)
+    cfg = SearchConfig(simulations=1, threads=1, reuse_tree=False, seed=0, layout_prior=plugin,
+                       layout_prior_mix=mix, policy_temperature=tau)
+    with Search(ev, cfg) as search:
+        result = search.run(state)
+    points = [m.path[0] for m in result.moves]
+    assert sorted(points) == sorted(state.placements())
+    knowledge = (GaussianPrior() if plugin == "prior.gaussian" else ExpertLayoutPrior()).prior(state).astype(np.float64)
+    net = ev.policy[points].astype(np.float64) ** (1 / tau)
+    want = (1 - mix) * net / net.sum() + mix * knowledge[points] / knowledge[points].sum()
+    assert np.asarray(result.priors, np.float64) == pytest.approx(want, rel=1e-4, abs=1e-6)
 
 
 def reference_two_ply(state: GameState, top: int) -> float:
