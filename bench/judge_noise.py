@@ -144,8 +144,9 @@ def summarize(raw: list[dict], rollouts: int) -> dict:
     return {"positions": len(diffs), **pick_stats(diffs, ns, halving)}
 
 
-def load(path: str) -> dict:
-    """The measurement saved by ``--save`` at ``path``, summarized again (:func:`summarize`); raises
+def load_raw(path: str) -> dict:
+    """The measurement saved by ``--save`` at ``path`` as written (``"positions_raw"``: per position its
+    ``"ply"``, ``"jfen"`` and ``k x rollouts`` ``"diffs"``; ``"rollouts"``, ``"top"``, ...); raises
     ``ValueError`` naming the file and the reason when it is not such a file."""
     try:
         with open(path, encoding="utf-8") as f:
@@ -153,11 +154,23 @@ def load(path: str) -> dict:
         raw, rollouts = data["positions_raw"], int(data["rollouts"])
         if any(np.array(r["diffs"], np.float64).shape[1:] not in ((rollouts,), ()) for r in raw):
             raise ValueError(f"a position's rollouts are not {rollouts} a placement")
-        meta = {k: data[k] for k in ("rollouts", "top", "battle_plies", "from_ply", "seconds")}
+        if any(not isinstance(r["jfen"], str) for r in raw):
+            raise ValueError("a position's jfen is not a string")
+        missing = [k for k in ("top", "battle_plies", "from_ply", "seconds") if k not in data]
+        if missing:
+            raise KeyError(missing[0])
     except (OSError, ValueError, KeyError, TypeError) as e:
         reason = f"missing field {e}" if isinstance(e, KeyError) else str(e)
         raise ValueError(f"--load {path}: not a judge_noise file: {reason}") from None
-    return {**meta, **summarize(raw, rollouts)}
+    return data
+
+
+def load(path: str) -> dict:
+    """The measurement saved by ``--save`` at ``path``, summarized again (:func:`summarize`); raises
+    ``ValueError`` as :func:`load_raw`."""
+    data = load_raw(path)
+    meta = {k: data[k] for k in ("rollouts", "top", "battle_plies", "from_ply", "seconds")}
+    return {**meta, **summarize(data["positions_raw"], int(data["rollouts"]))}
 
 
 def main() -> None:  # pragma: no cover - command line

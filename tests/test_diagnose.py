@@ -202,6 +202,54 @@ def test_judge_noise_pick_stats_by_hand():
     assert out["ply"] == 190 and np.array(out["diffs"]).shape == (2, 2)
 
 
+def test_layout_candidates_by_hand(tmp_path):
+    """bench.layout_candidates: the blend of the search's layout priors and the candidate counts by
+    hand; a saved judge_noise file round-trips through load_raw, and a bad one is refused."""
+    from bench.judge_noise import load_raw
+    from bench.layout_candidates import blend, coverage, placement_ranks
+
+    p = blend(np.array([0.5, 0.25, 0.25]), np.array([0.0, 2.0, 2.0]), tau=1.0, mix=0.5)
+    assert p == pytest.approx([0.25, 0.375, 0.375])
+    assert blend(np.array([0.64, 0.36]), np.array([1.0, 0.0]), tau=2.0, mix=0.0) == pytest.approx([8 / 14, 6 / 14])
+    points = np.array([10, 20, 30, 40])
+    rows = [(np.array([0.1, 0.4, 0.3, 0.2]), points, [20, 10, 40], 10),  # top 2: 20, 30 (10 left out)
+            (np.array([0.4, 0.1, 0.1, 0.4]), points, [40, 10, 20], 40)]  # top 2: 10, 40 (ties: first)
+    c = coverage(rows, top=2)
+    assert c == {"positions": 2, "top1": 0.5, "overlap": pytest.approx(1.5), "best_kept": 0.5}
+
+    good = tmp_path / "judge.json"
+    good.write_text(json.dumps({"rollouts": 2, "top": 2, "battle_plies": 4, "from_ply": 120, "seconds": 1.0,
+                                "positions_raw": [{"ply": 150, "jfen": "x", "diffs": [[1, 2], [3, 4]]}]}))
+    assert load_raw(str(good))["positions_raw"][0]["diffs"] == [[1, 2], [3, 4]]
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"rollouts": 2, "positions_raw": []}))
+    with pytest.raises(ValueError, match="missing field 'top'"):
+        load_raw(str(bad))
+    with pytest.raises(ValueError, match="no games directory"):
+        placement_ranks(str(tmp_path), 120)
+
+    # One game: the first agent (White) places the expert's best point, Black its second best.
+    from core.board import POINT_NAMES
+    from core.notation import Move
+    from core.state import GameState
+    from knowledge.agents import ExpertAgent
+
+    expert, state, moves = ExpertAgent(), GameState.initial(), []
+    for _ in range(10):
+        order = np.argsort(-expert.layout_scores(state), kind="stable")
+        point = int(order[0] if state.side == 0 or len(state.placements()) < 2 else order[1])
+        moves.append(POINT_NAMES[point])
+        state = state._play(Move((point,)))
+    (tmp_path / "games").mkdir()
+    (tmp_path / "games" / "0000.json").write_text(json.dumps({"moves": moves, "metadata": {"a_colour": "w"}}))
+    r = placement_ranks(str(tmp_path), 4)
+    assert r["games"] == 1 and r["before"] == {"placements": 2, "top1": 1.0}
+    assert r["after"] == {"placements": 3, "top1": 1.0, "top3": 1.0}
+    (tmp_path / "games" / "0000.json").write_text(json.dumps({"moves": moves, "metadata": {"a_colour": "b"}}))
+    r = placement_ranks(str(tmp_path), 4)
+    assert r["before"]["placements"] == 2 and r["after"] == {"placements": 3, "top1": 0.0, "top3": 1.0}
+
+
 def test_layout_sensitivity_counts():
     """bench.layout_sensitivity.summarize against counts by hand; one short game task (battles cut at
     20 plies) reports variants at the plies and sides it may change, with results."""
