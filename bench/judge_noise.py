@@ -19,6 +19,14 @@ placement, across seeds) and the mean gap between the best and second placements
 A judge is sharp enough when more rollouts no longer raise the agreement. ``--save FILE`` writes
 every rollout's stone difference (JSON: per position its ply, JFEN and ``k x R`` matrix), and
 ``--load FILE`` prints the table again from such a file, without playing the rollouts again.
+
+``--agent SPEC`` (repeatable) judges a layout agent the same way: it chooses a placement in every
+position (seeded by ``--seed`` and the position), and the reference values its choice: the
+reference mean of that placement when it is one of the expert's ``k``, else the mean of as many new
+rollouts under the reference's own seeds. Printed per agent: how often its placement is among the
+expert's ``k``, how often it is the reference's best (among the expert's ``k`` and the agent's
+placement), and its gain over the expert's best with the bootstrap standard error, as for the
+rows above; and the seconds per choice.
 """
 
 from __future__ import annotations
@@ -48,9 +56,74 @@ def _judge_position(task: dict) -> dict:
 
     state = GameState.from_jfen(task["jfen"])
     agent = RolloutLayoutAgent(0, from_ply=0, top=task["top"], rollouts=1, battle_plies=task["battle_plies"])
-    seeds = np.random.SeedSequence([task["seed"], task["index"]]).generate_state(task["rollouts"], np.uint64) >> 2
-    _, diffs = agent.layout_rollouts(state, [int(x) for x in seeds])
+    _, diffs = agent.layout_rollouts(state, _reference_seeds(task["seed"], task["index"], task["rollouts"]))
     return {"index": task["index"], "ply": state.ply, "jfen": task["jfen"], "diffs": diffs.tolist()}
+
+
+def _reference_seeds(seed: int, index: int, rollouts: int) -> list[int]:
+    """The ``rollouts`` seeds of position ``index`` (the first half picks, the second half is the reference)."""
+    return [int(x) for x in np.random.SeedSequence([seed, index]).generate_state(rollouts, np.uint64) >> 2]
+
+
+def _agent_position(task: dict) -> dict:
+    """One agent's choice in one saved position, valued by the reference (a worker task):
+    ``{"index", "point", "candidate", "reference", "expert_best", "best", "seconds"}`` (stones)."""
+    import time as _time
+
+    import catalog  # noqa: F401 - registers the agents
+    from core.state import GameState
+    from knowledge.agents import RolloutLayoutAgent, make_agent
+
+    state = GameState.from_jfen(task["jfen"])
+    judge = RolloutLayoutAgent(0, from_ply=0, top=task["top"], rollouts=1, battle_plies=task["battle_plies"])
+    points = [int(p) for p in judge.candidates(state)]
+    diffs = np.array(task["diffs"], np.float64)
+    half = diffs.shape[1] // 2
+    reference = diffs[:, half:].mean(axis=1)
+    agent = make_agent(task["spec"], seed=int(np.random.SeedSequence([task["seed"], task["index"], 1]).generate_state(1)[0]))
+    try:
+        t0 = _time.perf_counter()
+        point = int(agent.select(state).path[0])
+        seconds = _time.perf_counter() - t0
+    finally:
+        close = getattr(agent, "close", None)
+        if close is not None:
+            close()
+    if point in points:
+        value = float(reference[points.index(point)])
+    else:
+        seeds = _reference_seeds(task["seed"], task["index"], diffs.shape[1])[half:]
+        value = float(judge.rollout_matrix(state, [point], seeds).mean())
+    return {"index": task["index"], "point": point, "candidate": point in points, "reference": value,
+            "expert_best": float(reference[0]), "best": float(max(reference.max(), value)), "seconds": seconds}
+
+
+def judge_agent(raw: list[dict], spec: str, top: int, battle_plies: int, seed: int = 0, workers: int = 1) -> dict:
+    """Agent ``spec``'s placements in the saved positions ``raw`` (``--save`` results, ``k x R``
+    rollouts of the expert's ``top`` best with ``battle_plies``, made with ``seed``), judged by the
+    reference (module docstring). Returns ``{"spec", "positions", "candidates", "agree", "gain",
+    "gain_se", "seconds"}``: shares, stones and seconds per choice (mean)."""
+    from train.workers import InlineRunner, make_pool, run_tasks, stop_pool
+
+    tasks = [{"jfen": r["jfen"], "diffs": r["diffs"], "index": r["index"], "spec": spec, "seed": seed, "top": top,
+              "battle_plies": battle_plies} for r in raw if len(r["diffs"]) > 1]
+    results: list[dict] = []
+    if workers <= 1:
+        InlineRunner().run(_agent_position, tasks, results.append)
+    else:
+        pool = make_pool(workers)
+        try:
+            run_tasks(pool, _agent_position, tasks, results.append, in_flight=2 * workers)
+        finally:
+            stop_pool(pool)
+    gain = np.array([r["reference"] - r["expert_best"] for r in results])
+    rng = np.random.default_rng(0)
+    se = float(gain[rng.integers(0, len(gain), (BOOTSTRAP, len(gain)))].mean(axis=1).std()) if len(gain) else 0.0
+    n = max(len(results), 1)
+    return {"spec": spec, "positions": len(results), "candidates": sum(r["candidate"] for r in results) / n,
+            "agree": sum(r["reference"] >= r["best"] for r in results) / n,
+            "gain": float(gain.mean()) if len(gain) else 0.0, "gain_se": se,
+            "seconds": float(np.mean([r["seconds"] for r in results])) if results else 0.0}
 
 
 def _pick(d: np.ndarray, n: int, more: int) -> int:
@@ -131,7 +204,7 @@ def run_judge_noise(positions: int = 60, rollouts: int = 16, top: int = 3, battl
         finally:
             stop_pool(pool)
     results.sort(key=lambda r: r["index"])
-    return {"rollouts": rollouts, "top": top, "battle_plies": battle_plies, "from_ply": from_ply,
+    return {"rollouts": rollouts, "top": top, "battle_plies": battle_plies, "from_ply": from_ply, "seed": seed,
             "seconds": time.perf_counter() - t0, **summarize(results, rollouts), "raw": results}
 
 
@@ -170,7 +243,7 @@ def load(path: str) -> dict:
     ``ValueError`` as :func:`load_raw`."""
     data = load_raw(path)
     meta = {k: data[k] for k in ("rollouts", "top", "battle_plies", "from_ply", "seconds")}
-    return {**meta, **summarize(data["positions_raw"], int(data["rollouts"]))}
+    return {**meta, "seed": int(data.get("seed", 0)), **summarize(data["positions_raw"], int(data["rollouts"]))}
 
 
 def main() -> None:  # pragma: no cover - command line
@@ -186,8 +259,20 @@ def main() -> None:  # pragma: no cover - command line
     parser.add_argument("--records", default=None)
     parser.add_argument("--save", default=None, metavar="FILE")
     parser.add_argument("--load", default=None, metavar="FILE", help="summarize a file written by --save again")
+    parser.add_argument("--agent", action="append", default=[], metavar="SPEC",
+                        help="judge this layout agent's placements too (repeatable)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    if args.agent:
+        import catalog  # noqa: F401 - registers the agents
+        from knowledge.agents import validate_agent_spec
+        from knowledge.registry import SpecError
+
+        for spec in args.agent:
+            try:
+                validate_agent_spec(spec)
+            except SpecError as e:
+                parser.exit(2, f"error: --agent: {e}\n")
     checks = [("--positions", args.positions, 1, 100_000), ("--rollouts", args.rollouts, 2, 1_000),
               ("--top", args.top, 2, 196), ("--battle-plies", args.battle_plies, 0, 100_000),
               ("--from-ply", args.from_ply, 2, 195), ("--games", args.games, 1, 100_000),
@@ -203,17 +288,19 @@ def main() -> None:  # pragma: no cover - command line
 
     if args.load:
         try:
-            r, raw = load(args.load), None
+            r, raw = load(args.load), load_raw(args.load)["positions_raw"]
         except ValueError as e:
             parser.exit(2, f"error: {e}\n")
     else:
         r = run_judge_noise(args.positions, args.rollouts, args.top, args.battle_plies, args.from_ply, args.games,
                             args.seed, args.workers, args.records, progress)
         raw = r.pop("raw")
-    if args.save and raw is not None:
-        from core.atomic import atomic_write_text
+        if args.save:
+            from core.atomic import atomic_write_text
 
-        atomic_write_text(args.save, json.dumps({**r, "positions_raw": raw}))
+            atomic_write_text(args.save, json.dumps({**r, "positions_raw": raw}))
+    r["agents"] = [judge_agent(raw, spec, int(r["top"]), int(r["battle_plies"]), int(r["seed"]), args.workers)
+                   for spec in args.agent]
     if args.json:
         print(json.dumps(r))
         return
@@ -227,6 +314,10 @@ def main() -> None:  # pragma: no cover - command line
             label = f"{row['n']}, {row['more']} more for half"
         print(f"  {label:>24s}   {100 * row['agree']:26.1f}%   {row['regret']:15.2f}   "
               f"{row['gain']:+.2f} ({row['gain_se']:.2f})")
+    for a in r["agents"]:
+        print(f"  {a['spec']}: {a['positions']} placements, {100 * a['candidates']:.1f}% among the expert's "
+              f"{r['top']} best, the reference's best {100 * a['agree']:.1f}%, gain over the expert's best "
+              f"{a['gain']:+.2f} ({a['gain_se']:.2f}), {a['seconds']:.3f} s a choice")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -201,6 +201,30 @@ def test_judge_noise_pick_stats_by_hand():
     out = _judge_position({"jfen": s.to_jfen(), "index": 0, "seed": 1, "top": 2, "rollouts": 2, "battle_plies": 2})
     assert out["ply"] == 190 and np.array(out["diffs"]).shape == (2, 2)
 
+    # An agent's choice is valued by the reference half: its row when it is a candidate, else new
+    # rollouts under the reference's seeds (here the same as the candidates': the first half).
+    from bench.judge_noise import _agent_position, _reference_seeds, judge_agent
+    from knowledge.agents import RolloutLayoutAgent
+
+    diffs = [[1.0, 4.0], [2.0, -6.0]]
+    task = {"jfen": s.to_jfen(), "diffs": diffs, "index": 0, "seed": 1, "top": 2, "battle_plies": 2}
+    judge = RolloutLayoutAgent(0, from_ply=0, top=2, rollouts=1, battle_plies=2)
+    points = [int(p) for p in judge.candidates(s)]
+    seen = set()
+    for spec in ("expert", "random", "random:seed=1"):
+        got = _agent_position({**task, "spec": spec})
+        seen.add(got["candidate"])
+        assert got["expert_best"] == 4.0 and got["candidate"] == (got["point"] in points)
+        if got["candidate"]:
+            assert got["reference"] == [4.0, -6.0][points.index(got["point"])]
+        else:
+            again = judge.rollout_matrix(s, [got["point"]], _reference_seeds(1, 0, 2)[1:]).mean()
+            assert got["reference"] == again
+        assert got["best"] == max(4.0, got["reference"]) and got["seconds"] >= 0
+    assert seen == {True, False}
+    row = judge_agent([{"jfen": s.to_jfen(), "diffs": diffs, "index": 0}], "expert", 2, 2, seed=1)
+    assert row["positions"] == 1 and row["candidates"] == 1.0
+
 
 def test_layout_candidates_by_hand(tmp_path):
     """bench.layout_candidates: the blend of the search's layout priors and the candidate counts by
