@@ -80,7 +80,8 @@ def _agent_position(task: dict) -> dict:
     diffs = np.array(task["diffs"], np.float64)
     half = diffs.shape[1] // 2
     reference = diffs[:, half:].mean(axis=1)
-    agent = make_agent(task["spec"], seed=int(np.random.SeedSequence([task["seed"], task["index"], 1]).generate_state(1)[0]))
+    agent_seed = int(np.random.SeedSequence([task["seed"], task["index"], 1]).generate_state(1)[0])
+    agent = make_agent(task["spec"], seed=agent_seed)
     try:
         t0 = _time.perf_counter()
         point = int(agent.select(state).path[0])

@@ -153,9 +153,9 @@ def main() -> None:  # pragma: no cover - command line
         return
     if args.games:
         b, a = r["before"], r["after"]
-        print(f"{r['games']} games: before layout ply {r['from_ply']}, {b['placements']} placements, the expert's best "
-              f"{100 * b['top1']:.1f}%; from it on, {a['placements']} placements, the expert's best {100 * a['top1']:.1f}%, "
-              f"one of its 3 best {100 * a['top3']:.1f}%")
+        print(f"{r['games']} games: before layout ply {r['from_ply']}, {b['placements']} placements, the expert's "
+              f"best {100 * b['top1']:.1f}%; from it on, {a['placements']} placements, the expert's best "
+              f"{100 * a['top1']:.1f}%, one of its 3 best {100 * a['top3']:.1f}%")
         return
     k = r["top"]
     print(f"{r['positions']} positions; the search's {k} best placements by prior against the expert's {k} best")

@@ -127,8 +127,8 @@ class SearchConfig(BaseModel):
     root noise). Off by default. ``layout_prior_mix`` does the same for a layout node's children with
     the ``layout_prior`` plugin (``prior.gaussian``, papers/001 Eq. 10, or the expert's
     ``prior.expert_layout``): ``P = (1 - beta) P_evaluator + beta P_plugin`` over the legal
-    placements (0, the default: the evaluator's priors alone). ``policy_temperature`` (``tau``) sharpens (``< 1``) or flattens
-    (``> 1``) the evaluator's priors over a node's children: ``P_i ∝ P_i ** (1 / tau)``, the same as
+    placements (0, the default: the evaluator's priors alone). ``policy_temperature`` (``tau``)
+    sharpens (``< 1``) or flattens (``> 1``) the evaluator's priors over a node's children: ``P_i ∝ P_i ** (1 / tau)``, the same as
     ``softmax(logits / tau)`` restricted to the children (Leela's policy softmax temperature); 1 leaves
     them as they are.
 
