@@ -128,9 +128,9 @@ class SearchConfig(BaseModel):
     the ``layout_prior`` plugin (``prior.gaussian``, papers/001 Eq. 10, or the expert's
     ``prior.expert_layout``): ``P = (1 - beta) P_evaluator + beta P_plugin`` over the legal
     placements (0, the default: the evaluator's priors alone). ``policy_temperature`` (``tau``)
-    sharpens (``< 1``) or flattens (``> 1``) the evaluator's priors over a node's children: ``P_i ∝ P_i ** (1 / tau)``, the same as
-    ``softmax(logits / tau)`` restricted to the children (Leela's policy softmax temperature); 1 leaves
-    them as they are.
+    sharpens (``< 1``) or flattens (``> 1``) the evaluator's priors over a node's children:
+    ``P_i ∝ P_i ** (1 / tau)``, the same as ``softmax(logits / tau)`` restricted to the children
+    (Leela's policy softmax temperature); 1 leaves them as they are.
 
     ``value_center`` takes the value plugin's evaluation relative to the root's: a battle leaf's plugin
     value is ``tanh((margin(leaf) - margin(root)) / scale)`` for the leaf's side to move (``margin`` and
