@@ -42,11 +42,12 @@ def coverage(rows, top: int) -> dict:
 
 
 def blend(policy: np.ndarray, knowledge: np.ndarray, tau: float, mix: float) -> np.ndarray:
-    """``(1 - mix) p ** (1 / tau) / Z + mix * knowledge / Z'`` over one node's placements (``float64[n]``;
-    the search's ``policy_temperature`` and ``layout_prior_mix``, ``search.mcts.Search._children``)."""
-    p = np.asarray(policy, np.float64) ** (1.0 / tau)
-    k = np.asarray(knowledge, np.float64)
-    return (1.0 - mix) * p / p.sum() + mix * k / k.sum()
+    """The search's layout priors over one node's placements (``float64[n]``): the policy at
+    temperature ``tau`` blended with the ``knowledge`` prior by ``mix``
+    (``search.mcts.blend_priors``, the knowledge normalised first as the search does)."""
+    from search.mcts import blend_priors, normalised
+
+    return blend_priors(np.asarray(policy, np.float64), normalised(np.asarray(knowledge, np.float64)), tau, mix)
 
 
 def candidate_table(path: str, slm: str, temperatures, mixes) -> dict:

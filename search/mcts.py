@@ -740,19 +740,15 @@ class Search:
             k = len(points)
             knowledge = None
             if self._layout_prior_plugin is not None and k:  # the layout prior plugin's, over the placements
-                knowledge = _normalised(np.asarray(self._layout_prior_plugin.prior(state), np.float64)[points])
+                knowledge = normalised(np.asarray(self._layout_prior_plugin.prior(state), np.float64)[points])
             children = _Children(k, points, np.arange(k + 1, dtype=np.int32), np.zeros(k, np.int8),
                                  np.zeros(k, np.int8), points.astype(np.int32), knowledge, k)
         else:
             children = self._battle_children(state)
-        priors = shared_prior(policy, children.actions)
-        tau = self.config.policy_temperature
-        if tau != 1.0:
-            priors = np.power(priors.astype(np.float64), 1.0 / tau)
-        priors = _normalised(priors)
-        if children.priors is not None:  # the prior plugin's: over the kept paths, or the placements
-            mix = self.config.prior_mix if state.phase else self.config.layout_prior_mix
-            priors = (1.0 - mix) * priors + mix * children.priors
+        # children.priors: the prior plugin's, over the kept paths or the placements (or None)
+        mix = self.config.prior_mix if state.phase else self.config.layout_prior_mix
+        priors = blend_priors(shared_prior(policy, children.actions), children.priors,
+                              self.config.policy_temperature, mix)
         if root and self.config.dirichlet_epsilon > 0 and not self._gumbel:
             eps = self.config.dirichlet_epsilon
             priors = (1 - eps) * priors + eps * self.rng.dirichlet(np.full(children.k, self.config.dirichlet_alpha))
@@ -765,7 +761,7 @@ class Search:
         pts, off, jump, squares, actions, pool_size = kept_children(ps.pts, ps.off, ps.jump, ps.nsq, keep)
         knowledge = None
         if self._prior_plugin is not None and len(keep):
-            knowledge = _normalised(np.asarray(self._prior_plugin.prior(state, ps), np.float64)[keep])
+            knowledge = normalised(np.asarray(self._prior_plugin.prior(state, ps), np.float64)[keep])
         return _Children(len(off) - 1, pts, off, jump, squares, actions, knowledge, pool_size)
 
     # ------------------------------------------------------------------ results
@@ -808,7 +804,20 @@ class Search:
                             tree.action[idx].copy(), value, simulations, seconds, chosen, improved)
 
 
-def _normalised(p: np.ndarray) -> np.ndarray:
+def blend_priors(priors: np.ndarray, knowledge: np.ndarray | None, tau: float, mix: float) -> np.ndarray:
+    """A node's priors over its ``k`` children: the evaluator's ``priors`` (``(k,)``, float) raised to
+    ``1 / tau`` (``SearchConfig.policy_temperature``) and normalised, then ``(1 - mix) P + mix K``
+    when a prior plugin's ``knowledge`` ``K`` (``float64[k]``, normalised by :func:`normalised`) is
+    given (``prior_mix`` in the battle, ``layout_prior_mix`` in the layout). Returns ``(k,)`` float."""
+    if tau != 1.0:
+        priors = np.power(priors.astype(np.float64), 1.0 / tau)
+    priors = normalised(priors)
+    if knowledge is not None:
+        priors = (1.0 - mix) * priors + mix * knowledge
+    return priors
+
+
+def normalised(p: np.ndarray) -> np.ndarray:
     """``p / p.sum()``, or uniform when the sum is not positive and finite (``p`` non-empty)."""
     total = p.sum()
     return p / total if total > 0 and np.isfinite(total) else np.full(len(p), 1.0 / len(p))

@@ -49,6 +49,7 @@ FAST_SPECS = {
     "reward.outcome": "reward.outcome:agent=random",
     "reward.first_square": "reward.first_square:agent=random,max_plies=60",
     "eval.rollout": "eval.rollout:battle_plies=4",
+    "slm_rollout": "slm_rollout:rollouts=1,battle_plies=2,from_ply=190",
 }
 PROTOCOLS = {
     "expansion_pruner": protocols.PathPruner,
