@@ -222,6 +222,20 @@ _PLUGIN_KINDS = {"expansion_pruner": "expansion_pruner", "capture_pruner": "capt
                  "layout_prior": "layout_prior"}
 
 
+def plugin_spec_or_none(value: str, kind: str) -> str:
+    """An option naming a plugin of ``kind``: ``"none"`` (any case), or the spec unchanged if the registry accepts it.
+
+    Raises ValueError (pydantic reports it as the option's error) naming the kind and the registry's reason.
+    """
+    if value.strip().lower() == "none":
+        return "none"
+    try:
+        REGISTRY.check(value, kind)  # a name, or NAME:k=v with the plugin's own options
+    except SpecError as exc:
+        raise ValueError(f"a plugin spec ({kind.replace('_', ' ')}) or none: {exc}") from None
+    return value
+
+
 class SearchOptions(AgentOptions):
     """Options of every search agent (defaults of ``c_puct`` and ``formula``: ``SearchConfig``'s)."""
 
@@ -259,14 +273,7 @@ class SearchOptions(AgentOptions):
     @field_validator(*_PLUGIN_KINDS)
     @classmethod
     def _plugin_spec(cls, value: str, info) -> str:
-        if value.strip().lower() == "none":
-            return "none"
-        kind = _PLUGIN_KINDS[info.field_name]
-        try:
-            REGISTRY.check(value, kind)  # a name, or NAME:k=v with the plugin's own options
-        except SpecError as exc:
-            raise ValueError(f"a plugin spec ({kind.replace('_', ' ')}) or none: {exc}") from None
-        return value
+        return plugin_spec_or_none(value, _PLUGIN_KINDS[info.field_name])
 
     def _plugin(self, name: str) -> str | None:
         return None if not self.prune or name == "none" else name
@@ -348,13 +355,10 @@ class NetOptions(SearchOptions):
     @field_validator("victim_eval", "final_victim_eval")
     @classmethod
     def _victim_eval(cls, value: str | None, info) -> str | None:
-        if value is None or value.strip().lower() == "none":
-            return None if value is None or info.field_name == "final_victim_eval" else "none"
-        try:
-            REGISTRY.check(value, "evaluator")  # a name, or NAME:k=v with the plugin's own options
-        except SpecError as exc:
-            raise ValueError(f"a plugin spec (evaluator) or none: {exc}") from None
-        return value
+        if value is None:
+            return None
+        value = plugin_spec_or_none(value, "evaluator")
+        return None if value == "none" and info.field_name == "final_victim_eval" else value
 
     @model_validator(mode="after")
     def _one_victim_chooser(self):
@@ -592,13 +596,7 @@ class SlmRolloutOptions(RolloutOptions):
     @field_validator("layout_prior")
     @classmethod
     def _layout_prior(cls, value: str) -> str:
-        if value.strip().lower() == "none":
-            return "none"
-        try:
-            REGISTRY.check(value, "layout_prior")
-        except SpecError as exc:
-            raise ValueError(f"a layout_prior plugin spec or none: {exc}") from None
-        return value
+        return plugin_spec_or_none(value, "layout_prior")
 
 
 @register("slm_rollout", "agent", options=SlmRolloutOptions)

@@ -51,6 +51,16 @@ BAD_SPECS = {
     "jfa:epsilon=2": "agent 'jfa' option 'epsilon': must be <= 1 (got 2)",
     "slm:battle=expert:top=0": "agent 'slm' option 'battle': 'search' or an agent spec: agent 'expert' option "
                                "'top': must be >= 1 (got 0)",
+    # every option naming a plugin (or none) gives the same message: search.agents.plugin_spec_or_none
+    "mcts:value_eval=prior.gaussian": "agent 'mcts' option 'value_eval': a plugin spec (evaluator) or none: unknown "
+                                      "evaluator 'prior.gaussian'; available: eval.expert, eval.rollout, eval.shape "
+                                      "(got prior.gaussian)",
+    "jfa:final_victim_eval=nope": "agent 'jfa' option 'final_victim_eval': a plugin spec (evaluator) or none: "
+                                  "unknown evaluator 'nope'; available: eval.expert, eval.rollout, eval.shape "
+                                  "(got nope)",
+    "slm_rollout:layout_prior=eval.expert": "agent 'slm_rollout' option 'layout_prior': a plugin spec (layout prior) "
+                                            "or none: unknown layout prior 'eval.expert'; available: "
+                                            "prior.expert_layout, prior.gaussian (got eval.expert)",
     "mcts:sims": "spec 'mcts:sims': option 'sims' is not key=value",
     "mcts:sims=1,sims=2": "spec 'mcts:sims=1,sims=2': option 'sims' is given twice",
     ":sims=1": "spec ':sims=1': missing name",
