@@ -56,7 +56,7 @@ import threading
 import time
 import warnings
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 from pydantic import Field, field_validator, model_validator
@@ -581,7 +581,9 @@ class SlmRolloutLayoutAgent(RolloutLayoutAgent):
 
 
 class SlmRolloutOptions(RolloutOptions):
-    top: int = Field(RolloutOptions.model_fields["top"].default, ge=1, le=NUM_POINTS, description="the placements with the highest priors compared by rollouts")
+    # RolloutOptions' field (default and bounds) with this agent's description: pydantic merges the two
+    top: Annotated[int, RolloutOptions.model_fields["top"],
+                   Field(description="the placements with the highest priors compared by rollouts")]
     slm: str | None = Field(None, description="SLM weights file (default: models/default/slm.safetensors)")
     policy_temperature: float = Field(_search_default("policy_temperature"), ge=0.05, le=10, description="softmax temperature of the SLM's priors (< 1 sharpens, > 1 flattens)")
     layout_prior: str = Field("prior.expert_layout", description="layout_prior plugin blended into the SLM's priors by layout_prior_mix, or none")

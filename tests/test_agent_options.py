@@ -149,6 +149,19 @@ def test_search_defaults_live_in_search_config():
     agent.close()
 
 
+def test_an_option_narrowed_in_a_subclass_keeps_the_parents_default_and_bounds():
+    """``slm_rollout``'s ``top`` has its own description and ``rollout``'s default and bounds, written once."""
+    from knowledge.agents import RolloutOptions
+    from search.agents import SlmRolloutOptions
+
+    parent, child = RolloutOptions.model_fields["top"], SlmRolloutOptions.model_fields["top"]
+    assert child.description != parent.description
+    assert child.default == parent.default and child.metadata == parent.metadata
+    for spec in ("slm_rollout:top=0", "slm_rollout:top=197"):
+        with pytest.raises(SpecError, match="option 'top': must be"):
+            validate_agent_spec(spec)
+
+
 def test_catalogue_lists_every_agent_with_its_options():
     entries = catalog.agent_catalogue()
     assert [e["name"] for e in entries] == REGISTRY.names("agent")
