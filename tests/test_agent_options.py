@@ -149,7 +149,7 @@ def test_search_defaults_live_in_search_config():
     agent.close()
 
 
-def test_an_option_narrowed_in_a_subclass_keeps_the_parents_default_and_bounds():
+def test_an_option_redescribed_in_a_subclass_keeps_the_parents_default_and_bounds():
     """``slm_rollout``'s ``top`` has its own description and ``rollout``'s default and bounds, written once."""
     from knowledge.agents import RolloutOptions
     from search.agents import SlmRolloutOptions
