@@ -87,6 +87,7 @@ def test_diagnose_on_records(tmp_path):
     assert "lower" in report and report["lower"]["reference"]["evaluator"] == "eval.expert"
     json.dumps(report)
     assert "policy top-1" in format_report(report) and "against eval.expert" in format_report(report)
+    assert "eval.shape after k battle plies vs result: k=8 correlation" in format_report(report)
     with pytest.raises(DiagnoseError):
         diagnose(tmp_path, [tmp_path])
 
@@ -416,24 +417,39 @@ def test_layout_end_report_against_numpy():
 def test_early_battle_against_numpy():
     """``layout_end_report``'s early battle: the stone difference after k battle plies (counted on the
     board here), against the results: correlation, sign accuracy over the decided games with a
-    difference, and the mean; a battle shorter than k counts at its last position; a negative k is
-    refused."""
+    difference, and the mean; each evaluator's value at that position (one valuing every position +1
+    for the side to move: White's view is the colour to move, recomputed here); a battle shorter than
+    k counts at its last position; a negative k is refused."""
     from core.board import PHASE_LAYOUT
     from train.diagnose import HELDOUT_RECORDS, layout_end_report
     from train.supervised import read_records, record_files
 
     records = read_records(record_files([HELDOUT_RECORDS])[:12])
-    r = layout_end_report(records, (), (0, 8, 10_000))
+    class Mover:  # +1 for the side to move, whatever the position: -1 or +1 for White
+        name = "mover"
+
+        def value(self, s):
+            return 1.0
+
+    r = layout_end_report(records, [Mover()], (0, 8, 10_000))
     z = np.array([{"w": 1.0, "b": -1.0}.get(rec.result, 0.0) for rec in records])
     assert r["games"] == len(records) and r["decided"] == int((z != 0).sum())
     for k in (0, 8, 10_000):
-        d = []
+        d, white = [], []
         for rec in records:
             battle = [s for s in rec.replay() if s.phase != PHASE_LAYOUT]
-            b = battle[min(k, len(battle) - 1)].board
-            d.append(float(np.sum(b == 1) - np.sum(b == 2)))
-        d = np.array(d)
+            at = battle[min(k, len(battle) - 1)]
+            d.append(float(np.sum(at.board == 1) - np.sum(at.board == 2)))
+            white.append(1.0 if at.side == 0 else -1.0)
+        d, white = np.array(d), np.array(white)
         e = r["plies"][k]
+        m = e["evaluators"]["mover"]  # the evaluator at the position after k battle plies, White's view
+        assert m["distinct"] == len(set(white))
+        assert m["sign_accuracy"] == pytest.approx(np.mean(white[z != 0] == z[z != 0]))
+        if len(set(white)) > 1:
+            assert m["correlation"] == pytest.approx(np.corrcoef(white, z)[0, 1])
+        else:
+            assert m["correlation"] is None
         use = (z != 0) & (d != 0)
         assert e["differing"] == int(use.sum()) and e["mean_difference"] == pytest.approx(d.mean())
         if k == 0:  # 97 v 97 at the first battle position: nothing to correlate

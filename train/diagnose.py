@@ -392,8 +392,9 @@ def layout_end_report(records, evaluators: Sequence[Any] = LAYOUT_END_EVALUATORS
     - ``"plies"`` (the early battle): for each ``k`` of ``plies`` (battle plies, >= 0; a battle that ended
       sooner counts at its last position) the difference ``d`` = White's stones minus Black's after ``k``
       battle plies; per ``k``: ``"correlation"`` (as above), ``"sign_accuracy"`` (``sign d = z`` over the
-      decided games with ``d != 0``, ``None`` when there are none), ``"differing"`` (how many those are)
-      and ``"mean_difference"``;
+      decided games with ``d != 0``, ``None`` when there are none), ``"differing"`` (how many those are),
+      ``"mean_difference"``, and ``"evaluators"``: each evaluator's values at that position, as at the
+      first battle position (what a rollout judge could score its rollouts by instead of ``d``);
 
     and ``"games"`` (records with a battle), ``"decided"``. ``records``: objects with ``replay()`` (the
     positions from the start, ``core.records.GameRecord``) and ``result``. Raises ``ValueError`` for a
@@ -403,33 +404,39 @@ def layout_end_report(records, evaluators: Sequence[Any] = LAYOUT_END_EVALUATORS
 
     if any(int(k) < 0 for k in plies):
         raise ValueError(f"early battle plies must be >= 0, got {list(plies)}")
-    starts, diffs, z = [], [], []
+    starts, later, z = [], [], []
     for record in records:
         battle = [s for s in record.replay() if s.phase != PHASE_LAYOUT]
         if battle:
             starts.append(battle[0])
-            at = [battle[min(int(k), len(battle) - 1)] for k in plies]
-            diffs.append([int(s.counts[0]) - int(s.counts[1]) for s in at])
+            later.append([battle[min(int(k), len(battle) - 1)] for k in plies])
             z.append({"w": 1.0, "b": -1.0}.get(record.result, 0.0))
     z_arr = np.array(z)
     decided = z_arr != 0
-    out: dict[str, Any] = {"games": len(starts), "decided": int(decided.sum()), "evaluators": {}, "plies": {}}
-    for spec in evaluators:
-        evaluator = REGISTRY.create(spec, "evaluator") if isinstance(spec, str) else spec
-        v = np.array([evaluator.value(s) * (1.0 if s.side == 0 else -1.0) for s in starts])
-        distinct = int(len(np.unique(np.round(v, 6)))) if len(v) else 0
-        acc = float(np.mean(np.sign(v[decided]) == z_arr[decided])) if decided.any() else None
-        out["evaluators"][spec if isinstance(spec, str) else getattr(spec, "name", repr(spec))] = {
-            "distinct": distinct, "sign_accuracy": acc, "correlation": _correlation(v, z_arr)}
-    d_all = np.array(diffs, np.float64).reshape(len(diffs), len(plies))
+    named = [(spec if isinstance(spec, str) else getattr(spec, "name", repr(spec)),
+              REGISTRY.create(spec, "evaluator") if isinstance(spec, str) else spec) for spec in evaluators]
+
+    def stats(states) -> dict[str, dict[str, Any]]:  # each evaluator's values at ``states``, White's view
+        out = {}
+        for name, evaluator in named:
+            v = np.array([evaluator.value(s) * (1.0 if s.side == 0 else -1.0) for s in states])
+            acc = float(np.mean(np.sign(v[decided]) == z_arr[decided])) if decided.any() else None
+            out[name] = {"distinct": int(len(np.unique(np.round(v, 6)))) if len(v) else 0, "sign_accuracy": acc,
+                         "correlation": _correlation(v, z_arr)}
+        return out
+
+    out: dict[str, Any] = {"games": len(starts), "decided": int(decided.sum()), "evaluators": stats(starts),
+                           "plies": {}}
     for j, k in enumerate(plies):
-        d = d_all[:, j]
+        at = [row[j] for row in later]
+        d = np.array([int(s.counts[0]) - int(s.counts[1]) for s in at], np.float64)
         use = decided & (d != 0)
         out["plies"][int(k)] = {
             "correlation": _correlation(d, z_arr),
             "sign_accuracy": float(np.mean(np.sign(d[use]) == z_arr[use])) if use.any() else None,
             "differing": int(use.sum()),
-            "mean_difference": float(d.mean()) if len(d) else None}
+            "mean_difference": float(d.mean()) if len(d) else None,
+            "evaluators": stats(at)}
     return out
 
 
@@ -610,6 +617,10 @@ def format_report(report: dict[str, Any]) -> str:
                              f"k={k} correlation {num(e['correlation'], '{:+.2f}')}, sign accuracy "
                              f"{pct(e['sign_accuracy'])} ({e['differing']} decided games with a difference)"
                              for k, e in le["plies"].items()))
+            for name in le["evaluators"]:
+                lines.append(f"      {name} after k battle plies vs result: " + "; ".join(
+                    f"k={k} correlation {num(e['evaluators'][name]['correlation'], '{:+.2f}')}, sign accuracy "
+                    f"{pct(e['evaluators'][name]['sign_accuracy'])}" for k, e in le["plies"].items()))
     for kind in ("slm", "upper"):
         r = report.get(kind)
         if r and "targets" in r:
