@@ -847,8 +847,8 @@ def diagnose(
     """Where strength is lost: policy top-1/top-3 agreement with the records' moves, value calibration
     (sign accuracy, Brier score), and the lower net's victim choice against the capture pruner's and
     against the expert's two-ply value of the position after each set; with an SLM, who formed the
-    first square, what the knowledge evaluations say at the layout's end and how well the stone
-    difference early in the battle predicts the result; with --shards, the policy's
+    first square, what the knowledge evaluations say at the layout's end and how well they and the
+    stone difference early in the battle predict the result; with --shards, the policy's
     cross-entropy and KL divergence to unseen self-play targets; with --value-drift K, how well the
     upper value predicts the drift target (train.diagnose)."""
     import json

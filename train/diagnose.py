@@ -26,7 +26,8 @@
   their values go with the results (what a layout search valued by them could steer by),
   and, from the same positions, the early battle: how well the stone difference a few battle plies
   after the layout (``EARLY_BATTLE_PLIES``) predicts the result, i.e. how soon the battle shows what
-  the layout decided (what the ``rollout`` layout agent steers by);
+  the layout decided (what the ``rollout`` layout agent steers by), and how well the same evaluations
+  do at those positions (what its rollouts could be scored by instead);
 - **victim choice** (the lower net, JFA Eq. 6): on every square capture of the records, whether the
   lower net's best set among the capture pruner's ``victims`` best sets is the set the expert took, beside
   the capture pruner's own first choice; and both against a reference, the set a deeper evaluation
