@@ -572,11 +572,10 @@ class RolloutEvaluator:
         self.battle_plies, self.rollouts, self.scale, self.seed = int(battle_plies), int(rollouts), float(scale), int(seed)
         self._local = threading.local()
 
-    def stone_difference(self, state: GameState, player: int, seed) -> float:
-        """Stones of ``player`` minus the opponent's after one rollout from ``state`` (a layout position,
-        or a battle position): the expert, its generator seeded with ``seed`` (an int or a
-        ``numpy.random.SeedSequence``), plays both sides to the end of the layout and ``battle_plies``
-        battle plies, fewer when the game ends."""
+    def rollout(self, state: GameState, seed) -> GameState:
+        """The position one rollout from ``state`` (a layout position, or a battle position) reaches: the
+        expert, its generator seeded with ``seed`` (an int or a ``numpy.random.SeedSequence``), plays
+        both sides to the end of the layout and ``battle_plies`` battle plies, fewer when the game ends."""
         roller = getattr(self._local, "expert", None)
         if roller is None:
             roller = self._local.expert = ExpertAgent()
@@ -586,6 +585,12 @@ class RolloutEvaluator:
             if s.is_terminal():
                 break
             s = s._play(roller.select(s))
+        return s
+
+    def stone_difference(self, state: GameState, player: int, seed) -> float:
+        """Stones of ``player`` minus the opponent's in the position of one :meth:`rollout` from
+        ``state`` under ``seed``."""
+        s = self.rollout(state, seed)
         return float(int(s.counts[player]) - int(s.counts[1 - player]))
 
     def margin(self, state: GameState) -> float:

@@ -1,0 +1,163 @@
+"""How much does the position decide? Expert games played out from the same position many times.
+
+``python -m bench.battle_noise [--games G] [--ply F] [--rollouts R] [--seed S] [--workers W] [--records DIR]
+[--json]`` takes the position after ``F`` layout plies (default 196: the first battle position, the
+layout finished) of each of the first ``G`` (40) held-out expert games (``data/heldout-expert``) and
+plays it out ``R`` (8) times to the game's end, the expert on both sides (the rollout of
+:meth:`knowledge.agents.RolloutEvaluator.rollout` with no limit on the battle plies), rollout ``i`` of
+position ``j`` seeded with ``(S, j, i)``: what is left to chance is the expert's tie-breaks (a game
+still going after 100,000 battle plies would count as a draw).
+
+Printed: White's mean score (win 1, draw 1/2), and for the score and for the final stone difference
+(White's minus Black's) the share of one game's variance that the position decides, the intraclass
+correlation of a one-way analysis of variance (:func:`variance_share`), with its bootstrap standard
+error over the positions, and the spread (standard deviation) of the positions' expected values.
+A share near 0 says that from this position on the game is mostly the battle's chance; a layout agent
+can then move the expected score only as far as that spread.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+import numpy as np
+
+from core.board import NUM_POINTS
+
+BOOTSTRAP = 2000  # resamples of the positions for the standard error of a share
+
+
+def variance_share(x: np.ndarray) -> dict:
+    """One-way random-effects analysis of ``x`` (``float64[P, R]``: ``R`` >= 2 outcomes of each of
+    ``P`` >= 2 positions): ``{"within"`` (the mean of the positions' sample variances, ddof 1),
+    ``"between"`` (the variance of the positions' expected values, estimated as the variance of the
+    position means less ``within / R``, floored at 0), ``"share"`` (``between / (between + within)``,
+    the intraclass correlation ICC(1); ``None`` when both are 0)``}``. Raises ``ValueError`` for fewer
+    than 2 positions or outcomes."""
+    x = np.asarray(x, np.float64)
+    if x.ndim != 2 or x.shape[0] < 2 or x.shape[1] < 2:
+        raise ValueError(f"variance_share needs at least 2 positions x 2 outcomes, got shape {x.shape}")
+    within = float(x.var(axis=1, ddof=1).mean())
+    between = max(0.0, float(x.mean(axis=1).var(ddof=1)) - within / x.shape[1])
+    total = between + within
+    return {"within": within, "between": between, "share": between / total if total > 0 else None}
+
+
+def _share_se(x: np.ndarray, seed: int) -> float | None:
+    """Bootstrap standard error of :func:`variance_share`'s share over the positions (rows) of ``x``."""
+    rng = np.random.default_rng(seed)
+    shares = [variance_share(x[rng.integers(0, len(x), len(x))])["share"] for _ in range(BOOTSTRAP)]
+    shares = [s for s in shares if s is not None]
+    return float(np.std(shares, ddof=1)) if len(shares) > 1 else None
+
+
+def _play_out(task: dict) -> dict:
+    """One position's rollouts (a worker task): ``{"index", "score": [White's score], "diff": [stones]}``."""
+    from core.state import GameState
+    from knowledge.agents import ROLLOUT_PLIES_MAX, RolloutEvaluator
+
+    state = GameState.from_jfen(task["jfen"])
+    judge = RolloutEvaluator(battle_plies=ROLLOUT_PLIES_MAX)
+    score, diff = [], []
+    for i in range(task["rollouts"]):
+        end = judge.rollout(state, np.random.SeedSequence([task["seed"], task["index"], i]))
+        score.append((float(end.returns()[0]) + 1.0) / 2.0 if end.is_terminal() else 0.5)
+        diff.append(float(int(end.counts[0]) - int(end.counts[1])))
+    return {"index": task["index"], "score": score, "diff": diff}
+
+
+def run_battle_noise(games: int = 40, ply: int = NUM_POINTS, rollouts: int = 8, seed: int = 0, workers: int = 1,
+                     records: str | None = None, progress=None) -> dict:
+    """The measurement of the module docstring; ``progress(done, total)`` after each position. Returns
+    ``{"positions", "ply", "rollouts", "seed", "seconds", "mean_score", "score", "diff", "raw"}``
+    (``score`` / ``diff``: :func:`variance_share` with ``"share_se"`` and ``"spread"``, the square
+    root of ``between``; ``raw``: per position its rollouts' scores and differences). Raises
+    ``ValueError`` when fewer than 2 games reach layout ply ``ply``."""
+    from train.diagnose import HELDOUT_RECORDS
+    from train.supervised import read_records, record_files
+    from train.workers import InlineRunner, make_pool, run_tasks, stop_pool
+
+    states = []
+    for record in read_records(record_files([str(records or HELDOUT_RECORDS)])[:games]):
+        line = record.replay()
+        if len(line) > ply:
+            states.append(line[ply])
+    if len(states) < 2:
+        raise ValueError(f"fewer than 2 games reach layout ply {ply}")
+    tasks = [{"jfen": s.to_jfen(), "index": j, "seed": seed, "rollouts": rollouts} for j, s in enumerate(states)]
+    results: list[dict] = []
+
+    def done(r: dict) -> None:
+        results.append(r)
+        if progress is not None:
+            progress(len(results), len(tasks))
+
+    t0 = time.perf_counter()
+    if workers <= 1:
+        InlineRunner().run(_play_out, tasks, done)
+    else:
+        pool = make_pool(workers)
+        try:
+            run_tasks(pool, _play_out, tasks, done, in_flight=2 * workers)
+        finally:
+            stop_pool(pool)
+    results.sort(key=lambda r: r["index"])
+    out = {"positions": len(results), "ply": ply, "rollouts": rollouts, "seed": seed,
+           "seconds": time.perf_counter() - t0, "raw": results}
+    for key in ("score", "diff"):
+        x = np.array([r[key] for r in results], np.float64)
+        v = variance_share(x)
+        out[key] = {**v, "share_se": _share_se(x, seed), "spread": float(np.sqrt(v["between"]))}
+    out["mean_score"] = float(np.mean([r["score"] for r in results]))
+    return out
+
+
+def main() -> None:  # pragma: no cover - command line
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--games", type=int, default=40, help="held-out games, one position each")
+    parser.add_argument("--ply", type=int, default=NUM_POINTS,
+                        help=f"layout plies made before the position (default {NUM_POINTS}: the layout's end)")
+    parser.add_argument("--rollouts", type=int, default=8, help="expert games played out from each position")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--workers", type=int, default=1, help="processes")
+    parser.add_argument("--records", default=None, help="a directory of expert games (default: the held-out ones)")
+    parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    args = parser.parse_args()
+    checks = [("--games", args.games, 2, 100_000), ("--ply", args.ply, 0, NUM_POINTS),
+              ("--rollouts", args.rollouts, 2, 10_000), ("--seed", args.seed, 0, 2**32 - 1),
+              ("--workers", args.workers, 1, 64)]
+    for name, value, lo, hi in checks:
+        if not lo <= value <= hi:
+            parser.exit(2, f"error: {name} must be in {lo}..{hi}, got {value}\n")
+
+    def progress(done: int, total: int) -> None:
+        print(f"  {done}/{total} positions", file=sys.stderr if args.json else sys.stdout, flush=True)
+
+    from train.supervised import SupervisedError
+
+    try:
+        r = run_battle_noise(args.games, args.ply, args.rollouts, args.seed, args.workers, args.records, progress)
+    except SupervisedError as e:  # before ValueError: it is one
+        parser.exit(2, f"error: --records: {e}\n")
+    except ValueError as e:
+        parser.exit(2, f"error: --ply: {e}\n")
+    r.pop("raw")
+    if args.json:
+        print(json.dumps(r))
+        return
+    print(f"{r['positions']} positions after {r['ply']} layout plies, {r['rollouts']} expert games to the end from "
+          f"each ({r['seconds']:.0f} s); White's mean score {100 * r['mean_score']:.1f}%")
+    for key, label, unit in (("score", "White's score", ""), ("diff", "final stone difference", " stones")):
+        v = r[key]
+        share = "n/a" if v["share"] is None else f"{100 * v['share']:.1f}%"
+        se = "" if v["share_se"] is None else f" (s.e. {100 * v['share_se']:.1f})"
+        print(f"  {label}: the position decides {share}{se} of one game's variance; spread of the positions' "
+              f"expected values sd {v['spread']:.3f}{unit}, one game's sd within a position "
+              f"{np.sqrt(v['within']):.3f}{unit}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
