@@ -418,13 +418,13 @@ def layout_end_report(records, evaluators: Sequence[Any] = LAYOUT_END_EVALUATORS
               REGISTRY.create(spec, "evaluator") if isinstance(spec, str) else spec) for spec in evaluators]
 
     def stats(states) -> dict[str, dict[str, Any]]:  # each evaluator's values at ``states``, White's view
-        out = {}
+        by_name = {}
         for name, evaluator in named:
             v = np.array([evaluator.value(s) * (1.0 if s.side == 0 else -1.0) for s in states])
             acc = float(np.mean(np.sign(v[decided]) == z_arr[decided])) if decided.any() else None
-            out[name] = {"distinct": int(len(np.unique(np.round(v, 6)))) if len(v) else 0, "sign_accuracy": acc,
-                         "correlation": _correlation(v, z_arr)}
-        return out
+            by_name[name] = {"distinct": int(len(np.unique(np.round(v, 6)))) if len(v) else 0, "sign_accuracy": acc,
+                             "correlation": _correlation(v, z_arr)}
+        return by_name
 
     out: dict[str, Any] = {"games": len(starts), "decided": int(decided.sum()), "evaluators": stats(starts),
                            "plies": {}}
