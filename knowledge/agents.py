@@ -549,14 +549,13 @@ class RolloutEvaluator:
     One rollout (:meth:`rollout`, its stones counted by :meth:`stone_difference`): an expert whose
     generator is seeded with the rollout's seed completes the layout, plays ``battle_plies`` battle
     plies (fewer when the game ends) and the stones are counted. :meth:`margin` is the mean stone
-    difference for the side to move over ``rollouts``
-    rollouts whose seeds derive from ``(seed, state.ply, i)``: the same for every position of one ply,
-    so that the siblings of a search node are compared under common random numbers, and the same
-    state always gets the same value (a deterministic search). ``value`` is ``tanh(margin / scale)``
-    (``scale`` in stones), the result in a terminal position. Layout or battle positions; the cost is
-    ``rollouts`` times the remaining placements and ``battle_plies`` expert battle moves. Thread-safe
-    (one rollout expert per thread). ``battle_plies`` 0..100,000, ``rollouts`` 1..10,000, ``scale``
-    finite > 0, ``seed`` 0..2**63-1, else ``ValueError``.
+    difference for the side to move over ``rollouts`` rollouts whose seeds derive from ``(seed,
+    state.ply, i)``: the same for every position of one ply, so that the siblings of a search node are
+    compared under common random numbers, and the same state always gets the same value (a deterministic
+    search). ``value`` is ``tanh(margin / scale)`` (``scale`` in stones), the result in a terminal
+    position. Layout or battle positions; the cost is ``rollouts`` times the remaining placements and
+    ``battle_plies`` expert battle moves. Thread-safe (one rollout expert per thread). ``battle_plies``
+    0..100,000, ``rollouts`` 1..10,000, ``scale`` finite > 0, ``seed`` 0..2**63-1, else ``ValueError``.
     """
 
     name = "eval.rollout"
