@@ -78,7 +78,7 @@ def run_battle_noise(games: int = 40, ply: int = NUM_POINTS, rollouts: int = 8, 
     ``ValueError`` when fewer than 2 games reach layout ply ``ply``."""
     from train.diagnose import HELDOUT_RECORDS
     from train.supervised import read_records, record_files
-    from train.workers import InlineRunner, make_pool, run_tasks, stop_pool
+    from train.workers import map_indexed
 
     states = []
     for record in read_records(record_files([str(records or HELDOUT_RECORDS)])[:games]):
@@ -88,23 +88,8 @@ def run_battle_noise(games: int = 40, ply: int = NUM_POINTS, rollouts: int = 8, 
     if len(states) < 2:
         raise ValueError(f"fewer than 2 games reach layout ply {ply}")
     tasks = [{"jfen": s.to_jfen(), "index": j, "seed": seed, "rollouts": rollouts} for j, s in enumerate(states)]
-    results: list[dict] = []
-
-    def done(r: dict) -> None:
-        results.append(r)
-        if progress is not None:
-            progress(len(results), len(tasks))
-
     t0 = time.perf_counter()
-    if workers <= 1:
-        InlineRunner().run(_play_out, tasks, done)
-    else:
-        pool = make_pool(workers)
-        try:
-            run_tasks(pool, _play_out, tasks, done, in_flight=2 * workers)
-        finally:
-            stop_pool(pool)
-    results.sort(key=lambda r: r["index"])
+    results = map_indexed(_play_out, tasks, workers, progress)
     out = {"positions": len(results), "ply": ply, "rollouts": rollouts, "seed": seed,
            "seconds": time.perf_counter() - t0, "raw": results}
     for key in ("score", "diff"):

@@ -104,19 +104,11 @@ def judge_agent(raw: list[dict], spec: str, top: int, battle_plies: int, seed: i
     rollouts of the expert's ``top`` best with ``battle_plies``, made with ``seed``), judged by the
     reference (module docstring). Returns ``{"spec", "positions", "candidates", "agree", "gain",
     "gain_se", "seconds"}``: shares, stones and seconds per choice (mean)."""
-    from train.workers import InlineRunner, make_pool, run_tasks, stop_pool
+    from train.workers import map_indexed
 
     tasks = [{"jfen": r["jfen"], "diffs": r["diffs"], "index": r["index"], "spec": spec, "seed": seed, "top": top,
               "battle_plies": battle_plies} for r in raw if len(r["diffs"]) > 1]
-    results: list[dict] = []
-    if workers <= 1:
-        InlineRunner().run(_agent_position, tasks, results.append)
-    else:
-        pool = make_pool(workers)
-        try:
-            run_tasks(pool, _agent_position, tasks, results.append, in_flight=2 * workers)
-        finally:
-            stop_pool(pool)
+    results = map_indexed(_agent_position, tasks, workers)
     gain = np.array([r["reference"] - r["expert_best"] for r in results])
     rng = np.random.default_rng(0)
     se = float(gain[rng.integers(0, len(gain), (BOOTSTRAP, len(gain)))].mean(axis=1).std()) if len(gain) else 0.0
@@ -182,29 +174,14 @@ def run_judge_noise(positions: int = 60, rollouts: int = 16, top: int = 3, battl
     "rollout_sd", "gap", "raw"}`` (``raw``: the tasks' results, positions in sample order)."""
     from bench.search_regret import sample_positions
     from train.diagnose import HELDOUT_RECORDS
-    from train.workers import InlineRunner, make_pool, run_tasks, stop_pool
+    from train.workers import map_indexed
 
     states = sample_positions(str(records or HELDOUT_RECORDS), games, positions, seed=seed,
                               keep=_layout_late(from_ply))
     tasks = [{"jfen": s.to_jfen(), "index": i, "seed": seed, "top": top, "rollouts": rollouts,
               "battle_plies": battle_plies} for i, s in enumerate(states)]
-    results: list[dict] = []
-
-    def done(r: dict) -> None:
-        results.append(r)
-        if progress is not None:
-            progress(len(results), len(tasks))
-
     t0 = time.perf_counter()
-    if workers <= 1:
-        InlineRunner().run(_judge_position, tasks, done)
-    else:
-        pool = make_pool(workers)
-        try:
-            run_tasks(pool, _judge_position, tasks, done, in_flight=2 * workers)
-        finally:
-            stop_pool(pool)
-    results.sort(key=lambda r: r["index"])
+    results = map_indexed(_judge_position, tasks, workers, progress)
     return {"rollouts": rollouts, "top": top, "battle_plies": battle_plies, "from_ply": from_ply, "seed": seed,
             "seconds": time.perf_counter() - t0, **summarize(results, rollouts), "raw": results}
 

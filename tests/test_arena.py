@@ -542,3 +542,24 @@ def test_sprt_stops_the_match_as_soon_as_it_decides(tmp_path):
     assert len(lines) >= 2 and all("LLR " in line for line in lines), lines
     assert f"LLR {again.data['sprt']['llr']:+.2f} [-2.94, 2.94]" in lines[-1], lines[-1]
     assert runner.invoke(app, ["arena", "random", "greedy", "--sprt", "40,0", "--out", str(tmp_path / "x")]).exit_code == 2
+
+
+def _index_square(task: dict) -> dict:  # a picklable task for map_indexed (sleeps so results arrive out of order)
+    import time
+
+    time.sleep(0.05 * (task["index"] % 3))
+    return {"index": task["index"], "square": task["x"] * task["x"]}
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_map_indexed_returns_results_in_index_order(workers):
+    """``train.workers.map_indexed``: every task's result once, sorted by index however they finish,
+    inline (1 worker) or on a pool, with a progress call per result."""
+    from train.workers import map_indexed
+
+    tasks = [{"index": i, "x": x} for i, x in zip([4, 0, 3, 1, 5, 2], [7, 1, 2, 9, 3, 5])]
+    calls = []
+    out = map_indexed(_index_square, tasks, workers, lambda done, total: calls.append((done, total)))
+    assert [r["index"] for r in out] == list(range(6))
+    assert {r["index"]: r["square"] for r in out} == {t["index"]: t["x"] ** 2 for t in tasks}
+    assert calls == [(k, 6) for k in range(1, 7)]

@@ -218,3 +218,23 @@ def make_runner(workers: int, backend: str = "process", imports: Sequence[str] =
     if backend == "ray":
         return RayRunner(workers)
     return PoolRunner(workers, imports=imports)
+
+
+def map_indexed(fn: Callable[[dict], dict], tasks: Sequence[dict], workers: int = 1,
+                progress: Callable[[int, int], None] | None = None) -> list[dict]:
+    """``fn`` over ``tasks`` on ``workers`` processes (1 or fewer: in this process), the results sorted by
+    their ``"index"`` (each task's result carries one; a benchmark's positions in sample order);
+    ``progress(done, total)`` after each result. The pool is stopped when done or on an error."""
+    results: list[dict] = []
+
+    def done(r: dict) -> None:
+        results.append(r)
+        if progress is not None:
+            progress(len(results), len(tasks))
+
+    runner = make_runner(workers if workers > 1 else 0)
+    try:
+        runner.run(fn, tasks, done)
+    finally:
+        runner.close(now=True)
+    return sorted(results, key=lambda r: r["index"])
