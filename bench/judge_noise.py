@@ -226,20 +226,21 @@ def load(path: str) -> dict:
 
 def main() -> None:  # pragma: no cover - command line
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--positions", type=int, default=60)
-    parser.add_argument("--rollouts", type=int, default=16)
-    parser.add_argument("--top", type=int, default=3)
-    parser.add_argument("--battle-plies", type=int, default=64)
-    parser.add_argument("--from-ply", type=int, default=120)
-    parser.add_argument("--games", type=int, default=30)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--workers", type=int, default=1)
-    parser.add_argument("--records", default=None)
-    parser.add_argument("--save", default=None, metavar="FILE")
+    parser.add_argument("--positions", type=int, default=60, help="layout positions drawn from the games")
+    parser.add_argument("--rollouts", type=int, default=16,
+                        help="rollouts a placement, even: the first half picks, the second is the reference")
+    parser.add_argument("--top", type=int, default=3, help="the expert's best placements compared")
+    parser.add_argument("--battle-plies", type=int, default=64, help="expert battle plies a rollout plays")
+    parser.add_argument("--from-ply", type=int, default=120, help="the first layout ply positions are drawn from")
+    parser.add_argument("--games", type=int, default=30, help="the first games of the records the positions are drawn from")
+    parser.add_argument("--seed", type=int, default=0, help="seeds the draw, the rollouts and the --agent choices")
+    parser.add_argument("--workers", type=int, default=1, help="processes")
+    parser.add_argument("--records", default=None, help="a directory of expert games (default: the held-out ones)")
+    parser.add_argument("--save", default=None, metavar="FILE", help="write every rollout's stone difference (JSON)")
     parser.add_argument("--load", default=None, metavar="FILE", help="summarize a file written by --save again")
     parser.add_argument("--agent", action="append", default=[], metavar="SPEC",
                         help="judge this layout agent's placements too (repeatable)")
-    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
     args = parser.parse_args()
     if args.agent:
         import catalog  # noqa: F401 - registers the agents
