@@ -232,7 +232,8 @@ def main() -> None:  # pragma: no cover - command line
     parser.add_argument("--top", type=int, default=3, help="the expert's best placements compared")
     parser.add_argument("--battle-plies", type=int, default=64, help="expert battle plies a rollout plays")
     parser.add_argument("--from-ply", type=int, default=120, help="the first layout ply positions are drawn from")
-    parser.add_argument("--games", type=int, default=30, help="the first games of the records the positions are drawn from")
+    parser.add_argument("--games", type=int, default=30,
+                        help="the first games of the records the positions are drawn from")
     parser.add_argument("--seed", type=int, default=0, help="seeds the draw, the rollouts and the --agent choices")
     parser.add_argument("--workers", type=int, default=1, help="processes")
     parser.add_argument("--records", default=None, help="a directory of expert games (default: the held-out ones)")
