@@ -652,27 +652,38 @@ class RolloutLayoutAgent(_Agent):
     score) get ``halving_rollouts`` more rollouts each under further common seeds, and the pick is
     the highest mean over all of a survivor's rollouts: the rollouts go where the choice is close.
 
-    Cost per searched placement: ``top * rollouts + ceil(top / 2) * halving_rollouts`` rollouts, each
-    the remaining placements and ``battle_plies`` expert battle moves (``arena`` prints the seconds
-    per move). Options, bounds and defaults: :class:`RolloutOptions`.
+    From layout ply ``late_from`` on, ``late_top`` placements are compared instead of ``top``: under
+    expert play a layout's result is decided in its last few dozen placements (``python -m
+    bench.battle_noise --ply P``), and there the expert's ranking of its placements says little
+    about which is best (``python -m bench.judge_noise --from-ply P --top K``).
+
+    Cost per searched placement: ``k * rollouts + ceil(k / 2) * halving_rollouts`` rollouts (``k`` the
+    candidates compared), each the remaining placements and ``battle_plies`` expert battle moves
+    (``arena`` prints the seconds per move). Options, bounds and defaults: :class:`RolloutOptions`.
     """
 
     name = "rollout"
 
     def __init__(self, seed: int, *, from_ply: int, top: int, rollouts: int, battle_plies: int,
-                 halving_rollouts: int = 0):
+                 halving_rollouts: int = 0, late_from: int = NUM_POINTS, late_top: int | None = None):
         super().__init__(seed)
         self.from_ply, self.top, self.rollouts = int(from_ply), int(top), int(rollouts)
         self.halving_rollouts = int(halving_rollouts)
+        self.late_from, self.late_top = int(late_from), int(top if late_top is None else late_top)
         self.expert = ExpertAgent(seed)
         self.judge = RolloutEvaluator(battle_plies=battle_plies)
 
+    def top_at(self, ply: int) -> int:
+        """How many placements are compared at layout ply ``ply``: ``late_top`` from ``late_from`` on,
+        else ``top``."""
+        return self.late_top if ply >= self.late_from else self.top
+
     def candidates(self, state: GameState) -> np.ndarray:
-        """``int64[k]``: the expert's ``top`` legal placements in layout ``state``, best score first
-        (``k = min(top, legal)``; :meth:`ExpertAgent.layout_scores`)."""
+        """``int64[k]``: the expert's :meth:`top_at` best legal placements in layout ``state``, best score
+        first (``k`` at most the legal ones; :meth:`ExpertAgent.layout_scores`)."""
         scores = self.expert.layout_scores(state)
         order = np.argsort(-scores, kind="stable")
-        return np.array([p for p in order[: self.top] if np.isfinite(scores[p])], np.int64)
+        return np.array([p for p in order[: self.top_at(state.ply)] if np.isfinite(scores[p])], np.int64)
 
     def rollout_matrix(self, state: GameState, points, seeds) -> np.ndarray:
         """``float64[k, n]``: :meth:`RolloutEvaluator.stone_difference` (stones) for the side to move
@@ -821,6 +832,8 @@ class RolloutOptions(AgentOptions):
     rollouts: int = Field(2, ge=1, le=ROLLOUTS_MAX, description="rollouts per compared placement (the same seeds for each)")
     halving_rollouts: int = Field(0, ge=0, le=ROLLOUTS_MAX, description="more rollouts for each of the better half after the first round (0: none)")
     battle_plies: int = Field(64, ge=0, le=ROLLOUT_PLIES_MAX, description="expert battle plies a rollout plays after the layout")
+    late_from: int = Field(NUM_POINTS, ge=0, le=NUM_POINTS, description="layout ply from which late_top placements are compared instead of top (196: never)")
+    late_top: int = Field(6, ge=1, le=NUM_POINTS, description="placements compared from late_from on")
 
 
 @register("random", "agent", options=AgentOptions)
@@ -852,4 +865,4 @@ def make_expert(o: ExpertOptions) -> ExpertAgent:
 def make_rollout(o: RolloutOptions) -> RolloutLayoutAgent:
     """Expert layout, late placements chosen among its top by expert rollouts into the battle; expert battle."""
     return RolloutLayoutAgent(o.seed, from_ply=o.from_ply, top=o.top, rollouts=o.rollouts, battle_plies=o.battle_plies,
-                              halving_rollouts=o.halving_rollouts)
+                              halving_rollouts=o.halving_rollouts, late_from=o.late_from, late_top=o.late_top)

@@ -567,9 +567,10 @@ class SlmRolloutLayoutAgent(RolloutLayoutAgent):
                                   np.float64)
 
     def candidates(self, state: GameState) -> np.ndarray:
-        """``int64[k]``: the ``top`` legal placements by :meth:`priors`, highest first (ties: lower point)."""
+        """``int64[k]``: the :meth:`top_at` legal placements with the highest :meth:`priors`, highest first
+        (ties: lower point)."""
         points, p = self.priors(state)
-        return points[np.argsort(-p, kind="stable")[: self.top]]
+        return points[np.argsort(-p, kind="stable")[: self.top_at(state.ply)]]
 
     def _select(self, state: GameState) -> Move:
         if state.phase == PHASE_LAYOUT and state.ply < self.from_ply:
@@ -611,7 +612,7 @@ def make_slm_rollout(o: SlmRolloutOptions) -> SlmRolloutLayoutAgent:
     return SlmRolloutLayoutAgent(o.seed, evaluator=evaluator, policy_temperature=o.policy_temperature,
                                  layout_prior=prior, layout_prior_mix=o.layout_prior_mix, from_ply=o.from_ply,
                                  top=o.top, rollouts=o.rollouts, battle_plies=o.battle_plies,
-                                 halving_rollouts=o.halving_rollouts)
+                                 halving_rollouts=o.halving_rollouts, late_from=o.late_from, late_top=o.late_top)
 
 
 def searching_agent(agent, state: GameState) -> SearchAgent | None:
