@@ -351,8 +351,27 @@ def test_rollout_evaluator_matches_a_naive_reference(ply):
             REGISTRY.create(f"eval.rollout:{bad}", "evaluator")
 
 
+@pytest.mark.parametrize("ply", [160, 170])
+def test_rollout_late_top_compares_more_placements_from_late_from(ply):
+    """``rollout:late_from=F,late_top=K``: from layout ply F on, the expert's K best placements are the
+    candidates (and the pick is one of them); before F its ``top`` best."""
+    s = GameState.initial(FAST)
+    expert = ExpertAgent(seed=6)
+    while s.ply < ply:
+        s = s.apply(expert.select(s))
+    scores = ExpertAgent().layout_scores(s)
+    ranked = sorted([p for p in range(196) if np.isfinite(scores[p])], key=lambda p: -scores[p])
+    late = make_agent("rollout:top=2,late_from=165,late_top=5,rollouts=1,battle_plies=2", seed=3)
+    want = ranked[:5] if ply >= 165 else ranked[:2]
+    assert late.candidates(s).tolist() == want
+    assert late.select(s).path[0] in want
+    plain = make_agent("rollout:top=2,rollouts=1,battle_plies=2", seed=3)  # late_from defaults to never
+    assert plain.candidates(s).tolist() == ranked[:2]
+
+
 def test_rollout_options_are_checked():
-    for bad in ("rollout:top=0", "rollout:from_ply=197", "rollout:rollouts=0", "rollout:battle_plies=-1"):
+    for bad in ("rollout:top=0", "rollout:from_ply=197", "rollout:rollouts=0", "rollout:battle_plies=-1",
+                "rollout:late_from=197", "rollout:late_top=0"):
         with pytest.raises(SpecError, match=bad.split(":")[1].split("=")[0]):
             make_agent(bad)
 

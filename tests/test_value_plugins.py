@@ -253,7 +253,8 @@ def test_the_search_blends_the_layout_prior_into_the_placements(text, mix, plugi
 def test_slm_rollout_proposes_the_searchs_blended_priors():
     """``slm_rollout``'s candidates are the ``top`` highest of the search's layout priors (the SLM's
     policy at ``policy_temperature``, blended with the expert's layout prior), worked out here from
-    the net and the plugin; before ``from_ply`` it plays the highest, from it on one of them."""
+    the net and the plugin, the ``late_top`` highest from ``late_from`` on; before ``from_ply`` it
+    plays the highest, from it on one of them."""
     import catalog  # noqa: F401 - registers the agents
     from knowledge.agents import make_agent
     from nets.evaluator import NetEvaluator
@@ -265,7 +266,7 @@ def test_slm_rollout_proposes_the_searchs_blended_priors():
             states.append(s)
         s = s._play(s.legal_moves()[int(rng.integers(len(s.legal_moves())))])
     agent = make_agent("slm_rollout:top=3,rollouts=1,battle_plies=2,from_ply=150,policy_temperature=2,"
-                       "layout_prior_mix=0.4", seed=0)
+                       "layout_prior_mix=0.4,late_from=150,late_top=4", seed=0)
     net = NetEvaluator.from_files(slm="models/default/slm.safetensors")
     try:
         for state in states:
@@ -273,7 +274,7 @@ def test_slm_rollout_proposes_the_searchs_blended_priors():
             policy = np.asarray(net.evaluate([state])[0].policy, np.float64)[points] ** 0.5
             knowledge = ExpertLayoutPrior().prior(state).astype(np.float64)[points]
             want = 0.6 * policy / policy.sum() + 0.4 * knowledge / knowledge.sum()
-            top = [points[i] for i in np.argsort(-want, kind="stable")[:3]]
+            top = [points[i] for i in np.argsort(-want, kind="stable")[: 4 if state.ply >= 150 else 3]]
             assert [int(p) for p in agent.candidates(state)] == top
             move = agent.select(state).path[0]
             assert move == top[0] if state.ply < 150 else move in top
