@@ -833,7 +833,7 @@ class RolloutOptions(AgentOptions):
     halving_rollouts: int = Field(0, ge=0, le=ROLLOUTS_MAX, description="more rollouts for each of the better half after the first round (0: none)")
     battle_plies: int = Field(64, ge=0, le=ROLLOUT_PLIES_MAX, description="expert battle plies a rollout plays after the layout")
     late_from: int = Field(NUM_POINTS, ge=0, le=NUM_POINTS,
-                           description="layout ply from which late_top placements are compared instead of top (196: never)")
+                           description="layout ply from which late_top placements are compared, not top (196: never)")
     late_top: int = Field(6, ge=1, le=NUM_POINTS, description="placements compared from late_from on")
 
 
