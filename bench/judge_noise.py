@@ -1,7 +1,7 @@
 """How noisy is the rollout judge? The ``rollout`` agent's layout picks against many more rollouts.
 
 ``python -m bench.judge_noise [--positions N] [--rollouts R] [--top K] [--battle-plies P] [--from-ply F]
-[--games G] [--seed S] [--workers W] [--save FILE] [--json]`` draws ``N`` layout positions (default 60, seeded) at
+[--games G] [--seed S] [--workers W] [--save FILE] [--narrow K] [--json]`` draws ``N`` layout positions (default 60, seeded) at
 layout plies ``F`` (120) to 195 from the first ``G`` held-out expert games (``data/heldout-expert``),
 and gives each of the expert's ``K`` (3) best placements ``R`` (16, even) expert rollouts of ``P`` (64)
 battle plies under the same seeds (``knowledge.agents.RolloutLayoutAgent.layout_rollouts``: the
@@ -19,6 +19,9 @@ placement, across seeds) and the mean gap between the best and second placements
 A judge is sharp enough when more rollouts no longer raise the agreement. ``--save FILE`` writes
 every rollout's stone difference (JSON: per position its ply, JFEN and ``k x R`` matrix), and
 ``--load FILE`` prints the table again from such a file, without playing the rollouts again.
+``--narrow K`` adds to each row the gain when only the expert's first ``K`` placements are compared
+under the same seeds (``rollout:top=K`` on the same rollouts) and the paired difference, with their
+bootstrap standard errors: what comparing more placements is worth.
 
 ``--agent SPEC`` (repeatable) judges a layout agent the same way: it chooses a placement in every
 position (seeded by ``--seed`` and the position), and the reference values its choice: the
@@ -131,32 +134,52 @@ def _pick(d: np.ndarray, n: int, more: int) -> int:
     return int(keep[int(np.argmax(d[keep, : n + more].mean(axis=1)))])
 
 
-def pick_stats(diffs: list[np.ndarray], ns: list[int], halving: tuple[tuple[int, int], ...] = ()) -> dict:
+def _row(diffs: list[np.ndarray], n: int, more: int, k: int | None = None) -> tuple[np.ndarray, ...]:
+    """Per position: whether the pick is the reference's best (bool), its regret and its gain over
+    the expert's best (stones), the pick made as in :func:`pick_stats` among the expert's first ``k``
+    placements only (``None``: all), the reference over all."""
+    agree, regret, gain = [], [], []
+    for d in diffs:
+        half = d.shape[1] // 2
+        ref = d[:, half:].mean(axis=1)
+        best = int(np.argmax(ref))
+        pick = 0 if n == 0 else _pick(d[:k, :half], n, more)
+        agree.append(pick == best)
+        regret.append(float(ref[best] - ref[pick]))
+        gain.append(float(ref[pick] - ref[0]))
+    return np.array(agree, bool), np.array(regret, np.float64), np.array(gain, np.float64)
+
+
+def pick_stats(diffs: list[np.ndarray], ns: list[int], halving: tuple[tuple[int, int], ...] = (),
+               narrow: int | None = None) -> dict:
     """Agreement and regret of picks from the first half of each position's seeds against the second
     half (module docstring). ``diffs``: per position ``float64[k, R]``, placements in expert order;
     ``ns`` the flat rollouts a placement, ``halving`` ``(n, more)`` pairs for ``rollouts=n,
     halving_rollouts=more`` (``n + more <= R / 2``). Returns ``{"rows": [{"n", "more", "agree",
     "regret", "gain", "gain_se"}], "rollout_sd", "gap"}`` (stones; ``n = 0``: the expert's best;
     ``gain``: the reference's mean of the pick minus that of the expert's best, ``gain_se`` its
-    bootstrap standard error over the positions, :data:`BOOTSTRAP` resamples, seeded)."""
+    bootstrap standard error over the positions, :data:`BOOTSTRAP` resamples, seeded). With
+    ``narrow`` (an int >= 1), each row also has ``"narrow_gain"`` (``_se``), the gain when only the
+    expert's first ``narrow`` placements are compared under the same seeds, and ``"delta"``
+    (``_se``), the paired gain of comparing all of them over that (bootstrap over the positions)."""
     rows = []
     sds, gaps = [], []
     rng = np.random.default_rng(0)
     resamples = rng.integers(0, len(diffs), (BOOTSTRAP, len(diffs))) if diffs else None
+
+    def mean_se(x: np.ndarray) -> tuple[float, float]:
+        return (float(x.mean()), float(x[resamples].mean(axis=1).std())) if diffs else (0.0, 0.0)
+
     for n, more in [(0, 0), *((n, 0) for n in ns), *halving]:
-        agree, regret, gain = [], [], []
-        for d in diffs:
-            half = d.shape[1] // 2
-            ref = d[:, half:].mean(axis=1)
-            best = int(np.argmax(ref))
-            pick = 0 if n == 0 else _pick(d[:, :half], n, more)
-            agree.append(pick == best)
-            regret.append(float(ref[best] - ref[pick]))
-            gain.append(float(ref[pick] - ref[0]))
-        g = np.array(gain)
-        rows.append({"n": n, "more": more, "agree": float(np.mean(agree)), "regret": float(np.mean(regret)),
-                     "gain": float(g.mean()) if diffs else 0.0,
-                     "gain_se": float(g[resamples].mean(axis=1).std()) if diffs else 0.0})
+        agree, regret, gain = _row(diffs, n, more)
+        row = {"n": n, "more": more, "agree": float(np.mean(agree)) if diffs else 0.0,
+               "regret": float(np.mean(regret)) if diffs else 0.0}
+        row["gain"], row["gain_se"] = mean_se(gain)
+        if narrow is not None:
+            narrowed = _row(diffs, n, more, narrow)[2]
+            row["narrow_gain"], row["narrow_gain_se"] = mean_se(narrowed)
+            row["delta"], row["delta_se"] = mean_se(gain - narrowed)
+        rows.append(row)
     for d in diffs:
         half = d.shape[1] // 2
         sds.append(float(d.std(axis=1, ddof=1).mean()))
@@ -168,8 +191,9 @@ def pick_stats(diffs: list[np.ndarray], ns: list[int], halving: tuple[tuple[int,
 
 def run_judge_noise(positions: int = 60, rollouts: int = 16, top: int = 3, battle_plies: int = 64,
                     from_ply: int = 120, games: int = 30, seed: int = 0, workers: int = 1,
-                    records: str | None = None, progress=None) -> dict:
-    """The measurement of the module docstring; ``progress(done, total)`` after each position.
+                    records: str | None = None, progress=None, narrow: int | None = None) -> dict:
+    """The measurement of the module docstring; ``progress(done, total)`` after each position; ``narrow``
+    as in :func:`pick_stats`.
     Returns ``{"positions", "rollouts", "top", "battle_plies", "from_ply", "seconds", "rows",
     "rollout_sd", "gap", "raw"}`` (``raw``: the tasks' results, positions in sample order)."""
     from bench.search_regret import sample_positions
@@ -183,16 +207,17 @@ def run_judge_noise(positions: int = 60, rollouts: int = 16, top: int = 3, battl
     t0 = time.perf_counter()
     results = map_indexed(_judge_position, tasks, workers, progress)
     return {"rollouts": rollouts, "top": top, "battle_plies": battle_plies, "from_ply": from_ply, "seed": seed,
-            "seconds": time.perf_counter() - t0, **summarize(results, rollouts), "raw": results}
+            "seconds": time.perf_counter() - t0, **summarize(results, rollouts, narrow), "raw": results}
 
 
-def summarize(raw: list[dict], rollouts: int) -> dict:
+def summarize(raw: list[dict], rollouts: int, narrow: int | None = None) -> dict:
     """:func:`pick_stats` of the positions ``raw`` (task results: ``"diffs"`` ``k x rollouts``) with at
-    least two candidates, for every flat and :data:`HALVING` row the seeds allow; plus ``"positions"``."""
+    least two candidates, for every flat and :data:`HALVING` row the seeds allow (``narrow`` passed on);
+    plus ``"positions"``."""
     diffs = [np.array(r["diffs"], np.float64) for r in raw if len(r["diffs"]) > 1]
     ns = [n for n in (1, 2, 4, 8, 16, 32, 64) if n <= rollouts // 2]
     halving = tuple((n, more) for n, more in HALVING if n + more <= rollouts // 2)
-    return {"positions": len(diffs), **pick_stats(diffs, ns, halving)}
+    return {"positions": len(diffs), **pick_stats(diffs, ns, halving, narrow)}
 
 
 def load_raw(path: str) -> dict:
@@ -216,12 +241,12 @@ def load_raw(path: str) -> dict:
     return data
 
 
-def load(path: str) -> dict:
-    """The measurement saved by ``--save`` at ``path``, summarized again (:func:`summarize`); raises
-    ``ValueError`` as :func:`load_raw`."""
+def load(path: str, narrow: int | None = None) -> dict:
+    """The measurement saved by ``--save`` at ``path``, summarized again (:func:`summarize`, ``narrow``
+    passed on); raises ``ValueError`` as :func:`load_raw`."""
     data = load_raw(path)
     meta = {k: data[k] for k in ("rollouts", "top", "battle_plies", "from_ply", "seconds")}
-    return {**meta, "seed": int(data.get("seed", 0)), **summarize(data["positions_raw"], int(data["rollouts"]))}
+    return {**meta, "seed": int(data.get("seed", 0)), **summarize(data["positions_raw"], int(data["rollouts"]), narrow)}
 
 
 def main() -> None:  # pragma: no cover - command line
@@ -241,6 +266,8 @@ def main() -> None:  # pragma: no cover - command line
     parser.add_argument("--load", default=None, metavar="FILE", help="summarize a file written by --save again")
     parser.add_argument("--agent", action="append", default=[], metavar="SPEC",
                         help="judge this layout agent's placements too (repeatable)")
+    parser.add_argument("--narrow", type=int, default=None, metavar="K",
+                        help="also the gain with only the expert's K best compared, and the paired difference")
     parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
     args = parser.parse_args()
     if args.agent:
@@ -260,6 +287,8 @@ def main() -> None:  # pragma: no cover - command line
     for name, value, lo, hi in checks:
         if not lo <= value <= hi:
             parser.exit(2, f"error: {name} must be in {lo}..{hi}, got {value}\n")
+    if args.narrow is not None and not 1 <= args.narrow <= 196:
+        parser.exit(2, f"error: --narrow must be in 1..196, got {args.narrow}\n")
     if args.rollouts % 2:
         parser.exit(2, f"error: --rollouts must be even (half picks, half reference), got {args.rollouts}\n")
 
@@ -268,12 +297,12 @@ def main() -> None:  # pragma: no cover - command line
 
     if args.load:
         try:
-            r, raw = load(args.load), load_raw(args.load)["positions_raw"]
+            r, raw = load(args.load, args.narrow), load_raw(args.load)["positions_raw"]
         except ValueError as e:
             parser.exit(2, f"error: {e}\n")
     else:
         r = run_judge_noise(args.positions, args.rollouts, args.top, args.battle_plies, args.from_ply, args.games,
-                            args.seed, args.workers, args.records, progress)
+                            args.seed, args.workers, args.records, progress, args.narrow)
         raw = r.pop("raw")
         if args.save:
             from core.atomic import atomic_write_text
@@ -287,13 +316,17 @@ def main() -> None:  # pragma: no cover - command line
     print(f"{r['positions']} layout positions (plies {r['from_ply']}-195), the expert's {r['top']} best placements, "
           f"{r['rollouts']} rollouts each of {r['battle_plies']} battle plies ({r['seconds']:.0f} s)")
     print(f"  one rollout's stone difference: sd {r['rollout_sd']:.2f}; reference best - second: {r['gap']:.2f} stones")
-    print("    rollouts a placement   picks the reference's best   regret (stones)   gain over the expert's best (s.e.)")
+    narrow = "" if args.narrow is None else f"   the expert's {args.narrow} best only (s.e.)   difference (s.e.)"
+    print("    rollouts a placement   picks the reference's best   regret (stones)   gain over the expert's best (s.e.)"
+          + narrow)
     for row in r["rows"]:
         label = "expert's best" if row["n"] == 0 else str(row["n"])
         if row["more"]:
             label = f"{row['n']}, {row['more']} more for half"
+        more = "" if args.narrow is None else (f"   {row['narrow_gain']:+27.2f} ({row['narrow_gain_se']:.2f})"
+                                               f"   {row['delta']:+10.2f} ({row['delta_se']:.2f})")
         print(f"  {label:>24s}   {100 * row['agree']:26.1f}%   {row['regret']:15.2f}   "
-              f"{row['gain']:+.2f} ({row['gain_se']:.2f})")
+              f"{row['gain']:+.2f} ({row['gain_se']:.2f})" + more)
     for a in r["agents"]:
         print(f"  {a['spec']}: {a['positions']} placements, {100 * a['candidates']:.1f}% among the expert's "
               f"{r['top']} best, the reference's best {100 * a['agree']:.1f}%, gain over the expert's best "

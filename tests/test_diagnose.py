@@ -191,6 +191,13 @@ def test_judge_noise_pick_stats_by_hand():
     assert rows[1, 1]["agree"] == 0.5 and rows[1, 1]["regret"] == pytest.approx(3.0 / 2)
     assert r["gap"] == pytest.approx((2.0 + 0.0) / 2)
     assert r["rollout_sd"] == pytest.approx((np.std(a, axis=1, ddof=1).mean() + 0.0) / 2)
+    # Only the expert's first 2 compared: one rollout each picks 0 in position 1 (means 0, -1), where all
+    # 3 picked 2 (a gain of 1); two each pick 1 either way.
+    narrow = {(row["n"], row["more"]): row for row in pick_stats([a, b], [1, 2], narrow=2)["rows"]}
+    assert narrow[1, 0]["narrow_gain"] == 0.0 and narrow[1, 0]["delta"] == pytest.approx(1.0 / 2)
+    assert narrow[1, 0]["delta_se"] > 0 and narrow[1, 0]["gain"] == rows[1, 0]["gain"]
+    assert narrow[2, 0]["narrow_gain"] == pytest.approx(3.0 / 2) and narrow[2, 0]["delta"] == 0.0
+    assert "narrow_gain" not in rows[1, 0]
 
     from core.state import GameState
     from knowledge.agents import ExpertAgent
