@@ -1,10 +1,10 @@
 """How noisy is the rollout judge? The ``rollout`` agent's layout picks against many more rollouts.
 
 ``python -m bench.judge_noise [--positions N] [--rollouts R] [--top K] [--battle-plies P] [--from-ply F]
-[--games G] [--seed S] [--workers W] [--save FILE] [--narrow K] [--json]`` draws ``N`` layout positions (default 60, seeded) at
-layout plies ``F`` (120) to 195 from the first ``G`` held-out expert games (``data/heldout-expert``),
-and gives each of the expert's ``K`` (3) best placements ``R`` (16, even) expert rollouts of ``P`` (64)
-battle plies under the same seeds (``knowledge.agents.RolloutLayoutAgent.layout_rollouts``: the
+[--games G] [--seed S] [--workers W] [--save FILE] [--narrow K] [--json]`` draws ``N`` layout positions
+(default 60, seeded) at layout plies ``F`` (120) to 195 from the first ``G`` held-out expert games
+(``data/heldout-expert``), and gives each of the expert's ``K`` (3) best placements ``R`` (16, even)
+expert rollouts of ``P`` (64) battle plies under the same seeds (``knowledge.agents.RolloutLayoutAgent.layout_rollouts``: the
 ``rollout`` agent's judge, common random numbers).
 
 The second half of the seeds is the reference: its best placement by mean stone difference is the
