@@ -4,8 +4,9 @@
 [--games G] [--seed S] [--workers W] [--save FILE] [--narrow K] [--json]`` draws ``N`` layout positions
 (default 60, seeded) at layout plies ``F`` (120) to 195 from the first ``G`` held-out expert games
 (``data/heldout-expert``), and gives each of the expert's ``K`` (3) best placements ``R`` (16, even)
-expert rollouts of ``P`` (64) battle plies under the same seeds (``knowledge.agents.RolloutLayoutAgent.layout_rollouts``: the
-``rollout`` agent's judge, common random numbers).
+expert rollouts of ``P`` (64) battle plies under the same seeds
+(``knowledge.agents.RolloutLayoutAgent.layout_rollouts``: the ``rollout`` agent's judge, common random
+numbers).
 
 The second half of the seeds is the reference: its best placement by mean stone difference is the
 "true" best. The first half makes the picks: with ``n`` = 1, 2, 4, ... rollouts a placement (its
