@@ -543,9 +543,9 @@ class SlmRolloutLayoutAgent(RolloutLayoutAgent):
     A layout node's priors are the search's (:func:`search.mcts.blend_priors`): the SLM's policy over
     the legal placements raised to ``1 / policy_temperature``, blended with the ``layout_prior``
     plugin by ``layout_prior_mix``. Before layout ply ``from_ply`` it plays the placement with the
-    highest prior; from it on, the ``top`` highest are the candidates of
-    :meth:`RolloutLayoutAgent.pick` (rollouts, halving round, ties to the higher prior). The battle
-    is the expert's. :meth:`close` stops the SLM's evaluator. Options: :class:`SlmRolloutOptions`.
+    highest prior; from it on, the ``top`` highest (``late_top`` from ``late_from`` on) are the
+    candidates of :meth:`RolloutLayoutAgent.pick` (rollouts, halving round, ties to the higher prior).
+    The battle is the expert's. :meth:`close` stops the SLM's evaluator. Options: :class:`SlmRolloutOptions`.
     """
 
     name = "slm_rollout"
