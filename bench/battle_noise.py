@@ -54,16 +54,22 @@ def _share_se(x: np.ndarray, seed: int) -> float | None:
     return float(np.std(shares, ddof=1)) if len(shares) > 1 else None
 
 
-def _play_out(task: dict) -> dict:
-    """One position's rollouts (a worker task): ``{"index", "score": [White's score], "diff": [stones]}``."""
+def play_out(task: dict) -> dict:
+    """One position's play-outs to the game's end, the expert on both sides (a worker task:
+    ``{"index", "jfen", "seed", "rollouts"}``, optional ``"key"`` (int, default ``index``) and
+    ``"ruleset"`` (a ``core.rules.Ruleset`` as a dict, default the default rules)); play-out ``i``
+    seeded with ``(seed, key, i)``. Returns ``{"index", "score": [White's score: 1, 1/2 or 0],
+    "diff": [White's stones minus Black's at the end]}``, one entry per play-out."""
+    from core.rules import DEFAULT_RULESET, Ruleset
     from core.state import GameState
     from knowledge.agents import ROLLOUT_PLIES_MAX, RolloutEvaluator
 
-    state = GameState.from_jfen(task["jfen"])
+    ruleset = Ruleset(**task["ruleset"]) if task.get("ruleset") is not None else DEFAULT_RULESET
+    state = GameState.from_jfen(task["jfen"], ruleset)
     judge = RolloutEvaluator(battle_plies=ROLLOUT_PLIES_MAX)
     score, diff = [], []
     for i in range(task["rollouts"]):
-        end = judge.rollout(state, np.random.SeedSequence([task["seed"], task["index"], i]))
+        end = judge.rollout(state, np.random.SeedSequence([task["seed"], task.get("key", task["index"]), i]))
         score.append((float(end.returns()[0]) + 1.0) / 2.0 if end.is_terminal() else 0.5)
         diff.append(float(int(end.counts[0]) - int(end.counts[1])))
     return {"index": task["index"], "score": score, "diff": diff}
@@ -89,7 +95,7 @@ def run_battle_noise(games: int = 40, ply: int = NUM_POINTS, rollouts: int = 8, 
         raise ValueError(f"fewer than 2 games reach layout ply {ply}")
     tasks = [{"jfen": s.to_jfen(), "index": j, "seed": seed, "rollouts": rollouts} for j, s in enumerate(states)]
     t0 = time.perf_counter()
-    results = map_indexed(_play_out, tasks, workers, progress)
+    results = map_indexed(play_out, tasks, workers, progress)
     out = {"positions": len(results), "ply": ply, "rollouts": rollouts, "seed": seed,
            "seconds": time.perf_counter() - t0, "raw": results}
     for key in ("score", "diff"):

@@ -1,0 +1,214 @@
+"""What an arena's layouts are worth: each game's finished layout played out many times by the expert.
+
+``python -m bench.layout_worth DIR [DIR ...] [--playouts R] [--seed S] [--workers W] [--out OUT] [--json]``
+reads the games of each arena directory (``python cli.py arena A B --out DIR``) and plays the
+position where each game's layout ended (the first battle position) out ``R`` (8) times to the
+game's end, the expert on both sides (the play-out of :mod:`bench.battle_noise`), play-out ``i`` of
+a game seeded with ``(S, crc32 of "DIR name/file name", i)``. A's mean score over those play-outs
+(win 1, draw 1/2) is the game's *layout worth*: its expected score given the layout, under the
+battle of an arena in which both sides battle as ``expert`` (``slm+expert``, ``rollout`` and
+``slm_rollout`` against ``expert``; the command cannot see an agent's battle, so that is the
+caller's to know). The mean worth over an arena's games estimates the arena's own expected score
+with most of the battle's chance averaged out (``python -m bench.battle_noise``: from the layout's
+end the position decides about an eighth of one game's variance), so two layout agents are told
+apart with a fraction of the games.
+
+Printed per directory: the games, A's played score, the mean worth with its standard error and 95%
+interval (normal, over the games), A's worth as White and as Black, and the variance ratio (the
+played scores' variance over the worths': how many played games one layout's worth stands for).
+With more than one directory, each one's difference from the first with its standard error and z.
+
+With ``--out OUT`` every game's play-outs go to ``OUT/worth.json`` (written atomically after each
+batch, the directory locked), and a rerun with the same ``OUT`` and options plays only the games
+not there yet: a long measurement resumes after a kill.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+from core.board import NUM_POINTS
+
+BATCH = 16  # games played out between two saves of --out
+WORTH_FILE = "worth.json"
+SCORE = {"draw": 0.5}
+
+
+class WorthError(ValueError):
+    """A directory that is not an arena's output, or an ``--out`` file made with other options; the
+    message names the directory or file and the reason."""
+
+
+def arena_games(directory: str | Path) -> list[dict]:
+    """The games of arena directory ``directory``: per game ``{"key"`` (``"DIR name/file name"``),
+    ``"jfen"`` (the position after the layout's 196 placements), ``"ruleset"`` (the record's, a
+    dict), ``"a_colour"`` (``"w"`` or ``"b"``), ``"played"`` (A's score in the game: 1, 1/2 or 0)``}``,
+    in file order; games that ended before the layout did, or without a result, are left out.
+    Raises :class:`WorthError` when ``directory`` holds no ``arena.json`` or no game in ``games/``,
+    or a record cannot be read or replayed."""
+    from core.errors import JiuError
+    from core.records import read_record
+
+    d = Path(directory)
+    if not (d / "arena.json").is_file():
+        raise WorthError(f"{d}: not an arena directory (no arena.json)")
+    files = sorted((d / "games").glob("*.json"))
+    if not files:
+        raise WorthError(f"{d}: no games in {d / 'games'}")
+    games = []
+    for f in files:
+        try:
+            record = read_record(f)[0]
+            line = record.replay()
+        except (JiuError, ValueError, OSError) as e:
+            raise WorthError(f"{f}: {e}") from None
+        colour = record.metadata.get("a_colour")
+        if colour not in ("w", "b"):
+            raise WorthError(f"{f}: metadata has no a_colour (not an arena game)")
+        if len(line) <= NUM_POINTS or record.result is None:
+            continue
+        played = SCORE.get(record.result, 1.0 if record.result == colour else 0.0)
+        games.append({"key": f"{d.name}/{f.name}", "jfen": line[NUM_POINTS].to_jfen(),
+                      "ruleset": record.ruleset.model_dump(), "a_colour": colour, "played": played})
+    return games
+
+
+def worth_stats(played: np.ndarray, worth: np.ndarray, a_white: np.ndarray) -> dict:
+    """Summary of one arena's ``n`` games (``played``, ``worth``: ``float64[n]``, A's scores; ``a_white``
+    ``bool[n]``): ``{"games", "played", "worth", "se"`` (standard error of the mean worth, ddof 1),
+    ``"ci95"`` (normal), ``"white"`` / ``"black"`` (mean worth by A's colour, ``None`` without such
+    games), ``"variance_ratio"`` (played variance over worth variance; ``None`` when the worths do
+    not vary)``}``. Raises ``ValueError`` for fewer than 2 games."""
+    played, worth, a_white = (np.asarray(x) for x in (played, worth, a_white))
+    n = len(worth)
+    if n < 2:
+        raise ValueError(f"worth_stats needs at least 2 games, got {n}")
+    mean, se = float(worth.mean()), float(worth.std(ddof=1) / math.sqrt(n))
+    var_worth = float(worth.var(ddof=1))
+    return {"games": n, "played": float(played.mean()), "worth": mean, "se": se,
+            "ci95": (mean - 1.96 * se, mean + 1.96 * se),
+            "white": float(worth[a_white].mean()) if a_white.any() else None,
+            "black": float(worth[~a_white].mean()) if (~a_white).any() else None,
+            "variance_ratio": float(played.var(ddof=1)) / var_worth if var_worth > 0 else None}
+
+
+def _task(game: dict, index: int, playouts: int, seed: int) -> dict:
+    return {"index": index, "key": zlib.crc32(game["key"].encode()), "jfen": game["jfen"], "ruleset": game["ruleset"],
+            "seed": seed, "rollouts": playouts}
+
+
+def run_layout_worth(directories, playouts: int = 8, seed: int = 0, workers: int = 1, out: str | None = None,
+                     progress=None) -> dict:
+    """The measurement of the module docstring; ``progress(done, total)`` after each game played out.
+    Returns ``{"playouts", "seed", "seconds", "arenas": [{"dir", "a", "b", **worth_stats,
+    "difference"`` (from the first arena: ``{"worth", "se", "z"}``, ``None`` for the first)``}]}``.
+    Raises :class:`WorthError` (see :func:`arena_games`; also for an ``--out`` file of other options)
+    and ``train.rundir.DirectoryInUse`` when another process holds ``out``."""
+    from bench.battle_noise import play_out
+    from train.rundir import atomic_write_json, lock_dir
+    from train.workers import map_indexed
+
+    arenas = []
+    for d in directories:
+        spec = json.loads((Path(d) / "arena.json").read_text()) if (Path(d) / "arena.json").is_file() else {}
+        arenas.append({"dir": str(d), "a": spec.get("a"), "b": spec.get("b"), "games": arena_games(d)})
+    lock = lock_dir(out) if out is not None else None
+    try:
+        done: dict = {}
+        path = Path(out) / WORTH_FILE if out is not None else None
+        if path is not None and path.is_file():
+            saved = json.loads(path.read_text())
+            if (saved.get("playouts"), saved.get("seed")) != (playouts, seed):
+                raise WorthError(f"{path}: made with --playouts {saved.get('playouts')} --seed {saved.get('seed')}; "
+                                 f"use those or another --out")
+            done = saved["games"]
+        todo = [g for a in arenas for g in a["games"] if g["key"] not in done]
+        t0 = time.perf_counter()
+        for start in range(0, len(todo), BATCH):
+            batch = todo[start: start + BATCH]
+            tasks = [_task(g, i, playouts, seed) for i, g in enumerate(batch)]
+            base = start
+
+            def step(k: int, total: int, base: int = base) -> None:
+                if progress is not None:
+                    progress(base + k, len(todo))
+
+            for g, r in zip(batch, map_indexed(play_out, tasks, workers, step)):
+                done[g["key"]] = r["score"]
+            if path is not None:
+                atomic_write_json(path, {"playouts": playouts, "seed": seed, "games": done})
+    finally:
+        if lock is not None:
+            lock.release()
+    result = {"playouts": playouts, "seed": seed, "seconds": time.perf_counter() - t0, "arenas": []}
+    first = None
+    for a in arenas:
+        games = a.pop("games")
+        white = np.array([g["a_colour"] == "w" for g in games])
+        worth = np.array([np.mean(done[g["key"]]) if w else 1.0 - np.mean(done[g["key"]])
+                          for g, w in zip(games, white)], np.float64)
+        stats = worth_stats(np.array([g["played"] for g in games], np.float64), worth, white)
+        diff = None
+        if first is not None:
+            d, se = stats["worth"] - first["worth"], math.hypot(stats["se"], first["se"])
+            diff = {"worth": d, "se": se, "z": d / se if se > 0 else None}
+        else:
+            first = stats
+        result["arenas"].append({**a, **stats, "difference": diff})
+    return result
+
+
+def main() -> None:  # pragma: no cover - command line
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("dirs", nargs="+", metavar="DIR", help="arena output directories (arena --out)")
+    parser.add_argument("--playouts", type=int, default=8, help="expert play-outs of each game's finished layout")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the play-outs")
+    parser.add_argument("--workers", type=int, default=1, help="processes")
+    parser.add_argument("--out", default=None, help="directory keeping the play-outs (resumable)")
+    parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    args = parser.parse_args()
+    for name, value, lo, hi in (("--playouts", args.playouts, 1, 10_000), ("--seed", args.seed, 0, 2**32 - 1),
+                                ("--workers", args.workers, 1, 64)):
+        if not lo <= value <= hi:
+            parser.exit(2, f"error: {name} must be in {lo}..{hi}, got {value}\n")
+
+    def progress(done: int, total: int) -> None:
+        print(f"  {done}/{total} games", file=sys.stderr if args.json else sys.stdout, flush=True)
+
+    from train.rundir import DirectoryInUse
+
+    try:
+        r = run_layout_worth(args.dirs, args.playouts, args.seed, args.workers, args.out, progress)
+    except WorthError as e:
+        parser.exit(2, f"error: {e}\n")
+    except DirectoryInUse as e:
+        parser.exit(2, f"error: --out: {e}\n")
+    except ValueError as e:
+        parser.exit(2, f"error: DIR: {e}\n")
+    if args.json:
+        print(json.dumps(r))
+        return
+    print(f"{args.playouts} expert play-outs of each game's finished layout ({r['seconds']:.0f} s); A's scores")
+    for a in r["arenas"]:
+        lo, hi = a["ci95"]
+        colours = " ".join(f"{c} {100 * a[c]:.1f}%" for c in ("white", "black") if a[c] is not None)
+        ratio = "n/a" if a["variance_ratio"] is None else f"{a['variance_ratio']:.1f}"
+        print(f"{a['dir']}: {a['a']} vs {a['b']}, {a['games']} games: played {100 * a['played']:.1f}%, "
+              f"worth {100 * a['worth']:.1f}% (s.e. {100 * a['se']:.1f}; [{100 * lo:.1f}%, {100 * hi:.1f}%]; "
+              f"{colours}); variance ratio {ratio}")
+        if a["difference"] is not None:
+            d = a["difference"]
+            z = "n/a" if d["z"] is None else f"{d['z']:+.2f}"
+            print(f"  minus the first: {100 * d['worth']:+.1f} points (s.e. {100 * d['se']:.1f}), z {z}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,99 @@
+"""bench.layout_worth: the summary against the statistics module, the play-outs against the rollout
+evaluator played by hand on a short-battle arena, resuming, and the errors."""
+
+import json
+import math
+import statistics
+import subprocess
+import sys
+import zlib
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bench.layout_worth import WORTH_FILE, WorthError, arena_games, run_layout_worth, worth_stats
+from core.board import NUM_POINTS
+from core.records import read_record
+from core.rules import Ruleset
+from train.arena import run_arena
+
+RULES = Ruleset(max_battle_plies=12, adjudicate="stones")  # short battles: cheap play-outs
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([0.0, 0.5, 1.0]), st.floats(0, 1), st.booleans()), min_size=2, max_size=12))
+def test_worth_stats_against_the_statistics_module(rows):
+    played, worth, white = (list(x) for x in zip(*rows))
+    s = worth_stats(np.array(played), np.array(worth), np.array(white))
+    mean = statistics.fmean(worth)
+    se = statistics.stdev(worth) / math.sqrt(len(worth))
+    assert s["games"] == len(rows) and s["played"] == pytest.approx(statistics.fmean(played))
+    assert s["worth"] == pytest.approx(mean) and s["se"] == pytest.approx(se, abs=1e-12)
+    assert s["ci95"] == pytest.approx((mean - 1.96 * se, mean + 1.96 * se), abs=1e-12)
+    for colour, flag in (("white", True), ("black", False)):
+        part = [w for w, c in zip(worth, white) if c == flag]
+        assert s[colour] == (pytest.approx(statistics.fmean(part)) if part else None)
+    var = statistics.variance(worth)
+    if var > 1e-12:
+        assert s["variance_ratio"] == pytest.approx(statistics.variance(played) / var, rel=1e-6)
+    with pytest.raises(ValueError, match="at least 2 games"):
+        worth_stats(np.array(played[:1]), np.array(worth[:1]), np.array(white[:1]))
+
+
+@pytest.fixture(scope="module")
+def arena_dir(tmp_path_factory):
+    out = tmp_path_factory.mktemp("worth") / "arena"
+    run_arena("random", "greedy", 4, workers=0, seed=5, out_dir=out, ruleset=RULES, progress=False)
+    return out
+
+
+def _by_hand(record_path, key, playouts, seed):
+    """A's mean score over the play-outs written out: the record's position after the layout, the
+    rollout evaluator with no battle limit under the record's rules, seeded (seed, crc32(key), i)."""
+    from knowledge.agents import ROLLOUT_PLIES_MAX, RolloutEvaluator
+
+    record = read_record(record_path)[0]
+    state = record.replay()[NUM_POINTS]
+    assert state.ruleset == RULES
+    judge = RolloutEvaluator(battle_plies=ROLLOUT_PLIES_MAX)
+    a = 0 if record.metadata["a_colour"] == "w" else 1
+    scores = []
+    for i in range(playouts):
+        end = judge.rollout(state, np.random.SeedSequence([seed, zlib.crc32(key.encode()), i]))
+        scores.append((float(end.returns()[a]) + 1.0) / 2.0)
+    return float(np.mean(scores))
+
+
+def test_layout_worth_plays_each_layout_out_and_resumes(arena_dir, tmp_path):
+    games = arena_games(arena_dir)
+    assert len(games) == 4 and {g["a_colour"] for g in games} == {"w", "b"}
+    out = tmp_path / "out"
+    r = run_layout_worth([arena_dir], playouts=2, seed=9, out=str(out))
+    a = r["arenas"][0]
+    assert (a["a"], a["b"], a["games"], a["difference"]) == ("random", "greedy", 4, None)
+    files = sorted((arena_dir / "games").glob("*.json"))
+    expected = [_by_hand(f, f"{arena_dir.name}/{f.name}", 2, 9) for f in files]
+    assert a["worth"] == pytest.approx(np.mean(expected))
+    assert a["played"] == pytest.approx(np.mean([g["played"] for g in games]))
+    # resume: a game dropped from the saved file is played out again, to the same scores
+    saved = json.loads((out / WORTH_FILE).read_text())
+    dropped = sorted(saved["games"])[1]
+    del saved["games"][dropped]
+    (out / WORTH_FILE).write_text(json.dumps(saved))
+    again = run_layout_worth([arena_dir, arena_dir], playouts=2, seed=9, out=str(out))
+    assert [x["worth"] for x in again["arenas"]] == pytest.approx([a["worth"]] * 2)
+    assert again["arenas"][1]["difference"]["worth"] == pytest.approx(0.0)
+    with pytest.raises(WorthError, match="made with --playouts 2 --seed 9"):
+        run_layout_worth([arena_dir], playouts=3, seed=9, out=str(out))
+
+
+def test_layout_worth_errors_are_one_line(tmp_path, arena_dir):
+    with pytest.raises(WorthError, match="not an arena directory"):
+        arena_games(tmp_path)
+    cmd = [sys.executable, "-m", "bench.layout_worth"]
+    for args, needle in (([str(tmp_path)], "not an arena directory"), ([str(arena_dir), "--playouts", "0"], "--playouts")):
+        p = subprocess.run(cmd + args, capture_output=True, text=True)
+        assert p.returncode == 2 and p.stderr.startswith("error: ") and needle in p.stderr
+        assert p.stderr.count("\n") == 1 and "Traceback" not in p.stderr
