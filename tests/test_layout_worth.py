@@ -93,7 +93,8 @@ def test_layout_worth_errors_are_one_line(tmp_path, arena_dir):
     with pytest.raises(WorthError, match="not an arena directory"):
         arena_games(tmp_path)
     cmd = [sys.executable, "-m", "bench.layout_worth"]
-    for args, needle in (([str(tmp_path)], "not an arena directory"), ([str(arena_dir), "--playouts", "0"], "--playouts")):
+    cases = (([str(tmp_path)], "not an arena directory"), ([str(arena_dir), "--playouts", "0"], "--playouts"))
+    for args, needle in cases:
         p = subprocess.run(cmd + args, capture_output=True, text=True)
         assert p.returncode == 2 and p.stderr.startswith("error: ") and needle in p.stderr
         assert p.stderr.count("\n") == 1 and "Traceback" not in p.stderr
