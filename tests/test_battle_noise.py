@@ -1,12 +1,12 @@
-"""bench.battle_noise: the variance share against a loop-by-loop analysis of variance, and the rollouts
-against the rollout evaluator played by hand."""
+"""bench.battle_noise: the variance share and the between-position correlation against loop-by-loop
+analyses of variance, and the rollouts (and their horizons) against the rollout evaluator played by hand."""
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bench.battle_noise import run_battle_noise, variance_share
+from bench.battle_noise import between_correlation, run_battle_noise, variance_share
 
 
 def _naive_share(rows):
@@ -33,6 +33,37 @@ def test_variance_share_against_naive_anova(rows):
         assert v["share"] == pytest.approx(share, abs=1e-9) and 0.0 <= v["share"] <= 1.0
 
 
+def _naive_between_correlation(xs, ys, n):
+    """The covariance of the row means less the mean within-row covariance / R, over the square roots
+    of the between-row variances (plus x's within / n), written out with loops."""
+    p, r = len(xs), len(xs[0])
+    mx, my = [sum(row) / r for row in xs], [sum(row) / r for row in ys]
+    within = sum(sum((a - ma) * (b - mb) for a, b in zip(rx, ry)) / (r - 1)
+                 for rx, ry, ma, mb in zip(xs, ys, mx, my)) / p
+    gx, gy = sum(mx) / p, sum(my) / p
+    cov = sum((a - gx) * (b - gy) for a, b in zip(mx, my)) / (p - 1) - within / r
+    wx, bx, _ = _naive_share(xs)
+    _, by, _ = _naive_share(ys)
+    var_x = bx + (0.0 if n is None else wx / n)
+    return None if var_x <= 0 or by <= 0 else cov / (var_x * by) ** 0.5
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(2, 5).flatmap(lambda r: st.lists(
+    st.lists(st.tuples(st.sampled_from([0.0, 0.5, 1.0]), st.integers(-9, 9)), min_size=r, max_size=r),
+    min_size=2, max_size=8)), st.sampled_from([None, 1, 4]))
+def test_between_correlation_against_naive_loops(rows, n):
+    ys = [[float(a) for a, _ in row] for row in rows]
+    xs = [[float(b) for _, b in row] for row in rows]
+    want = _naive_between_correlation(xs, ys, n)
+    got = between_correlation(np.array(xs), np.array(ys), n)
+    assert (got is None) == (want is None)
+    if want is not None:
+        assert got == pytest.approx(want, rel=1e-9, abs=1e-9)
+    with pytest.raises(ValueError, match="paired outcomes"):
+        between_correlation(np.array(xs), np.array(ys)[:, :1])
+
+
 def test_variance_share_extremes_and_errors():
     # the position decides everything: constant rows that differ
     assert variance_share(np.array([[0.0, 0.0], [1.0, 1.0]]))["share"] == pytest.approx(1.0)
@@ -52,16 +83,23 @@ def test_run_battle_noise_plays_the_rollout_evaluator_to_the_end():
     from train.diagnose import HELDOUT_RECORDS
     from train.supervised import read_records, record_files
 
-    r = run_battle_noise(games=2, ply=195, rollouts=2, seed=3)
+    horizons = (0, 7, 40, ROLLOUT_PLIES_MAX)
+    r = run_battle_noise(games=2, ply=195, rollouts=2, seed=3, horizons=horizons)
     assert r["positions"] == 2 and r["ply"] == 195 and 0.0 <= r["mean_score"] <= 1.0
     judge = RolloutEvaluator(battle_plies=ROLLOUT_PLIES_MAX)
     for j, record in enumerate(read_records(record_files([HELDOUT_RECORDS])[:2])):
         state = GameState.from_jfen(record.replay()[195].to_jfen())
         for i in range(2):
-            end = judge.rollout(state, np.random.SeedSequence([3, j, i]))
+            seed = np.random.SeedSequence([3, j, i])
+            end = judge.rollout(state, seed)
             assert end.is_terminal()
             assert r["raw"][j]["score"][i] == (float(end.returns()[0]) + 1.0) / 2.0
             assert r["raw"][j]["diff"][i] == float(int(end.counts[0]) - int(end.counts[1]))
+            # each horizon's difference: a rollout of that many battle plies under the same seed
+            for h, k in enumerate(horizons):
+                at = RolloutEvaluator(battle_plies=k).rollout(state, seed)
+                assert r["raw"][j]["at"][i][h] == float(int(at.counts[0]) - int(at.counts[1]))
+    assert [h["plies"] for h in r["horizons"]] == list(horizons)
     x = np.array([row["score"] for row in r["raw"]])
     assert r["score"]["within"] == pytest.approx(variance_share(x)["within"])
     assert r["score"]["spread"] == pytest.approx(np.sqrt(variance_share(x)["between"]))
