@@ -101,9 +101,8 @@ def play_out(task: dict) -> dict:
     horizons = [int(k) for k in task.get("horizons", ())]
     score, diff, at = [], [], []
     for i in range(task["rollouts"]):
-        seen = []
-        for k, end in enumerate(judge.rollout_line(state, np.random.SeedSequence([task["seed"],
-                                                                                   task.get("key", task["index"]), i]))):
+        seen, seeds = [], np.random.SeedSequence([task["seed"], task.get("key", task["index"]), i])
+        for k, end in enumerate(judge.rollout_line(state, seeds)):
             seen.append(float(int(end.counts[0]) - int(end.counts[1])))
         score.append((float(end.returns()[0]) + 1.0) / 2.0 if end.is_terminal() else 0.5)
         diff.append(seen[-1])
