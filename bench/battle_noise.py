@@ -1,9 +1,9 @@
 """How much does the position decide? Expert games played out from the same position many times.
 
 ``python -m bench.battle_noise [--games G] [--ply F] [--rollouts R] [--seed S] [--workers W] [--records DIR]
-[--horizons K,K,...] [--json]`` takes the position after ``F`` layout plies (default 196: the first battle position, the
-layout finished) of each of the first ``G`` (40) held-out expert games (``data/heldout-expert``) and
-plays it out ``R`` (8) times to the game's end, the expert on both sides (the rollout of
+[--horizons K,K,...] [--json]`` takes the position after ``F`` layout plies (default 196: the first
+battle position, the layout finished) of each of the first ``G`` (40) held-out expert games
+(``data/heldout-expert``) and plays it out ``R`` (8) times to the game's end, the expert on both sides (the rollout of
 :meth:`knowledge.agents.RolloutEvaluator.rollout` with no limit on the battle plies), rollout ``i`` of
 position ``j`` seeded with ``(S, j, i)``: what is left to chance is the expert's tie-breaks (a game
 still going after 100,000 battle plies would count as a draw).
@@ -118,8 +118,8 @@ def run_battle_noise(games: int = 40, ply: int = NUM_POINTS, rollouts: int = 8, 
     root of ``between``; ``raw``: per position its rollouts' scores and differences) and, per battle
     ply count of ``horizons``, ``"horizons": [{"plies", "share", "correlation", "single", "mean4"}]``
     (:func:`variance_share` and :func:`between_correlation` of the stone difference there with the
-    score: ``n`` None, 1 and 4). Raises
-    ``ValueError`` when fewer than 2 games reach layout ply ``ply``."""
+    score: ``n`` None, 1 and 4). Raises ``ValueError`` when fewer than 2 games reach layout ply
+    ``ply``."""
     from train.diagnose import HELDOUT_RECORDS
     from train.supervised import read_records, record_files
     from train.workers import map_indexed
