@@ -3,10 +3,10 @@
 ``python -m bench.battle_noise [--games G] [--ply F] [--rollouts R] [--seed S] [--workers W] [--records DIR]
 [--horizons K,K,...] [--json]`` takes the position after ``F`` layout plies (default 196: the first
 battle position, the layout finished) of each of the first ``G`` (40) held-out expert games
-(``data/heldout-expert``) and plays it out ``R`` (8) times to the game's end, the expert on both sides (the rollout of
-:meth:`knowledge.agents.RolloutEvaluator.rollout` with no limit on the battle plies), rollout ``i`` of
-position ``j`` seeded with ``(S, j, i)``: what is left to chance is the expert's tie-breaks (a game
-still going after 100,000 battle plies would count as a draw).
+(``data/heldout-expert``) and plays it out ``R`` (8) times to the game's end, the expert on both
+sides (the rollout of :meth:`knowledge.agents.RolloutEvaluator.rollout` with no limit on the battle
+plies), rollout ``i`` of position ``j`` seeded with ``(S, j, i)``: what is left to chance is the
+expert's tie-breaks (a game still going after 100,000 battle plies would count as a draw).
 
 Printed: White's mean score (win 1, draw 1/2), and for the score and for the final stone difference
 (White's minus Black's) the share of one game's variance that the position decides, the intraclass
