@@ -16,7 +16,8 @@ apart with a fraction of the games.
 Printed per directory: the games, A's played score, the mean worth with its standard error and 95%
 interval (normal, over the games), A's worth as White and as Black, and the variance ratio (the
 played scores' variance over the worths': how many played games one layout's worth stands for).
-With more than one directory, each one's difference from the first with its standard error and z.
+With more than one directory, each one's difference from the first with its standard error and z,
+and the games of the directories with the same two specs pooled.
 
 With ``--out OUT`` every game's play-outs go to ``OUT/worth.json`` (written atomically after each
 batch, the directory locked), and a rerun with the same ``OUT`` and options plays only the games
@@ -109,7 +110,9 @@ def run_layout_worth(directories, playouts: int = 8, seed: int = 0, workers: int
                      progress=None) -> dict:
     """The measurement of the module docstring; ``progress(done, total)`` after each game played out.
     Returns ``{"playouts", "seed", "seconds", "arenas": [{"dir", "a", "b", **worth_stats,
-    "difference"`` (from the first arena: ``{"worth", "se", "z"}``, ``None`` for the first)``}]}``.
+    "difference"`` (from the first arena: ``{"worth", "se", "z"}``, ``None`` for the first)``}],
+    "pooled": [{"a", "b", "arenas", **worth_stats}]}``, the latter over the games of all the arenas
+    of one pair of specs, for each pair that has more than one.
     Raises :class:`WorthError` (see :func:`arena_games`; also for an ``--out`` file of other options)
     and ``train.rundir.DirectoryInUse`` when another process holds ``out``."""
     from bench.battle_noise import play_out
@@ -150,12 +153,15 @@ def run_layout_worth(directories, playouts: int = 8, seed: int = 0, workers: int
             lock.release()
     result = {"playouts": playouts, "seed": seed, "seconds": time.perf_counter() - t0, "arenas": []}
     first = None
+    pools: dict[tuple, list] = {}
     for a in arenas:
         games = a.pop("games")
         white = np.array([g["a_colour"] == "w" for g in games])
         worth = np.array([np.mean(done[g["key"]]) if w else 1.0 - np.mean(done[g["key"]])
                           for g, w in zip(games, white)], np.float64)
-        stats = worth_stats(np.array([g["played"] for g in games], np.float64), worth, white)
+        played = np.array([g["played"] for g in games], np.float64)
+        pools.setdefault((a["a"], a["b"]), []).append((played, worth, white))
+        stats = worth_stats(played, worth, white)
         diff = None
         if first is not None:
             d, se = stats["worth"] - first["worth"], math.hypot(stats["se"], first["se"])
@@ -163,6 +169,9 @@ def run_layout_worth(directories, playouts: int = 8, seed: int = 0, workers: int
         else:
             first = stats
         result["arenas"].append({**a, **stats, "difference": diff})
+    result["pooled"] = [{"a": a, "b": b, "arenas": len(parts),
+                         **worth_stats(*(np.concatenate(x) for x in zip(*parts)))}
+                        for (a, b), parts in pools.items() if len(parts) > 1]
     return result
 
 
@@ -208,6 +217,10 @@ def main() -> None:  # pragma: no cover - command line
             d = a["difference"]
             z = "n/a" if d["z"] is None else f"{d['z']:+.2f}"
             print(f"  minus the first: {100 * d['worth']:+.1f} points (s.e. {100 * d['se']:.1f}), z {z}")
+    for p in r["pooled"]:
+        lo, hi = p["ci95"]
+        print(f"pooled, {p['a']} vs {p['b']}, {p['arenas']} arenas, {p['games']} games: "
+              f"played {100 * p['played']:.1f}%, worth {100 * p['worth']:.1f}% (s.e. {100 * p['se']:.1f}; [{100 * lo:.1f}%, {100 * hi:.1f}%])")
 
 
 if __name__ == "__main__":  # pragma: no cover

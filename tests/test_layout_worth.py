@@ -85,6 +85,12 @@ def test_layout_worth_plays_each_layout_out_and_resumes(arena_dir, tmp_path):
     again = run_layout_worth([arena_dir, arena_dir], playouts=2, seed=9, out=str(out))
     assert [x["worth"] for x in again["arenas"]] == pytest.approx([a["worth"]] * 2)
     assert again["arenas"][1]["difference"]["worth"] == pytest.approx(0.0)
+    # the same pair of specs twice: one pool of both arenas' games
+    assert r["pooled"] == [] and len(again["pooled"]) == 1
+    pool = again["pooled"][0]
+    assert (pool["a"], pool["b"], pool["arenas"], pool["games"]) == ("random", "greedy", 2, 8)
+    assert pool["worth"] == pytest.approx(a["worth"]) and pool["played"] == pytest.approx(a["played"])
+    assert pool["se"] == pytest.approx(np.std(expected * 2, ddof=1) / np.sqrt(8))
     with pytest.raises(WorthError, match="made with --playouts 2 --seed 9"):
         run_layout_worth([arena_dir], playouts=3, seed=9, out=str(out))
 
