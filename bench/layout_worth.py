@@ -220,7 +220,8 @@ def main() -> None:  # pragma: no cover - command line
     for p in r["pooled"]:
         lo, hi = p["ci95"]
         print(f"pooled, {p['a']} vs {p['b']}, {p['arenas']} arenas, {p['games']} games: "
-              f"played {100 * p['played']:.1f}%, worth {100 * p['worth']:.1f}% (s.e. {100 * p['se']:.1f}; [{100 * lo:.1f}%, {100 * hi:.1f}%])")
+              f"played {100 * p['played']:.1f}%, worth {100 * p['worth']:.1f}% (s.e. {100 * p['se']:.1f}; "
+              f"[{100 * lo:.1f}%, {100 * hi:.1f}%])")
 
 
 if __name__ == "__main__":  # pragma: no cover
