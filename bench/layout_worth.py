@@ -128,7 +128,11 @@ def run_layout_worth(directories, playouts: int = 8, seed: int = 0, workers: int
         done: dict = {}
         path = Path(out) / WORTH_FILE if out is not None else None
         if path is not None and path.is_file():
-            saved = json.loads(path.read_text())
+            try:
+                saved = json.loads(path.read_text())
+                saved["games"] = {str(k): [float(x) for x in v] for k, v in saved["games"].items()}
+            except (ValueError, TypeError, KeyError, AttributeError) as e:
+                raise WorthError(f"{path}: not a {WORTH_FILE} of this command ({type(e).__name__}: {e})") from None
             if (saved.get("playouts"), saved.get("seed")) != (playouts, seed):
                 raise WorthError(f"{path}: made with --playouts {saved.get('playouts')} --seed {saved.get('seed')}; "
                                  f"use those or another --out")

@@ -573,19 +573,19 @@ class RolloutEvaluator:
         self.battle_plies, self.rollouts, self.scale, self.seed = int(battle_plies), int(rollouts), float(scale), int(seed)
         self._local = threading.local()
 
-    def rollout_line(self, state: GameState, seed, battle_plies: int | None = None) -> Iterator[GameState]:
+    def rollout_line(self, state: GameState, seed) -> Iterator[GameState]:
         """The battle positions of one rollout from ``state`` (a layout position, or a battle position),
         in order: the expert, its generator seeded with ``seed`` (an int or a
         ``numpy.random.SeedSequence``), plays both sides to the end of the layout (the first position
-        yielded) and then ``battle_plies`` (default the evaluator's) battle plies, one position after
-        each, fewer when the game ends."""
+        yielded) and then ``battle_plies`` battle plies, one position after each, fewer when the game
+        ends."""
         roller = getattr(self._local, "expert", None)
         if roller is None:
             roller = self._local.expert = ExpertAgent()
         roller.rng = np.random.default_rng(seed)
         s = finish_layout(state, roller)
         yield s
-        for _ in range(self.battle_plies if battle_plies is None else battle_plies):
+        for _ in range(self.battle_plies):
             if s.is_terminal():
                 break
             s = s._play(roller.select(s))

@@ -93,6 +93,9 @@ def test_layout_worth_plays_each_layout_out_and_resumes(arena_dir, tmp_path):
     assert pool["se"] == pytest.approx(np.std(expected * 2, ddof=1) / np.sqrt(8))
     with pytest.raises(WorthError, match="made with --playouts 2 --seed 9"):
         run_layout_worth([arena_dir], playouts=3, seed=9, out=str(out))
+    (out / WORTH_FILE).write_text('{"playouts": 2, "seed": 9, "games": [1, 2]}')
+    with pytest.raises(WorthError, match="not a worth.json of this command"):
+        run_layout_worth([arena_dir], playouts=2, seed=9, out=str(out))
 
 
 def test_layout_worth_errors_are_one_line(tmp_path, arena_dir):
