@@ -40,7 +40,6 @@ from core.board import NUM_POINTS
 
 BATCH = 16  # games played out between two saves of --out
 WORTH_FILE = "worth.json"
-SCORE = {"draw": 0.5}
 
 
 class WorthError(ValueError):
@@ -48,38 +47,43 @@ class WorthError(ValueError):
     message names the directory or file and the reason."""
 
 
-def arena_games(directory: str | Path) -> list[dict]:
-    """The games of arena directory ``directory``: per game ``{"key"`` (``"DIR name/file name"``),
-    ``"jfen"`` (the position after the layout's 196 placements), ``"ruleset"`` (the record's, a
-    dict), ``"a_colour"`` (``"w"`` or ``"b"``), ``"played"`` (A's score in the game: 1, 1/2 or 0)``}``,
-    in file order; games that ended before the layout did, or without a result, are left out.
-    Raises :class:`WorthError` when ``directory`` holds no ``arena.json`` or no game in ``games/``,
-    or a record cannot be read or replayed."""
+def arena_games(directory: str | Path) -> dict:
+    """The games of arena directory ``directory``: ``{"a", "b"`` (its specs, from ``arena.json``),
+    ``"games": [{"key"`` (``"DIR name/file name"``), ``"jfen"`` (the position after the layout's 196
+    placements), ``"ruleset"`` (the record's, a dict), ``"a_colour"`` (``"w"`` or ``"b"``),
+    ``"played"`` (A's score in the game, ``train.arena.a_points``)``}]}``, in game order; games that
+    ended before the layout did, or without a result, are left out. The records are read and checked
+    as the arena reads them (``train.arena.load_records``). Raises :class:`WorthError` when
+    ``directory`` holds no readable ``arena.json`` or no finished game, or a record cannot be read,
+    belongs to another match or cannot be replayed."""
     from core.errors import JiuError
-    from core.records import read_record
+    from train.arena import CONFIG_FILE, a_points, load_records, record_path
 
     d = Path(directory)
-    if not (d / "arena.json").is_file():
-        raise WorthError(f"{d}: not an arena directory (no arena.json)")
-    files = sorted((d / "games").glob("*.json"))
-    if not files:
-        raise WorthError(f"{d}: no games in {d / 'games'}")
+    try:
+        config = json.loads((d / CONFIG_FILE).read_text())
+        a, b, seed, count = config["a"], config["b"], config["seed"], int(config["games"])
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise WorthError(f"{d}: not an arena directory (no readable {CONFIG_FILE}: {type(e).__name__})") from None
+    try:
+        records = load_records(d, count, a, b, seed)
+    except JiuError as e:  # ArenaError
+        raise WorthError(str(e)) from None
+    if not records:
+        raise WorthError(f"{d}: no finished games in {record_path(d, 0).parent}")
     games = []
-    for f in files:
+    for i, record in records.items():
         try:
-            record = read_record(f)[0]
             line = record.replay()
-        except (JiuError, ValueError, OSError) as e:
-            raise WorthError(f"{f}: {e}") from None
-        colour = record.metadata.get("a_colour")
-        if colour not in ("w", "b"):
-            raise WorthError(f"{f}: metadata has no a_colour (not an arena game)")
+        except (JiuError, ValueError) as e:
+            raise WorthError(f"{record_path(d, i)}: {e}") from None
         if len(line) <= NUM_POINTS or record.result is None:
             continue
-        played = SCORE.get(record.result, 1.0 if record.result == colour else 0.0)
-        games.append({"key": f"{d.name}/{f.name}", "jfen": line[NUM_POINTS].to_jfen(),
-                      "ruleset": record.ruleset.model_dump(), "a_colour": colour, "played": played})
-    return games
+        colour = record.metadata["a_colour"]
+        games.append({"key": f"{d.name}/{record_path(d, i).name}", "jfen": line[NUM_POINTS].to_jfen(),
+                      "ruleset": record.ruleset.model_dump(), "a_colour": colour,
+                      "played": a_points(record.result, colour)})
+    return {"a": a, "b": b, "games": games}
 
 
 def worth_stats(played: np.ndarray, worth: np.ndarray, a_white: np.ndarray) -> dict:
@@ -119,10 +123,7 @@ def run_layout_worth(directories, playouts: int = 8, seed: int = 0, workers: int
     from train.rundir import atomic_write_json, lock_dir
     from train.workers import map_indexed
 
-    arenas = []
-    for d in directories:
-        spec = json.loads((Path(d) / "arena.json").read_text()) if (Path(d) / "arena.json").is_file() else {}
-        arenas.append({"dir": str(d), "a": spec.get("a"), "b": spec.get("b"), "games": arena_games(d)})
+    arenas = [{"dir": str(d), **arena_games(d)} for d in directories]
     lock = lock_dir(out) if out is not None else None
     try:
         done: dict = {}

@@ -67,7 +67,9 @@ def _by_hand(record_path, key, playouts, seed):
 
 
 def test_layout_worth_plays_each_layout_out_and_resumes(arena_dir, tmp_path):
-    games = arena_games(arena_dir)
+    arena = arena_games(arena_dir)
+    games = arena["games"]
+    assert (arena["a"], arena["b"]) == ("random", "greedy")
     assert len(games) == 4 and {g["a_colour"] for g in games} == {"w", "b"}
     out = tmp_path / "out"
     r = run_layout_worth([arena_dir], playouts=2, seed=9, out=str(out))
