@@ -141,8 +141,8 @@ def run_battle_noise(games: int = 40, ply: int = NUM_POINTS, rollouts: int = 8, 
         x = np.array([r[key] for r in results], np.float64)
         v = variance_share(x)
         out[key] = {**v, "share_se": _share_se(x, seed), "spread": float(np.sqrt(v["between"]))}
-    out["mean_score"] = float(np.mean([r["score"] for r in results]))
     score = np.array([r["score"] for r in results], np.float64)
+    out["mean_score"] = float(score.mean())
     out["horizons"] = []
     for h, k in enumerate(horizons):
         x = np.array([[a[h] for a in r["at"]] for r in results], np.float64)
