@@ -1,10 +1,13 @@
 """What an arena's layouts are worth: each game's finished layout played out many times by the expert.
 
-``python -m bench.layout_worth DIR [DIR ...] [--playouts R] [--seed S] [--workers W] [--out OUT] [--json]``
-reads the games of each arena directory (``python cli.py arena A B --out DIR``) and plays the
+``python -m bench.layout_worth DIR [DIR ...] [--playouts R] [--ply P] [--seed S] [--workers W] [--out OUT]
+[--json]`` reads the games of each arena directory (``python cli.py arena A B --out DIR``) and plays the
 position where each game's layout ended (the first battle position) out ``R`` (8) times to the
 game's end, the expert on both sides (the play-out of :mod:`bench.battle_noise`), play-out ``i`` of
-a game seeded with ``(S, crc32 of "DIR name/file name", i)``. A's mean score over those play-outs
+a game seeded with ``(S, crc32 of "DIR name/file name", i)``. With ``--ply P`` (below 196) each
+play-out starts from the game's position after ``P`` placements and the expert finishes the layout
+on both sides first: the worth of the layout up to ply ``P``, so that the worths at a few plies show
+where in the layout an agent's gain over the expert's layout is made. A's mean score over those play-outs
 (win 1, draw 1/2) is the game's *layout worth*: its expected score given the layout, under the
 battle of an arena in which both sides battle as ``expert`` (``slm+expert``, ``rollout`` and
 ``slm_rollout`` against ``expert``; the command cannot see an agent's battle, so that is the
@@ -20,8 +23,8 @@ With more than one directory, each one's difference from the first with its stan
 and the games of the directories with the same two specs pooled.
 
 With ``--out OUT`` every game's play-outs go to ``OUT/worth.json`` (written atomically after each
-batch, the directory locked), and a rerun with the same ``OUT`` and options plays only the games
-not there yet: a long measurement resumes after a kill.
+batch, the directory locked), and a rerun with the same ``OUT`` and options (``--playouts``,
+``--seed``, ``--ply``) plays only the games not there yet: a long measurement resumes after a kill.
 """
 
 from __future__ import annotations
@@ -47,10 +50,10 @@ class WorthError(ValueError):
     message names the directory or file and the reason."""
 
 
-def arena_games(directory: str | Path) -> dict:
+def arena_games(directory: str | Path, ply: int = NUM_POINTS) -> dict:
     """The games of arena directory ``directory``: ``{"a", "b"`` (its specs, from ``arena.json``),
-    ``"games": [{"key"`` (``"DIR name/file name"``), ``"jfen"`` (the position after the layout's 196
-    placements), ``"ruleset"`` (the record's, a dict), ``"a_colour"`` (``"w"`` or ``"b"``),
+    ``"games": [{"key"`` (``"DIR name/file name"``), ``"jfen"`` (the position after the layout's first
+    ``ply`` placements, 0..196; default all 196), ``"ruleset"`` (the record's, a dict), ``"a_colour"`` (``"w"`` or ``"b"``),
     ``"played"`` (A's score in the game, ``train.arena.a_points``)``}]}``, in game order; games that
     ended before the layout did, or without a result, are left out. The records are read and checked
     as the arena reads them (``train.arena.load_records``). Raises :class:`WorthError` when
@@ -80,7 +83,7 @@ def arena_games(directory: str | Path) -> dict:
         if len(line) <= NUM_POINTS or record.result is None:
             continue
         colour = record.metadata["a_colour"]
-        games.append({"key": f"{d.name}/{record_path(d, i).name}", "jfen": line[NUM_POINTS].to_jfen(),
+        games.append({"key": f"{d.name}/{record_path(d, i).name}", "jfen": line[ply].to_jfen(),
                       "ruleset": record.ruleset.model_dump(), "a_colour": colour,
                       "played": a_points(record.result, colour)})
     return {"a": a, "b": b, "games": games}
@@ -111,9 +114,10 @@ def _task(game: dict, index: int, playouts: int, seed: int) -> dict:
 
 
 def run_layout_worth(directories, playouts: int = 8, seed: int = 0, workers: int = 1, out: str | None = None,
-                     progress=None) -> dict:
-    """The measurement of the module docstring; ``progress(done, total)`` after each game played out.
-    Returns ``{"playouts", "seed", "seconds", "arenas": [{"dir", "a", "b", **worth_stats,
+                     progress=None, ply: int = NUM_POINTS) -> dict:
+    """The measurement of the module docstring, from layout ply ``ply`` (0..196, else ``ValueError``);
+    ``progress(done, total)`` after each game played out.
+    Returns ``{"playouts", "seed", "ply", "seconds", "arenas": [{"dir", "a", "b", **worth_stats,
     "difference"`` (from the first arena: ``{"worth", "se", "z"}``, ``None`` for the first)``}],
     "pooled": [{"a", "b", "arenas", **worth_stats}]}``, the latter over the games of all the arenas
     of one pair of specs, for each pair that has more than one.
@@ -123,7 +127,9 @@ def run_layout_worth(directories, playouts: int = 8, seed: int = 0, workers: int
     from train.rundir import atomic_write_json, lock_dir
     from train.workers import map_indexed
 
-    arenas = [{"dir": str(d), **arena_games(d)} for d in directories]
+    if not 0 <= ply <= NUM_POINTS:
+        raise ValueError(f"ply must be in 0..{NUM_POINTS}, got {ply!r}")
+    arenas = [{"dir": str(d), **arena_games(d, ply)} for d in directories]
     lock = lock_dir(out) if out is not None else None
     try:
         done: dict = {}
@@ -134,8 +140,9 @@ def run_layout_worth(directories, playouts: int = 8, seed: int = 0, workers: int
                 saved["games"] = {str(k): [float(x) for x in v] for k, v in saved["games"].items()}
             except (ValueError, TypeError, KeyError, AttributeError) as e:
                 raise WorthError(f"{path}: not a {WORTH_FILE} of this command ({type(e).__name__}: {e})") from None
-            if (saved.get("playouts"), saved.get("seed")) != (playouts, seed):
-                raise WorthError(f"{path}: made with --playouts {saved.get('playouts')} --seed {saved.get('seed')}; "
+            made = (saved.get("playouts"), saved.get("seed"), saved.get("ply", NUM_POINTS))
+            if made != (playouts, seed, ply):
+                raise WorthError(f"{path}: made with --playouts {made[0]} --seed {made[1]} --ply {made[2]}; "
                                  f"use those or another --out")
             done = saved["games"]
         todo = [g for a in arenas for g in a["games"] if g["key"] not in done]
@@ -152,11 +159,11 @@ def run_layout_worth(directories, playouts: int = 8, seed: int = 0, workers: int
             for g, r in zip(batch, map_indexed(play_out, tasks, workers, step)):
                 done[g["key"]] = r["score"]
             if path is not None:
-                atomic_write_json(path, {"playouts": playouts, "seed": seed, "games": done})
+                atomic_write_json(path, {"playouts": playouts, "seed": seed, "ply": ply, "games": done})
     finally:
         if lock is not None:
             lock.release()
-    result = {"playouts": playouts, "seed": seed, "seconds": time.perf_counter() - t0, "arenas": []}
+    result = {"playouts": playouts, "seed": seed, "ply": ply, "seconds": time.perf_counter() - t0, "arenas": []}
     first = None
     pools: dict[tuple, list] = {}
     for a in arenas:
@@ -184,12 +191,15 @@ def main() -> None:  # pragma: no cover - command line
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("dirs", nargs="+", metavar="DIR", help="arena output directories (arena --out)")
     parser.add_argument("--playouts", type=int, default=8, help="expert play-outs of each game's finished layout")
+    parser.add_argument("--ply", type=int, default=NUM_POINTS,
+                        help="play out from the position after this many placements, the expert finishing the layout")
     parser.add_argument("--seed", type=int, default=0, help="seed of the play-outs")
     parser.add_argument("--workers", type=int, default=1, help="processes")
     parser.add_argument("--out", default=None, help="directory keeping the play-outs (resumable)")
     parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
     args = parser.parse_args()
-    for name, value, lo, hi in (("--playouts", args.playouts, 1, 10_000), ("--seed", args.seed, 0, 2**32 - 1),
+    for name, value, lo, hi in (("--playouts", args.playouts, 1, 10_000), ("--ply", args.ply, 0, NUM_POINTS),
+                                ("--seed", args.seed, 0, 2**32 - 1),
                                 ("--workers", args.workers, 1, 64)):
         if not lo <= value <= hi:
             parser.exit(2, f"error: {name} must be in {lo}..{hi}, got {value}\n")
@@ -200,7 +210,7 @@ def main() -> None:  # pragma: no cover - command line
     from train.rundir import DirectoryInUse
 
     try:
-        r = run_layout_worth(args.dirs, args.playouts, args.seed, args.workers, args.out, progress)
+        r = run_layout_worth(args.dirs, args.playouts, args.seed, args.workers, args.out, progress, args.ply)
     except WorthError as e:
         parser.exit(2, f"error: {e}\n")
     except DirectoryInUse as e:
@@ -210,7 +220,8 @@ def main() -> None:  # pragma: no cover - command line
     if args.json:
         print(json.dumps(r))
         return
-    print(f"{args.playouts} expert play-outs of each game's finished layout ({r['seconds']:.0f} s); A's scores")
+    start = "finished layout" if args.ply == NUM_POINTS else f"layout up to ply {args.ply}, the expert finishing it"
+    print(f"{args.playouts} expert play-outs of each game's {start} ({r['seconds']:.0f} s); A's scores")
     for a in r["arenas"]:
         lo, hi = a["ci95"]
         colours = " ".join(f"{c} {100 * a[c]:.1f}%" for c in ("white", "black") if a[c] is not None)

@@ -49,13 +49,14 @@ def arena_dir(tmp_path_factory):
     return out
 
 
-def _by_hand(record_path, key, playouts, seed):
-    """A's mean score over the play-outs written out: the record's position after the layout, the
-    rollout evaluator with no battle limit under the record's rules, seeded (seed, crc32(key), i)."""
+def _by_hand(record_path, key, playouts, seed, ply=NUM_POINTS):
+    """A's mean score over the play-outs written out: the record's position after ``ply`` placements,
+    the rollout evaluator (the expert finishing the layout, then no battle limit) under the record's
+    rules, seeded (seed, crc32(key), i)."""
     from knowledge.agents import ROLLOUT_PLIES_MAX, RolloutEvaluator
 
     record = read_record(record_path)[0]
-    state = record.replay()[NUM_POINTS]
+    state = record.replay()[ply]
     assert state.ruleset == RULES
     judge = RolloutEvaluator(battle_plies=ROLLOUT_PLIES_MAX)
     a = 0 if record.metadata["a_colour"] == "w" else 1
@@ -100,11 +101,31 @@ def test_layout_worth_plays_each_layout_out_and_resumes(arena_dir, tmp_path):
         run_layout_worth([arena_dir], playouts=2, seed=9, out=str(out))
 
 
+def test_layout_worth_from_an_earlier_ply(arena_dir, tmp_path):
+    """--ply P: the play-outs start after the game's first P placements, the expert finishing the
+    layout; a worth.json of another ply is refused."""
+    files = sorted((arena_dir / "games").glob("*.json"))
+    out = tmp_path / "out"
+    r = run_layout_worth([arena_dir], playouts=2, seed=4, out=str(out), ply=150)
+    assert r["ply"] == 150
+    expected = [_by_hand(f, f"{arena_dir.name}/{f.name}", 2, 4, ply=150) for f in files]
+    assert r["arenas"][0]["worth"] == pytest.approx(np.mean(expected))
+    early = [g["jfen"] for g in arena_games(arena_dir, 150)["games"]]
+    assert early == [read_record(f)[0].replay()[150].to_jfen() for f in files]
+    assert not set(early) & {g["jfen"] for g in arena_games(arena_dir)["games"]}
+    assert json.loads((out / WORTH_FILE).read_text())["ply"] == 150
+    with pytest.raises(WorthError, match="--ply 150"):
+        run_layout_worth([arena_dir], playouts=2, seed=4, out=str(out))
+    with pytest.raises(ValueError, match="ply must be in 0..196"):
+        run_layout_worth([arena_dir], ply=197)
+
+
 def test_layout_worth_errors_are_one_line(tmp_path, arena_dir):
     with pytest.raises(WorthError, match="not an arena directory"):
         arena_games(tmp_path)
     cmd = [sys.executable, "-m", "bench.layout_worth"]
-    cases = (([str(tmp_path)], "not an arena directory"), ([str(arena_dir), "--playouts", "0"], "--playouts"))
+    cases = (([str(tmp_path)], "not an arena directory"), ([str(arena_dir), "--playouts", "0"], "--playouts"),
+             ([str(arena_dir), "--ply", "-1"], "--ply"))
     for args, needle in cases:
         p = subprocess.run(cmd + args, capture_output=True, text=True)
         assert p.returncode == 2 and p.stderr.startswith("error: ") and needle in p.stderr
