@@ -58,10 +58,13 @@ def arena_games(directory: str | Path, ply: int = NUM_POINTS) -> dict:
     order; games that ended before the layout did, or without a result, are left out. The records
     are read and checked as the arena reads them (``train.arena.load_records``). Raises
     :class:`WorthError` when ``directory`` holds no readable ``arena.json`` or no finished game, or a
-    record cannot be read, belongs to another match or cannot be replayed."""
+    record cannot be read, belongs to another match or cannot be replayed, and ``ValueError`` for a
+    ``ply`` outside 0..196."""
     from core.errors import JiuError
     from train.arena import CONFIG_FILE, a_points, load_records, record_path
 
+    if not 0 <= ply <= NUM_POINTS:
+        raise ValueError(f"ply must be in 0..{NUM_POINTS}, got {ply!r}")
     d = Path(directory)
     try:
         config = json.loads((d / CONFIG_FILE).read_text())
@@ -115,9 +118,8 @@ def _task(game: dict, index: int, playouts: int, seed: int) -> dict:
 
 def run_layout_worth(directories, playouts: int = 8, seed: int = 0, workers: int = 1, out: str | None = None,
                      progress=None, ply: int = NUM_POINTS) -> dict:
-    """The measurement of the module docstring, from layout ply ``ply`` (0..196, else ``ValueError``);
-    ``progress(done, total)`` after each game played out.
-    Returns ``{"playouts", "seed", "ply", "seconds", "arenas": [{"dir", "a", "b", **worth_stats,
+    """The measurement of the module docstring, from layout ply ``ply`` (0..196, else ``ValueError``
+    from :func:`arena_games`); ``progress(done, total)`` after each game played out. Returns ``{"playouts", "seed", "ply", "seconds", "arenas": [{"dir", "a", "b", **worth_stats,
     "difference"`` (from the first arena: ``{"worth", "se", "z"}``, ``None`` for the first)``}],
     "pooled": [{"a", "b", "arenas", **worth_stats}]}``, the latter over the games of all the arenas
     of one pair of specs, for each pair that has more than one.
@@ -127,8 +129,6 @@ def run_layout_worth(directories, playouts: int = 8, seed: int = 0, workers: int
     from train.rundir import atomic_write_json, lock_dir
     from train.workers import map_indexed
 
-    if not 0 <= ply <= NUM_POINTS:
-        raise ValueError(f"ply must be in 0..{NUM_POINTS}, got {ply!r}")
     arenas = [{"dir": str(d), **arena_games(d, ply)} for d in directories]
     lock = lock_dir(out) if out is not None else None
     try:

@@ -118,6 +118,8 @@ def test_layout_worth_from_an_earlier_ply(arena_dir, tmp_path):
         run_layout_worth([arena_dir], playouts=2, seed=4, out=str(out))
     with pytest.raises(ValueError, match="ply must be in 0..196"):
         run_layout_worth([arena_dir], ply=197)
+    with pytest.raises(ValueError, match="ply must be in 0..196"):
+        arena_games(arena_dir, -1)
 
 
 def test_layout_worth_errors_are_one_line(tmp_path, arena_dir):
