@@ -190,7 +190,7 @@ def run_layout_worth(directories, playouts: int = 8, seed: int = 0, workers: int
 def main() -> None:  # pragma: no cover - command line
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("dirs", nargs="+", metavar="DIR", help="arena output directories (arena --out)")
-    parser.add_argument("--playouts", type=int, default=8, help="expert play-outs of each game's finished layout")
+    parser.add_argument("--playouts", type=int, default=8, help="expert play-outs of each game's layout")
     parser.add_argument("--ply", type=int, default=NUM_POINTS,
                         help="play out from the position after this many placements, the expert finishing the layout")
     parser.add_argument("--seed", type=int, default=0, help="seed of the play-outs")
