@@ -667,19 +667,26 @@ class RolloutLayoutAgent(_Agent):
     bench.battle_noise --ply P``), and there the expert's ranking of its placements says little
     about which is best (``python -m bench.judge_noise --from-ply P --top K``).
 
+    From layout ply ``lookahead_from`` on, a two-placement lookahead: each candidate's rollouts start
+    from its best follow-up (:meth:`lookahead_leaves`: the expert's modelled reply, then the best of
+    our ``lookahead_top`` next candidates by the same rollouts), so that a placement is judged with
+    our next one searched rather than the expert's.
+
     Cost per searched placement: ``k * rollouts + ceil(k / 2) * halving_rollouts`` rollouts (``k`` the
-    candidates compared), each the remaining placements and ``battle_plies`` expert battle moves
+    candidates compared; ``k * lookahead_top * rollouts + ...`` with the lookahead), each the remaining placements and ``battle_plies`` expert battle moves
     (``arena`` prints the seconds per move). Options, bounds and defaults: :class:`RolloutOptions`.
     """
 
     name = "rollout"
 
     def __init__(self, seed: int, *, from_ply: int, top: int, rollouts: int, battle_plies: int,
-                 halving_rollouts: int = 0, late_from: int = NUM_POINTS, late_top: int | None = None):
+                 halving_rollouts: int = 0, late_from: int = NUM_POINTS, late_top: int | None = None,
+                 lookahead_from: int = NUM_POINTS, lookahead_top: int = 3):
         super().__init__(seed)
         self.from_ply, self.top, self.rollouts = int(from_ply), int(top), int(rollouts)
         self.halving_rollouts = int(halving_rollouts)
         self.late_from, self.late_top = int(late_from), int(top if late_top is None else late_top)
+        self.lookahead_from, self.lookahead_top = int(lookahead_from), int(lookahead_top)
         self.expert = ExpertAgent(seed)
         self.judge = RolloutEvaluator(battle_plies=battle_plies)
 
@@ -688,26 +695,63 @@ class RolloutLayoutAgent(_Agent):
         else ``top``."""
         return self.late_top if ply >= self.late_from else self.top
 
-    def candidates(self, state: GameState) -> np.ndarray:
-        """``int64[k]``: the expert's :meth:`top_at` best legal placements in layout ``state``, best score
-        first (``k`` at most the legal ones; :meth:`ExpertAgent.layout_scores`)."""
+    def candidates(self, state: GameState, count: int | None = None) -> np.ndarray:
+        """``int64[k]``: the expert's ``count`` (default :meth:`top_at`) best legal placements in layout
+        ``state``, best score first (``k`` at most the legal ones; :meth:`ExpertAgent.layout_scores`)."""
         scores = self.expert.layout_scores(state)
         order = np.argsort(-scores, kind="stable")
-        return np.array([p for p in order[: self.top_at(state.ply)] if np.isfinite(scores[p])], np.int64)
+        count = self.top_at(state.ply) if count is None else count
+        return np.array([p for p in order[:count] if np.isfinite(scores[p])], np.int64)
+
+    def reply(self, state: GameState) -> int:
+        """The opponent's modelled reply in layout ``state``: the expert's best placement by
+        :meth:`ExpertAgent.layout_scores`, the first maximum (the expert without its tie-break jitter)."""
+        return int(np.argmax(self.expert.layout_scores(state)))
 
     def rollout_matrix(self, state: GameState, points, seeds) -> np.ndarray:
         """``float64[k, n]``: :meth:`RolloutEvaluator.stone_difference` (stones) for the side to move
         after placing each of ``points`` (``k``) in layout ``state``, one rollout per seed of ``seeds``
         (``n`` ints; the same seeds for every placement)."""
-        side = state.side
-        return np.array([[self.judge.stone_difference(state.apply(Move((int(p),))), side, int(seed)) for seed in seeds]
-                         for p in points], np.float64).reshape(len(points), len(seeds))
+        return self.leaf_matrix([state.apply(Move((int(p),))) for p in points], state.side, seeds)
+
+    def leaf_matrix(self, leaves, player: int, seeds) -> np.ndarray:
+        """``float64[k, n]``: :meth:`RolloutEvaluator.stone_difference` (stones) for ``player`` from
+        each of the positions ``leaves`` (``k``), one rollout per seed of ``seeds`` (``n`` ints; the
+        same seeds for every position)."""
+        return np.array([[self.judge.stone_difference(leaf, player, int(seed)) for seed in seeds] for leaf in leaves],
+                        np.float64).reshape(len(leaves), len(seeds))
 
     def layout_rollouts(self, state: GameState, seeds) -> tuple[np.ndarray, np.ndarray]:
         """``(points int64[k], diffs float64[k, n])``: :meth:`candidates` and their
         :meth:`rollout_matrix` under ``seeds``."""
         points = self.candidates(state)
         return points, self.rollout_matrix(state, points, seeds)
+
+    def lookahead_leaves(self, state: GameState, points, seeds) -> tuple[list, np.ndarray]:
+        """``(leaves, diffs float64[k, n])``: for each of ``points`` (``k`` placements in layout
+        ``state``), the position its rollouts start from under the two-placement lookahead, and those
+        rollouts' stone differences for the side to move (:meth:`leaf_matrix` under ``seeds``).
+
+        After placing ``p`` the opponent replies as :meth:`reply` models it; from there each of our
+        :meth:`candidates` (``lookahead_top`` of them) gets the rollouts, and ``p``'s leaf is the one
+        with the highest mean (ties to the earlier candidate): ``p`` is valued by its best follow-up,
+        as our search will play it, not by the expert's. Where the layout ends before our next
+        placement, the leaf is the position after ``p`` (or after the reply)."""
+        leaves, rows = [], []
+        for p in points:
+            leaf = state.apply(Move((int(p),)))
+            if leaf.phase == PHASE_LAYOUT:
+                leaf = leaf.apply(Move((self.reply(leaf),)))
+            if leaf.phase == PHASE_LAYOUT:
+                follow = [leaf.apply(Move((int(d),))) for d in self.candidates(leaf, self.lookahead_top)]
+                diffs = self.leaf_matrix(follow, state.side, seeds)
+                best = int(np.argmax(diffs.mean(axis=1)))
+                leaves.append(follow[best])
+                rows.append(diffs[best])
+            else:
+                leaves.append(leaf)
+                rows.append(self.leaf_matrix([leaf], state.side, seeds)[0])
+        return leaves, np.array(rows, np.float64).reshape(len(points), len(seeds))
 
     def _select(self, state: GameState) -> Move:
         if state.phase != PHASE_LAYOUT or state.ply < self.from_ply:
@@ -718,13 +762,21 @@ class RolloutLayoutAgent(_Agent):
     def pick(self, state: GameState, seeds) -> int:
         """The placement chosen in layout ``state`` with the rollout seeds ``seeds`` (ints: the first
         ``rollouts`` for every candidate, the next ``halving_rollouts`` for the survivors of the
-        halving round; class docstring). Ties go to the higher expert score."""
-        points, diffs = self.layout_rollouts(state, seeds[: self.rollouts])
+        halving round; class docstring). From ``lookahead_from`` on a candidate's rollouts start
+        from its :meth:`lookahead_leaves` leaf. Ties go to the higher expert score."""
+        points = self.candidates(state)
+        first = seeds[: self.rollouts]
+        if state.ply >= self.lookahead_from:
+            leaves, diffs = self.lookahead_leaves(state, points, first)
+        else:
+            leaves = [state.apply(Move((int(p),))) for p in points]
+            diffs = self.leaf_matrix(leaves, state.side, first)
         means = diffs.mean(axis=1)
         keep = halving_survivors(means)
         if self.halving_rollouts == 0 or len(keep) < 2:
             return int(points[int(np.argmax(means))])  # argmax: the first maximum, the higher expert score
-        more = self.rollout_matrix(state, points[keep], seeds[self.rollouts: self.rollouts + self.halving_rollouts])
+        more = self.leaf_matrix([leaves[i] for i in keep], state.side,
+                                seeds[self.rollouts: self.rollouts + self.halving_rollouts])
         totals = np.concatenate([diffs[keep], more], axis=1).mean(axis=1)
         return int(points[keep][int(np.argmax(totals))])
 
@@ -845,6 +897,10 @@ class RolloutOptions(AgentOptions):
     late_from: int = Field(NUM_POINTS, ge=0, le=NUM_POINTS,
                            description="layout ply from which late_top placements are compared, not top (196: never)")
     late_top: int = Field(6, ge=1, le=NUM_POINTS, description="placements compared from late_from on")
+    lookahead_from: int = Field(NUM_POINTS, ge=0, le=NUM_POINTS,
+                                description="layout ply from which a candidate is valued by its best follow-up after the "
+                                            "expert's reply (two-placement lookahead; 196: never)")
+    lookahead_top: int = Field(3, ge=1, le=NUM_POINTS, description="our next placements compared in the lookahead")
 
 
 @register("random", "agent", options=AgentOptions)
@@ -876,4 +932,5 @@ def make_expert(o: ExpertOptions) -> ExpertAgent:
 def make_rollout(o: RolloutOptions) -> RolloutLayoutAgent:
     """Expert layout, late placements chosen among its top by expert rollouts into the battle; expert battle."""
     return RolloutLayoutAgent(o.seed, from_ply=o.from_ply, top=o.top, rollouts=o.rollouts, battle_plies=o.battle_plies,
-                              halving_rollouts=o.halving_rollouts, late_from=o.late_from, late_top=o.late_top)
+                              halving_rollouts=o.halving_rollouts, late_from=o.late_from, late_top=o.late_top,
+                              lookahead_from=o.lookahead_from, lookahead_top=o.lookahead_top)

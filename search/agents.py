@@ -566,11 +566,11 @@ class SlmRolloutLayoutAgent(RolloutLayoutAgent):
         return points, np.asarray(blend_priors(policy, knowledge, self.policy_temperature, self.layout_prior_mix),
                                   np.float64)
 
-    def candidates(self, state: GameState) -> np.ndarray:
-        """``int64[k]``: the :meth:`top_at` legal placements with the highest :meth:`priors`, highest first
-        (ties: lower point)."""
+    def candidates(self, state: GameState, count: int | None = None) -> np.ndarray:
+        """``int64[k]``: the ``count`` (default :meth:`top_at`) legal placements with the highest
+        :meth:`priors`, highest first (ties: lower point)."""
         points, p = self.priors(state)
-        return points[np.argsort(-p, kind="stable")[: self.top_at(state.ply)]]
+        return points[np.argsort(-p, kind="stable")[: self.top_at(state.ply) if count is None else count]]
 
     def _select(self, state: GameState) -> Move:
         if state.phase == PHASE_LAYOUT and state.ply < self.from_ply:
@@ -612,7 +612,8 @@ def make_slm_rollout(o: SlmRolloutOptions) -> SlmRolloutLayoutAgent:
     return SlmRolloutLayoutAgent(o.seed, evaluator=evaluator, policy_temperature=o.policy_temperature,
                                  layout_prior=prior, layout_prior_mix=o.layout_prior_mix, from_ply=o.from_ply,
                                  top=o.top, rollouts=o.rollouts, battle_plies=o.battle_plies,
-                                 halving_rollouts=o.halving_rollouts, late_from=o.late_from, late_top=o.late_top)
+                                 halving_rollouts=o.halving_rollouts, late_from=o.late_from, late_top=o.late_top,
+                                 lookahead_from=o.lookahead_from, lookahead_top=o.lookahead_top)
 
 
 def searching_agent(agent, state: GameState) -> SearchAgent | None:
