@@ -673,8 +673,9 @@ class RolloutLayoutAgent(_Agent):
     our next one searched rather than the expert's.
 
     Cost per searched placement: ``k * rollouts + ceil(k / 2) * halving_rollouts`` rollouts (``k`` the
-    candidates compared; ``k * lookahead_top * rollouts + ...`` with the lookahead), each the remaining placements and ``battle_plies`` expert battle moves
-    (``arena`` prints the seconds per move). Options, bounds and defaults: :class:`RolloutOptions`.
+    candidates compared; ``k * lookahead_top * rollouts + ...`` with the lookahead), each the
+    remaining placements and ``battle_plies`` expert battle moves (``arena`` prints the seconds per
+    move). Options, bounds and defaults: :class:`RolloutOptions`.
     """
 
     name = "rollout"
@@ -898,8 +899,8 @@ class RolloutOptions(AgentOptions):
                            description="layout ply from which late_top placements are compared, not top (196: never)")
     late_top: int = Field(6, ge=1, le=NUM_POINTS, description="placements compared from late_from on")
     lookahead_from: int = Field(NUM_POINTS, ge=0, le=NUM_POINTS,
-                                description="layout ply from which a candidate is valued by its best follow-up after the "
-                                            "expert's reply (two-placement lookahead; 196: never)")
+                                description="layout ply from which a candidate is valued by its best follow-up "
+                                            "after the expert's reply (two-placement lookahead; 196: never)")
     lookahead_top: int = Field(3, ge=1, le=NUM_POINTS, description="our next placements compared in the lookahead")
 
 

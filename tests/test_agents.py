@@ -369,9 +369,56 @@ def test_rollout_late_top_compares_more_placements_from_late_from(ply):
     assert plain.candidates(s).tolist() == ranked[:2]
 
 
+@pytest.mark.parametrize("ply,seed", [(180, 2), (188, 1), (188, 3), (194, 3), (195, 3)])
+def test_rollout_lookahead_matches_a_naive_reference(ply, seed):
+    """``rollout:lookahead_from=F,lookahead_top=K``: each candidate is placed, the opponent replies with
+    the expert's first-best placement, and the candidate is valued by the best mean of its K follow-ups
+    (our expert's K best placements there, each with the same seeds' rollouts; ties to the earlier);
+    the halving round rolls out the survivors' best follow-ups further. Where the layout ends before
+    our next placement the rollouts start after the reply (or after the candidate). Before ply 190
+    these cases have a candidate whose best follow-up is not the expert's first, and at (188, *) the
+    lookahead changes the pick; before F it is the plain agent."""
+    s = GameState.initial(FAST)
+    expert = ExpertAgent(seed=seed)
+    while s.ply < ply:
+        s = s.apply(expert.select(s))
+    spec = "rollout:top=3,rollouts=2,halving_rollouts=2,battle_plies=40"
+    agent = make_agent(f"{spec},lookahead_from=150,lookahead_top=3", seed=seed)
+    seeds = [11, 12, 13, 14]
+
+    def best(state, k):
+        scores = ExpertAgent().layout_scores(state)
+        return sorted([p for p in range(196) if np.isfinite(scores[p])], key=lambda p: -scores[p])[:k]
+
+    leaf, first, chosen = {}, {}, []
+    for p in best(s, 3):
+        after = s.apply(Move((p,)))
+        if after.phase == 0:
+            scores = ExpertAgent().layout_scores(after)
+            after = after.apply(Move((max(range(196), key=lambda q: (scores[q], -q)),)))
+        follow = [after.apply(Move((d,))) for d in best(after, 3)] if after.phase == 0 else [after]
+        means = [np.mean([_naive_rollout(f, s.side, r, 40) for r in seeds[:2]]) for f in follow]
+        chosen.append(int(np.argmax(means)))
+        leaf[p], first[p] = follow[chosen[-1]], max(means)
+    assert any(chosen) == (ply < 190)
+    want = best(s, 3)
+    leaves, diffs = agent.lookahead_leaves(s, np.array(want), seeds[:2])
+    assert [x.to_jfen() for x in leaves] == [leaf[p].to_jfen() for p in want]
+    assert diffs.mean(axis=1).tolist() == [first[p] for p in want]
+    survivors = sorted(sorted(want, key=lambda p: (-first[p], want.index(p)))[:2], key=want.index)
+    total = {p: np.mean([_naive_rollout(leaf[p], s.side, r, 40) for r in seeds]) for p in survivors}
+    pick = max(survivors, key=lambda p: (total[p], -want.index(p)))
+    assert agent.pick(s, seeds) == pick
+    plain = make_agent(spec, seed=seed).pick(s, seeds)
+    if ply == 188:  # the lookahead changes the pick (elsewhere it may, as the rollouts' seeds meet other plies)
+        assert pick != plain
+    assert make_agent(f"{spec},lookahead_from={ply + 1}", seed=seed).pick(s, seeds) == plain
+
+
 def test_rollout_options_are_checked():
     for bad in ("rollout:top=0", "rollout:from_ply=197", "rollout:rollouts=0", "rollout:battle_plies=-1",
-                "rollout:late_from=197", "rollout:late_top=0"):
+                "rollout:late_from=197", "rollout:late_top=0", "rollout:lookahead_from=197",
+                "rollout:lookahead_top=0"):
         with pytest.raises(SpecError, match=bad.split(":")[1].split("=")[0]):
             make_agent(bad)
 

@@ -253,8 +253,8 @@ def test_the_search_blends_the_layout_prior_into_the_placements(text, mix, plugi
 def test_slm_rollout_proposes_the_searchs_blended_priors():
     """``slm_rollout``'s candidates are the ``top`` highest of the search's layout priors (the SLM's
     policy at ``policy_temperature``, blended with the expert's layout prior), worked out here from
-    the net and the plugin, the ``late_top`` highest from ``late_from`` on; before ``from_ply`` it
-    plays the highest, from it on one of them."""
+    the net and the plugin, the ``late_top`` highest from ``late_from`` on (``count`` of them when
+    asked, as the lookahead asks); before ``from_ply`` it plays the highest, from it on one of them."""
     import catalog  # noqa: F401 - registers the agents
     from knowledge.agents import make_agent
     from nets.evaluator import NetEvaluator
@@ -276,6 +276,9 @@ def test_slm_rollout_proposes_the_searchs_blended_priors():
             want = 0.6 * policy / policy.sum() + 0.4 * knowledge / knowledge.sum()
             top = [points[i] for i in np.argsort(-want, kind="stable")[: 4 if state.ply >= 150 else 3]]
             assert [int(p) for p in agent.candidates(state)] == top
+            ranked = [points[i] for i in np.argsort(-want, kind="stable")]  # count: the lookahead's follow-ups
+            assert [int(p) for p in agent.candidates(state, 2)] == ranked[:2]
+            assert [int(p) for p in agent.candidates(state, 6)] == ranked[:6]
             move = agent.select(state).path[0]
             assert move == top[0] if state.ply < 150 else move in top
     finally:
