@@ -20,7 +20,9 @@ Printed per directory: the games, A's played score, the mean worth with its stan
 interval (normal, over the games), A's worth as White and as Black, and the variance ratio (the
 played scores' variance over the worths': how many played games one layout's worth stands for).
 With more than one directory, each one's difference from the first with its standard error and z,
-and the games of the directories with the same two specs pooled.
+the same paired game by game (:func:`paired_difference`: an arena played with another's ``--seed``
+by an agent that plays alike until some ply shares those plies' layouts, and the paired standard
+error leaves out what they share), and the games of the directories with the same two specs pooled.
 
 With ``--out OUT`` every game's play-outs go to ``OUT/worth.json`` (written atomically after each
 batch, the directory locked), and a rerun with the same ``OUT`` and options (``--playouts``,
@@ -111,6 +113,21 @@ def worth_stats(played: np.ndarray, worth: np.ndarray, a_white: np.ndarray) -> d
             "variance_ratio": float(played.var(ddof=1)) / var_worth if var_worth > 0 else None}
 
 
+def paired_difference(first: dict, other: dict) -> dict | None:
+    """The worth difference ``other`` minus ``first`` game by game: both map a game's record file name
+    to ``(A's colour, A's worth)``; the pairs are the files in both with A of the same colour (an
+    arena's game ``k``: with the same ``--seed`` two arenas of agents that play alike until some ply
+    share their games up to there, and the pairing takes out what the layouts share). Returns
+    ``{"games", "worth"`` (mean difference), ``"se"`` (its standard error, ddof 1), ``"z"`` (``None``
+    when ``se`` is 0)``}``, or ``None`` with fewer than 2 pairs."""
+    names = sorted(k for k in first.keys() & other.keys() if first[k][0] == other[k][0])
+    if len(names) < 2:
+        return None
+    d = np.array([other[k][1] - first[k][1] for k in names], np.float64)
+    mean, se = float(d.mean()), float(d.std(ddof=1) / math.sqrt(len(d)))
+    return {"games": len(d), "worth": mean, "se": se, "z": mean / se if se > 0 else None}
+
+
 def _task(game: dict, index: int, playouts: int, seed: int) -> dict:
     return {"index": index, "key": zlib.crc32(game["key"].encode()), "jfen": game["jfen"], "ruleset": game["ruleset"],
             "seed": seed, "rollouts": playouts}
@@ -120,7 +137,8 @@ def run_layout_worth(directories, playouts: int = 8, seed: int = 0, workers: int
                      progress=None, ply: int = NUM_POINTS) -> dict:
     """The measurement of the module docstring, from layout ply ``ply`` (0..196, else ``ValueError``
     from :func:`arena_games`); ``progress(done, total)`` after each game played out. Returns ``{"playouts", "seed", "ply", "seconds", "arenas": [{"dir", "a", "b", **worth_stats,
-    "difference"`` (from the first arena: ``{"worth", "se", "z"}``, ``None`` for the first)``}],
+    "difference"`` (from the first arena: ``{"worth", "se", "z"}``, ``None`` for the first), ``"paired"``
+    (:func:`paired_difference` from the first, ``None`` for the first)``}],
     "pooled": [{"a", "b", "arenas", **worth_stats}]}``, the latter over the games of all the arenas
     of one pair of specs, for each pair that has more than one.
     Raises :class:`WorthError` (see :func:`arena_games`; also for an ``--out`` file of other options)
@@ -164,7 +182,7 @@ def run_layout_worth(directories, playouts: int = 8, seed: int = 0, workers: int
         if lock is not None:
             lock.release()
     result = {"playouts": playouts, "seed": seed, "ply": ply, "seconds": time.perf_counter() - t0, "arenas": []}
-    first = None
+    first = first_games = None
     pools: dict[tuple, list] = {}
     for a in arenas:
         games = a.pop("games")
@@ -174,13 +192,15 @@ def run_layout_worth(directories, playouts: int = 8, seed: int = 0, workers: int
         played = np.array([g["played"] for g in games], np.float64)
         pools.setdefault((a["a"], a["b"]), []).append((played, worth, white))
         stats = worth_stats(played, worth, white)
-        diff = None
+        by_game = {g["key"].split("/", 1)[1]: (g["a_colour"], float(w)) for g, w in zip(games, worth)}
+        diff = paired = None
         if first is not None:
             d, se = stats["worth"] - first["worth"], math.hypot(stats["se"], first["se"])
             diff = {"worth": d, "se": se, "z": d / se if se > 0 else None}
+            paired = paired_difference(first_games, by_game)
         else:
-            first = stats
-        result["arenas"].append({**a, **stats, "difference": diff})
+            first, first_games = stats, by_game
+        result["arenas"].append({**a, **stats, "difference": diff, "paired": paired})
     result["pooled"] = [{"a": a, "b": b, "arenas": len(parts),
                          **worth_stats(*(np.concatenate(x) for x in zip(*parts)))}
                         for (a, b), parts in pools.items() if len(parts) > 1]
@@ -233,6 +253,11 @@ def main() -> None:  # pragma: no cover - command line
             d = a["difference"]
             z = "n/a" if d["z"] is None else f"{d['z']:+.2f}"
             print(f"  minus the first: {100 * d['worth']:+.1f} points (s.e. {100 * d['se']:.1f}), z {z}")
+        if a["paired"] is not None:
+            d = a["paired"]
+            z = "n/a" if d["z"] is None else f"{d['z']:+.2f}"
+            print(f"  paired with the first's game of the same file and colour ({d['games']} games): "
+                  f"{100 * d['worth']:+.1f} points (s.e. {100 * d['se']:.1f}), z {z}")
     for p in r["pooled"]:
         lo, hi = p["ci95"]
         print(f"pooled, {p['a']} vs {p['b']}, {p['arenas']} arenas, {p['games']} games: "

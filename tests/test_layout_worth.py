@@ -13,7 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bench.layout_worth import WORTH_FILE, WorthError, arena_games, run_layout_worth, worth_stats
+from bench.layout_worth import (WORTH_FILE, WorthError, arena_games, paired_difference, run_layout_worth,
+                                worth_stats)
 from core.board import NUM_POINTS
 from core.records import read_record
 from core.rules import Ruleset
@@ -40,6 +41,23 @@ def test_worth_stats_against_the_statistics_module(rows):
         assert s["variance_ratio"] == pytest.approx(statistics.variance(played) / var, rel=1e-6)
     with pytest.raises(ValueError, match="at least 2 games"):
         worth_stats(np.array(played[:1]), np.array(worth[:1]), np.array(white[:1]))
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.dictionaries(st.integers(0, 20), st.tuples(st.sampled_from("wb"), st.floats(0, 1)), max_size=12),
+       st.dictionaries(st.integers(0, 20), st.tuples(st.sampled_from("wb"), st.floats(0, 1)), max_size=12))
+def test_paired_difference_against_the_statistics_module(first, other):
+    first = {f"{k:06d}.json": v for k, v in first.items()}
+    other = {f"{k:06d}.json": v for k, v in other.items()}
+    pairs = [other[k][1] - first[k][1] for k in first if k in other and first[k][0] == other[k][0]]
+    p = paired_difference(first, other)
+    if len(pairs) < 2:
+        assert p is None
+        return
+    se = statistics.stdev(pairs) / math.sqrt(len(pairs))
+    assert p["games"] == len(pairs) and p["worth"] == pytest.approx(statistics.fmean(pairs), abs=1e-12)
+    assert p["se"] == pytest.approx(se, abs=1e-12)
+    assert p["z"] == (None if p["se"] == 0 else pytest.approx(p["worth"] / p["se"]))
 
 
 @pytest.fixture(scope="module")
@@ -88,6 +106,8 @@ def test_layout_worth_plays_each_layout_out_and_resumes(arena_dir, tmp_path):
     again = run_layout_worth([arena_dir, arena_dir], playouts=2, seed=9, out=str(out))
     assert [x["worth"] for x in again["arenas"]] == pytest.approx([a["worth"]] * 2)
     assert again["arenas"][1]["difference"]["worth"] == pytest.approx(0.0)
+    assert r["arenas"][0]["paired"] is None  # the first arena is what the others are paired with
+    assert again["arenas"][1]["paired"] == {"games": 4, "worth": 0.0, "se": 0.0, "z": None}  # the same games
     # the same pair of specs twice: one pool of both arenas' games
     assert r["pooled"] == [] and len(again["pooled"]) == 1
     pool = again["pooled"][0]
@@ -120,6 +140,24 @@ def test_layout_worth_from_an_earlier_ply(arena_dir, tmp_path):
         run_layout_worth([arena_dir], ply=197)
     with pytest.raises(ValueError, match="ply must be in 0..196"):
         arena_games(arena_dir, -1)
+
+
+def test_layout_worth_pairs_two_arenas_game_by_game(arena_dir, tmp_path):
+    """Another arena with the same seed and games: its worth minus the first's, game by game (the
+    record of the same file name and colour), against the play-outs run by hand."""
+    other = tmp_path / "other"
+    run_arena("greedy", "greedy", 4, workers=0, seed=5, out_dir=other, ruleset=RULES, progress=False)
+    r = run_layout_worth([arena_dir, other], playouts=2, seed=3)
+    names = sorted(f.name for f in (arena_dir / "games").glob("*.json"))
+    assert names == sorted(f.name for f in (other / "games").glob("*.json"))
+    colour = [[read_record(d / "games" / n)[0].metadata["a_colour"] for n in names] for d in (arena_dir, other)]
+    assert colour[0] == colour[1]
+    d = [_by_hand(other / "games" / n, f"other/{n}", 2, 3) - _by_hand(arena_dir / "games" / n, f"arena/{n}", 2, 3)
+         for n in names]
+    p = r["arenas"][1]["paired"]
+    assert p["games"] == 4 and p["worth"] == pytest.approx(statistics.fmean(d))
+    assert p["se"] == pytest.approx(statistics.stdev(d) / 2)
+    assert p["worth"] == pytest.approx(r["arenas"][1]["difference"]["worth"])  # all games paired: the same mean
 
 
 def test_layout_worth_errors_are_one_line(tmp_path, arena_dir):
