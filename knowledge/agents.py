@@ -737,7 +737,9 @@ class RolloutLayoutAgent(_Agent):
         :meth:`candidates` (``lookahead_top`` of them) gets the rollouts, and ``p``'s leaf is the one
         with the highest mean (ties to the earlier candidate): ``p`` is valued by its best follow-up,
         as our search will play it, not by the expert's. Where the layout ends before our next
-        placement, the leaf is the position after ``p`` (or after the reply)."""
+        placement, the leaf is the position after ``p`` (or after the reply). A leaf's diffs are the
+        best of ``lookahead_top`` means, so biased upwards alike for every candidate of one ply (the
+        halving round's further rollouts of the leaf are not)."""
         leaves, rows = [], []
         for p in points:
             leaf = state.apply(Move((int(p),)))

@@ -143,8 +143,8 @@ def test_layout_worth_from_an_earlier_ply(arena_dir, tmp_path):
 
 
 def test_layout_worth_pairs_two_arenas_game_by_game(arena_dir, tmp_path):
-    """Another arena with the same seed and games: its worth minus the first's, game by game (the
-    record of the same file name and colour), against the play-outs run by hand."""
+    """Another arena with the same seed (so the same game files, A of the same colour in each): its
+    worth minus the first's, game by game, against the play-outs run by hand."""
     other = tmp_path / "other"
     run_arena("greedy", "greedy", 4, workers=0, seed=5, out_dir=other, ruleset=RULES, progress=False)
     r = run_layout_worth([arena_dir, other], playouts=2, seed=3)
