@@ -54,10 +54,10 @@ class WorthError(ValueError):
 
 def arena_games(directory: str | Path, ply: int = NUM_POINTS) -> dict:
     """The games of arena directory ``directory``: ``{"a", "b"`` (its specs, from ``arena.json``),
-    ``"games": [{"key"`` (``"DIR name/file name"``), ``"jfen"`` (the position after the layout's first
-    ``ply`` placements, 0..196; default all 196), ``"ruleset"`` (the record's, a dict), ``"a_colour"``
-    (``"w"`` or ``"b"``), ``"played"`` (A's score in the game, ``train.arena.a_points``)``}]}``, in game
-    order; games that ended before the layout did, or without a result, are left out. The records
+    ``"games": [{"key"`` (``"DIR name/file name"``), ``"file"`` (the record's file name), ``"jfen"``
+    (the position after the layout's first ``ply`` placements, 0..196; default all 196),
+    ``"ruleset"`` (the record's, a dict), ``"a_colour"`` (``"w"`` or ``"b"``), ``"played"`` (A's
+    score in the game, ``train.arena.a_points``)``}]}``, in game order; games that ended before the layout did, or without a result, are left out. The records
     are read and checked as the arena reads them (``train.arena.load_records``). Raises
     :class:`WorthError` when ``directory`` holds no readable ``arena.json`` or no finished game, or a
     record cannot be read, belongs to another match or cannot be replayed, and ``ValueError`` for a
@@ -88,7 +88,8 @@ def arena_games(directory: str | Path, ply: int = NUM_POINTS) -> dict:
         if len(line) <= NUM_POINTS or record.result is None:
             continue
         colour = record.metadata["a_colour"]
-        games.append({"key": f"{d.name}/{record_path(d, i).name}", "jfen": line[ply].to_jfen(),
+        name = record_path(d, i).name
+        games.append({"key": f"{d.name}/{name}", "file": name, "jfen": line[ply].to_jfen(),
                       "ruleset": record.ruleset.model_dump(), "a_colour": colour,
                       "played": a_points(record.result, colour)})
     return {"a": a, "b": b, "games": games}
@@ -192,7 +193,7 @@ def run_layout_worth(directories, playouts: int = 8, seed: int = 0, workers: int
         played = np.array([g["played"] for g in games], np.float64)
         pools.setdefault((a["a"], a["b"]), []).append((played, worth, white))
         stats = worth_stats(played, worth, white)
-        by_game = {g["key"].split("/", 1)[1]: (g["a_colour"], float(w)) for g, w in zip(games, worth)}
+        by_game = {g["file"]: (g["a_colour"], float(w)) for g, w in zip(games, worth)}
         diff = paired = None
         if first is not None:
             d, se = stats["worth"] - first["worth"], math.hypot(stats["se"], first["se"])

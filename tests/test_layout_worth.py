@@ -90,6 +90,8 @@ def test_layout_worth_plays_each_layout_out_and_resumes(arena_dir, tmp_path):
     games = arena["games"]
     assert (arena["a"], arena["b"]) == ("random", "greedy")
     assert len(games) == 4 and {g["a_colour"] for g in games} == {"w", "b"}
+    assert [g["file"] for g in games] == sorted(f.name for f in (arena_dir / "games").glob("*.json"))
+    assert all(g["key"] == f"{arena_dir.name}/{g['file']}" for g in games)
     out = tmp_path / "out"
     r = run_layout_worth([arena_dir], playouts=2, seed=9, out=str(out))
     a = r["arenas"][0]
