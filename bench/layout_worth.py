@@ -138,7 +138,8 @@ def _task(game: dict, index: int, playouts: int, seed: int) -> dict:
 def run_layout_worth(directories, playouts: int = 8, seed: int = 0, workers: int = 1, out: str | None = None,
                      progress=None, ply: int = NUM_POINTS) -> dict:
     """The measurement of the module docstring, from layout ply ``ply`` (0..196, else ``ValueError``
-    from :func:`arena_games`); ``progress(done, total)`` after each game played out. Returns ``{"playouts", "seed", "ply", "seconds", "arenas": [{"dir", "a", "b", **worth_stats,
+    from :func:`arena_games`); ``progress(done, total)`` after each game played out. Returns
+    ``{"playouts", "seed", "ply", "seconds", "arenas": [{"dir", "a", "b", **worth_stats,
     "difference"`` (from the first arena: ``{"worth", "se", "z"}``, ``None`` for the first), ``"paired"``
     (:func:`paired_difference` from the first, ``None`` for the first)``}],
     "pooled": [{"a", "b", "arenas", **worth_stats}]}``, the latter over the games of all the arenas
