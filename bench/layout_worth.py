@@ -22,7 +22,9 @@ played scores' variance over the worths': how many played games one layout's wor
 With more than one directory, each one's difference from the first with its standard error and z,
 the same paired game by game (:func:`paired_difference`: an arena played with another's ``--seed``
 by an agent that plays alike until some ply shares those plies' layouts, and the paired standard
-error leaves out what they share), and the games of the directories with the same two specs pooled.
+error leaves out what they share; games pair by arena seed and record file name, so arenas of other
+seeds do not pair), and the games of the directories with the same two specs pooled, each pool
+also paired with the first directory's pool (the games of its two specs in all the directories).
 
 With ``--out OUT`` every game's play-outs go to ``OUT/worth.json`` (written atomically after each
 batch, the directory locked), and a rerun with the same ``OUT`` and options (``--playouts``,
@@ -54,7 +56,7 @@ class WorthError(ValueError):
 
 def arena_games(directory: str | Path, ply: int = NUM_POINTS) -> dict:
     """The games of arena directory ``directory``: ``{"a", "b"`` (its specs, from ``arena.json``),
-    ``"games": [{"key"`` (``"DIR name/file name"``), ``"file"`` (the record's file name), ``"jfen"``
+    ``"seed"`` (its ``--seed``), ``"games": [{"key"`` (``"DIR name/file name"``), ``"file"`` (the record's file name), ``"jfen"``
     (the position after the layout's first ``ply`` placements, 0..196; default all 196),
     ``"ruleset"`` (the record's, a dict), ``"a_colour"`` (``"w"`` or ``"b"``), ``"played"`` (A's
     score in the game, ``train.arena.a_points``)``}]}``, in game order; games that ended before the
@@ -93,7 +95,7 @@ def arena_games(directory: str | Path, ply: int = NUM_POINTS) -> dict:
         games.append({"key": f"{d.name}/{name}", "file": name, "jfen": line[ply].to_jfen(),
                       "ruleset": record.ruleset.model_dump(), "a_colour": colour,
                       "played": a_points(record.result, colour)})
-    return {"a": a, "b": b, "games": games}
+    return {"a": a, "b": b, "seed": int(seed), "games": games}
 
 
 def worth_stats(played: np.ndarray, worth: np.ndarray, a_white: np.ndarray) -> dict:
@@ -116,10 +118,11 @@ def worth_stats(played: np.ndarray, worth: np.ndarray, a_white: np.ndarray) -> d
 
 
 def paired_difference(first: dict, other: dict) -> dict | None:
-    """The worth difference ``other`` minus ``first`` game by game: both map a game's record file name
-    to ``(A's colour, A's worth)``; the pairs are the files in both with A of the same colour (an
-    arena's game ``k``: with the same ``--seed`` two arenas of agents that play alike until some ply
-    share their games up to there, and the pairing takes out what the layouts share). Returns
+    """The worth difference ``other`` minus ``first`` game by game: both map a game's key (in
+    :func:`run_layout_worth`, ``(arena seed, record file name)``) to ``(A's colour, A's worth)``; the
+    pairs are the keys in both with A of the same colour (an arena's game ``k``: with the same
+    ``--seed`` two arenas of agents that play alike until some ply share their games up to there, and
+    the pairing takes out what the layouts share). Returns
     ``{"games", "worth"`` (mean difference), ``"se"`` (its standard error, ddof 1), ``"z"`` (``None``
     when ``se`` is 0)``}``, or ``None`` with fewer than 2 pairs."""
     names = sorted(k for k in first.keys() & other.keys() if first[k][0] == other[k][0])
@@ -142,8 +145,11 @@ def run_layout_worth(directories, playouts: int = 8, seed: int = 0, workers: int
     ``{"playouts", "seed", "ply", "seconds", "arenas": [{"dir", "a", "b", **worth_stats,
     "difference"`` (from the first arena: ``{"worth", "se", "z"}``, ``None`` for the first), ``"paired"``
     (:func:`paired_difference` from the first, ``None`` for the first)``}],
-    "pooled": [{"a", "b", "arenas", **worth_stats}]}``, the latter over the games of all the arenas
-    of one pair of specs, for each pair that has more than one.
+    "pooled": [{"a", "b", "arenas", **worth_stats, "paired"}]}``, the latter over the games of all the
+    arenas of one pair of specs, for each pair that has more than one, with ``"paired"`` the
+    :func:`paired_difference` from the games of the first arena's pair of specs (``None`` for that
+    pair itself). Games pair by ``(arena seed, record file name)``; where one key occurs twice in a
+    pool (a directory given twice) the pairing counts it once.
     Raises :class:`WorthError` (see :func:`arena_games`; also for an ``--out`` file of other options)
     and ``train.rundir.DirectoryInUse`` when another process holds ``out``."""
     from bench.battle_noise import play_out
@@ -193,9 +199,9 @@ def run_layout_worth(directories, playouts: int = 8, seed: int = 0, workers: int
         worth = np.array([np.mean(done[g["key"]]) if w else 1.0 - np.mean(done[g["key"]])
                           for g, w in zip(games, white)], np.float64)
         played = np.array([g["played"] for g in games], np.float64)
-        pools.setdefault((a["a"], a["b"]), []).append((played, worth, white))
+        by_game = {(a["seed"], g["file"]): (g["a_colour"], float(w)) for g, w in zip(games, worth)}
+        pools.setdefault((a["a"], a["b"]), []).append((played, worth, white, by_game))
         stats = worth_stats(played, worth, white)
-        by_game = {g["file"]: (g["a_colour"], float(w)) for g, w in zip(games, worth)}
         diff = paired = None
         if first is not None:
             d, se = stats["worth"] - first["worth"], math.hypot(stats["se"], first["se"])
@@ -204,8 +210,15 @@ def run_layout_worth(directories, playouts: int = 8, seed: int = 0, workers: int
         else:
             first, first_games = stats, by_game
         result["arenas"].append({**a, **stats, "difference": diff, "paired": paired})
+    specs = list(pools)
+
+    def pool_games(spec: tuple) -> dict:
+        return {k: v for part in pools[spec] for k, v in part[3].items()}
+
     result["pooled"] = [{"a": a, "b": b, "arenas": len(parts),
-                         **worth_stats(*(np.concatenate(x) for x in zip(*parts)))}
+                         **worth_stats(*(np.concatenate(x) for x in list(zip(*parts))[:3])),
+                         "paired": None if (a, b) == specs[0] else paired_difference(pool_games(specs[0]),
+                                                                                     pool_games((a, b)))}
                         for (a, b), parts in pools.items() if len(parts) > 1]
     return result
 
@@ -243,6 +256,12 @@ def main() -> None:  # pragma: no cover - command line
     if args.json:
         print(json.dumps(r))
         return
+    def paired_line(d: dict | None, what: str) -> None:
+        if d is not None:
+            z = "n/a" if d["z"] is None else f"{d['z']:+.2f}"
+            print(f"  paired with {what} of the same seed, file and colour ({d['games']} games): "
+                  f"{100 * d['worth']:+.1f} points (s.e. {100 * d['se']:.1f}), z {z}")
+
     start = "finished layout" if args.ply == NUM_POINTS else f"layout up to ply {args.ply}, the expert finishing it"
     print(f"{args.playouts} expert play-outs of each game's {start} ({r['seconds']:.0f} s); A's scores")
     for a in r["arenas"]:
@@ -256,16 +275,13 @@ def main() -> None:  # pragma: no cover - command line
             d = a["difference"]
             z = "n/a" if d["z"] is None else f"{d['z']:+.2f}"
             print(f"  minus the first: {100 * d['worth']:+.1f} points (s.e. {100 * d['se']:.1f}), z {z}")
-        if a["paired"] is not None:
-            d = a["paired"]
-            z = "n/a" if d["z"] is None else f"{d['z']:+.2f}"
-            print(f"  paired with the first's game of the same file and colour ({d['games']} games): "
-                  f"{100 * d['worth']:+.1f} points (s.e. {100 * d['se']:.1f}), z {z}")
+        paired_line(a["paired"], "the first's game")
     for p in r["pooled"]:
         lo, hi = p["ci95"]
         print(f"pooled, {p['a']} vs {p['b']}, {p['arenas']} arenas, {p['games']} games: "
               f"played {100 * p['played']:.1f}%, worth {100 * p['worth']:.1f}% (s.e. {100 * p['se']:.1f}; "
               f"[{100 * lo:.1f}%, {100 * hi:.1f}%])")
+        paired_line(p["paired"], "the first's pool, game")
 
 
 if __name__ == "__main__":  # pragma: no cover

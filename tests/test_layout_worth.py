@@ -47,8 +47,8 @@ def test_worth_stats_against_the_statistics_module(rows):
 @given(st.dictionaries(st.integers(0, 20), st.tuples(st.sampled_from("wb"), st.floats(0, 1)), max_size=12),
        st.dictionaries(st.integers(0, 20), st.tuples(st.sampled_from("wb"), st.floats(0, 1)), max_size=12))
 def test_paired_difference_against_the_statistics_module(first, other):
-    first = {f"{k:06d}.json": v for k, v in first.items()}
-    other = {f"{k:06d}.json": v for k, v in other.items()}
+    first = {(k % 2, f"{k:06d}.json"): v for k, v in first.items()}  # keys as run_layout_worth's: (seed, file)
+    other = {(k % 2, f"{k:06d}.json"): v for k, v in other.items()}
     pairs = [other[k][1] - first[k][1] for k in first if k in other and first[k][0] == other[k][0]]
     p = paired_difference(first, other)
     if len(pairs) < 2:
@@ -88,7 +88,7 @@ def _by_hand(record_path, key, playouts, seed, ply=NUM_POINTS):
 def test_layout_worth_plays_each_layout_out_and_resumes(arena_dir, tmp_path):
     arena = arena_games(arena_dir)
     games = arena["games"]
-    assert (arena["a"], arena["b"]) == ("random", "greedy")
+    assert (arena["a"], arena["b"], arena["seed"]) == ("random", "greedy", 5)
     assert len(games) == 4 and {g["a_colour"] for g in games} == {"w", "b"}
     assert [g["file"] for g in games] == sorted(f.name for f in (arena_dir / "games").glob("*.json"))
     assert all(g["key"] == f"{arena_dir.name}/{g['file']}" for g in games)
@@ -116,6 +116,7 @@ def test_layout_worth_plays_each_layout_out_and_resumes(arena_dir, tmp_path):
     assert (pool["a"], pool["b"], pool["arenas"], pool["games"]) == ("random", "greedy", 2, 8)
     assert pool["worth"] == pytest.approx(a["worth"]) and pool["played"] == pytest.approx(a["played"])
     assert pool["se"] == pytest.approx(np.std(expected * 2, ddof=1) / np.sqrt(8))
+    assert pool["paired"] is None  # the first arena's own pair of specs
     with pytest.raises(WorthError, match="made with --playouts 2 --seed 9"):
         run_layout_worth([arena_dir], playouts=3, seed=9, out=str(out))
     (out / WORTH_FILE).write_text('{"playouts": 2, "seed": 9, "games": [1, 2]}')
@@ -146,10 +147,13 @@ def test_layout_worth_from_an_earlier_ply(arena_dir, tmp_path):
 
 def test_layout_worth_pairs_two_arenas_game_by_game(arena_dir, tmp_path):
     """Another arena with the same seed (so the same game files, A of the same colour in each): its
-    worth minus the first's, game by game, against the play-outs run by hand."""
-    other = tmp_path / "other"
+    worth minus the first's, game by game, against the play-outs run by hand. A third with another
+    seed pairs with neither, and the pool of the second and third pairs with the first's games
+    only through the second's."""
+    other, reseeded = tmp_path / "other", tmp_path / "reseeded"
     run_arena("greedy", "greedy", 4, workers=0, seed=5, out_dir=other, ruleset=RULES, progress=False)
-    r = run_layout_worth([arena_dir, other], playouts=2, seed=3)
+    run_arena("greedy", "greedy", 4, workers=0, seed=6, out_dir=reseeded, ruleset=RULES, progress=False)
+    r = run_layout_worth([arena_dir, other, reseeded], playouts=2, seed=3)
     names = sorted(f.name for f in (arena_dir / "games").glob("*.json"))
     assert names == sorted(f.name for f in (other / "games").glob("*.json"))
     colour = [[read_record(d / "games" / n)[0].metadata["a_colour"] for n in names] for d in (arena_dir, other)]
@@ -160,6 +164,9 @@ def test_layout_worth_pairs_two_arenas_game_by_game(arena_dir, tmp_path):
     assert p["games"] == 4 and p["worth"] == pytest.approx(statistics.fmean(d))
     assert p["se"] == pytest.approx(statistics.stdev(d) / 2)
     assert p["worth"] == pytest.approx(r["arenas"][1]["difference"]["worth"])  # all games paired: the same mean
+    assert names == sorted(f.name for f in (reseeded / "games").glob("*.json"))  # the same files, another seed
+    assert r["arenas"][2]["paired"] is None
+    assert len(r["pooled"]) == 1 and r["pooled"][0]["games"] == 8 and r["pooled"][0]["paired"] == p
 
 
 def test_layout_worth_errors_are_one_line(tmp_path, arena_dir):
