@@ -364,7 +364,8 @@ def arena(
     agent_b: Annotated[str, typer.Argument(metavar="B", help="Agent spec of the opponent.")],
     games: Annotated[int, typer.Option("--games", "-n", help="Games (even: pairs with colours swapped).")] = 20,
     workers: Annotated[int, typer.Option(min=0, max=MAX_WORKERS, help="Worker processes (0: play in this process).")] = 1,
-    seed: Annotated[int, typer.Option(min=0, max=MAX_SEED, help="Base seed; pair k uses seed + k.")] = 0,
+    seed: Annotated[int, typer.Option(min=0, max=MAX_SEED,
+                                      help="Base seed; pair k's game seed derives from (seed, k).")] = 0,
     out: Annotated[
         Optional[Path], typer.Option(help="Run directory (resumed if it exists). Default: runs/arena/A__vs__B.")
     ] = None,

@@ -25,7 +25,8 @@ from core.records import read_json
 from core.rules import Ruleset
 from core.state import GameState
 from knowledge.registry import REGISTRY
-from train.arena import ArenaError, game_seeds, load_records, record_path, run_arena, summarize_records
+from train.arena import (ARENA_VERSION, ARENA_VERSIONS, ArenaError, game_seeds, load_records, record_path,
+                         run_arena, summarize_records)
 from train.play import play
 from train.stats import percentile
 from train.tournament import pair_dir_name, run_tournament
@@ -120,11 +121,27 @@ def _moves(out: Path) -> dict[str, tuple[str, ...]]:
 
 # ------------------------------------------------------------------------- seeds and one arena
 def test_game_seeds_pair_games_and_swap_colours():
-    s = [game_seeds(100, i) for i in range(6)]
-    assert [x["a_colour"] for x in s] == ["w", "b"] * 3
-    assert [x["game_seed"] for x in s] == [100, 100, 101, 101, 102, 102]
-    assert s[0]["seed_a"] == s[1]["seed_a"] and s[0]["seed_b"] == s[1]["seed_b"]
-    assert s[0]["seed_a"] != s[0]["seed_b"] and s[0]["seed_a"] != s[2]["seed_a"]
+    for version in ARENA_VERSIONS:
+        s = [game_seeds(100, i, version) for i in range(6)]
+        assert [x["a_colour"] for x in s] == ["w", "b"] * 3
+        assert [x["game_seed"] for x in s][::2] == [x["game_seed"] for x in s][1::2]  # a pair's games share it
+        assert s[0]["seed_a"] == s[1]["seed_a"] and s[0]["seed_b"] == s[1]["seed_b"]
+        assert s[0]["seed_a"] != s[0]["seed_b"] and s[0]["seed_a"] != s[2]["seed_a"]
+    assert [game_seeds(100, i, 1)["game_seed"] for i in range(6)] == [100, 100, 101, 101, 102, 102]
+    assert game_seeds(100, 4) == game_seeds(100, 4, ARENA_VERSION) and ARENA_VERSION == 2
+    with pytest.raises(ValueError, match="arena version"):
+        game_seeds(100, 0, 3)
+
+
+def test_arenas_of_neighbouring_seeds_share_no_game_seed():
+    """Version 2: the base seeds 1, 2 and 3 give three independent samples (version 1's ``seed + k``
+    made ``--seed 2`` replay all but one pair of ``--seed 1``)."""
+    pairs = 500
+    seeds = {base: {game_seeds(base, 2 * k)["game_seed"] for k in range(pairs)} for base in (1, 2, 3)}
+    assert all(len(v) == pairs for v in seeds.values())
+    assert not seeds[1] & seeds[2] and not seeds[1] & seeds[3] and not seeds[2] & seeds[3]
+    old = {base: {game_seeds(base, 2 * k, 1)["game_seed"] for k in range(pairs)} for base in (1, 2)}
+    assert len(old[1] & old[2]) == pairs - 1  # what version 1 did
 
 
 @pytest.fixture(scope="module")
@@ -142,7 +159,7 @@ def test_arena_records_are_colour_balanced_seeded_and_replayable(arena_run):
         record = read_json(record_path(out, i))
         seeds = game_seeds(7, i)
         meta = record.metadata
-        assert meta["game_index"] == i and meta["pair"] == i // 2 and meta["game_seed"] == 7 + i // 2
+        assert meta["game_index"] == i and meta["pair"] == i // 2 and meta["game_seed"] == seeds["game_seed"]
         assert meta["arena"] == {"a": "t-random", "b": "t-first", "seed": 7}
         a_white = i % 2 == 0
         assert meta["a_colour"] == ("w" if a_white else "b")
@@ -232,6 +249,29 @@ def test_resume_rejects_another_match_in_the_same_directory(arena_run):
         run_arena("t-random", "t-first", 4, workers=0, seed=7, out_dir=out, ruleset=Ruleset(), progress=False)
 
 
+def test_a_version_1_directory_resumes_with_its_own_seeding(tmp_path):
+    """arena.json of version 1 (game seed ``seed + k``): the missing games are played with that seeding
+    and the file stays version 1; a version this code does not know is refused, naming the field."""
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / "arena.json").write_text(json.dumps({"format": "jiu-arena", "version": 1, "a": "t-random", "b": "t-first",
+                                                "seed": 7, "ruleset": RULES.model_dump(), "games": 4}))
+    run_arena("t-random", "t-first", 4, workers=0, seed=7, out_dir=old, ruleset=RULES, progress=False)
+    assert json.loads((old / "arena.json").read_text())["version"] == 1
+    metas = [read_json(record_path(old, i)).metadata for i in range(4)]
+    assert [m["game_seed"] for m in metas] == [7, 7, 8, 8]
+    assert [m["seeds"]["white" if i % 2 == 0 else "black"] for i, m in enumerate(metas)] == \
+        [game_seeds(7, i, 1)["seed_a"] for i in range(4)]
+    new = tmp_path / "new"
+    run_arena("t-random", "t-first", 2, workers=0, seed=7, out_dir=new, ruleset=RULES, progress=False)
+    assert json.loads((new / "arena.json").read_text())["version"] == ARENA_VERSION
+    assert read_json(record_path(new, 0)).metadata["game_seed"] == game_seeds(7, 0)["game_seed"] != 7
+    config = json.loads((new / "arena.json").read_text())
+    (new / "arena.json").write_text(json.dumps({**config, "version": 3}))
+    with pytest.raises(ArenaError, match="field 'version' is 3"):
+        run_arena("t-random", "t-first", 2, workers=0, seed=7, out_dir=new, ruleset=RULES, progress=False)
+
+
 def test_bad_arguments(tmp_path):
     with pytest.raises(ArenaError, match="games: must be an even"):
         run_arena("t-random", "t-first", 3, workers=0, out_dir=tmp_path, progress=False)
@@ -317,7 +357,7 @@ def test_tournament_round_robin_and_resume(tmp_path):
                            progress=False)
     assert all(s.played == 0 for s in again.arenas.values())
     by_agent = {r["agent"]: r["elo"] for r in again.data["ratings"]["ratings"]}
-    assert by_agent == pytest.approx({a: r["elo"] for a, r in ratings.items()})
+    assert by_agent == pytest.approx({a: r["elo"] for a, r in ratings.items()}, abs=1e-6)
     with pytest.raises(ArenaError, match="listed twice"):
         run_tournament(["t-first", "t-first"], 2, workers=0, out_dir=tmp_path, progress=False)
 

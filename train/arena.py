@@ -2,9 +2,14 @@
 
 ``run_arena("greedy", "random", games=100, workers=4, seed=0, out_dir="runs/g-vs-r")`` plays
 ``games`` games (an even number) as ``games / 2`` *pairs*. Game ``i`` belongs to pair ``k = i // 2``;
-both games of a pair share the game seed ``seed + k``; agent A plays White in game ``2k`` and Black
-in game ``2k + 1``. From the game seed each agent gets its own seed (:func:`game_seeds`), so a game
-is reproducible from ``(specs, ruleset, seed, index)`` alone, whatever the number of workers.
+both games of a pair share one game seed, drawn from ``numpy.random.SeedSequence([seed, k])``; agent A
+plays White in game ``2k`` and Black in game ``2k + 1``. From the game seed each agent gets its own
+seed (:func:`game_seeds`), so a game is reproducible from ``(specs, ruleset, seed, index)`` alone,
+whatever the number of workers, and two arenas with different ``seed`` share no game seed: a match
+rerun with ``--seed 2`` is a second, independent sample of the one with ``--seed 1``. (Arena
+directories of version 1, made before 2026-11-29, used the game seed ``seed + k``, so that ``--seed
+2`` replayed all but one pair of ``--seed 1``; they resume with that seeding, and new directories
+are version 2.)
 
 Agents are built by spec in the process that plays the game (``knowledge.agents.make_agent``, which
 understands ``NAME[:k=v,...]`` and ``LAYOUT+BATTLE``, with the agents of ``catalog`` registered),
@@ -14,7 +19,7 @@ is locked for the match (``train.rundir.lock_dir``): a second match into it is r
 
 Run directory (``out_dir``), every file written atomically (temporary file + ``os.replace``)::
 
-    arena.json          the match identity: {"format": "jiu-arena", "version": 1, "a", "b", "seed",
+    arena.json          the match identity: {"format": "jiu-arena", "version": 2, "a", "b", "seed",
                         "ruleset": {...}, "games": <last requested count>}
     games/0000.json     one JSON game record per finished game (core.records format), see below
     summary.json        statistics of the finished games (keys in :func:`summarize_records`)
@@ -60,7 +65,9 @@ from train.workers import InlineRunner, PoolRunner, WorkerDied, make_pool, stop_
 
 ARENA_FORMAT = "jiu-arena"
 SUMMARY_FORMAT = "jiu-arena-summary"
-VERSION = 1
+VERSION = 1  # of summary.json
+ARENA_VERSION = 2  # of arena.json: its game seeding (game_seeds); version 1 directories still resume
+ARENA_VERSIONS = (1, 2)
 CONFIG_FILE = "arena.json"
 SUMMARY_FILE = "summary.json"
 GAMES_DIR = "games"
@@ -127,13 +134,18 @@ def check_agent_spec(spec: str, what: str = "agent") -> None:
 
 
 # ============================================================================ one game
-def game_seeds(seed: int, index: int) -> dict[str, Any]:
-    """Seeds and colours of game ``index`` of an arena with base ``seed``: ``{"pair": k,
-    "game_seed": seed + k, "a_colour": "w" for even index else "b", "seed_a", "seed_b"}``. The agent
-    seeds are drawn from ``numpy.random.SeedSequence(game_seed)`` (31-bit), A first, so they are the
-    same in both games of a pair and independent of each other."""
+def game_seeds(seed: int, index: int, version: int = ARENA_VERSION) -> dict[str, Any]:
+    """Seeds and colours of game ``index`` of an arena with base ``seed``: ``{"pair": k, "game_seed",
+    "a_colour": "w" for even index else "b", "seed_a", "seed_b"}``. ``game_seed`` (32-bit) is drawn
+    from ``numpy.random.SeedSequence([seed, k])`` for ``version`` 2 (the arena directory's, module
+    docstring), so that arenas of different base seeds are independent samples, and is ``seed + k``
+    for version 1. The agent seeds are drawn from ``numpy.random.SeedSequence(game_seed)`` (31-bit), A
+    first, so they are the same in both games of a pair and independent of each other. Raises
+    ``ValueError`` for a version outside :data:`ARENA_VERSIONS`."""
+    if version not in ARENA_VERSIONS:
+        raise ValueError(f"arena version must be one of {ARENA_VERSIONS}, got {version!r}")
     pair = index // 2
-    game_seed = seed + pair
+    game_seed = seed + pair if version == 1 else int(np.random.SeedSequence([seed, pair]).generate_state(1)[0])
     seed_a, seed_b = (int(x) for x in np.random.SeedSequence(game_seed).generate_state(2) % (2**31))
     return {"pair": pair, "game_seed": game_seed, "a_colour": "w" if index % 2 == 0 else "b",
             "seed_a": seed_a, "seed_b": seed_b}
@@ -211,7 +223,7 @@ def _game_task(task: dict[str, Any]) -> dict[str, Any]:
     (or in-process). Returns ``{"index", "result", "reason", "a_colour"}``."""
     from core.records import write_json
 
-    s = game_seeds(task["seed"], task["index"])
+    s = game_seeds(task["seed"], task["index"], task["version"])
     a_white = s["a_colour"] == "w"
     white, black = (task["a"], task["b"]) if a_white else (task["b"], task["a"])
     white_seed, black_seed = (s["seed_a"], s["seed_b"]) if a_white else (s["seed_b"], s["seed_a"])
@@ -333,19 +345,21 @@ def summarize_records(records: Sequence, a: str, b: str) -> dict[str, Any]:
 
 
 # ============================================================================ run directory
-def _config(a: str, b: str, seed: int, ruleset: Ruleset, games: int) -> dict[str, Any]:
-    return {"format": ARENA_FORMAT, "version": VERSION, "a": a, "b": b, "seed": seed,
+def _config(a: str, b: str, seed: int, ruleset: Ruleset, games: int, version: int = ARENA_VERSION) -> dict[str, Any]:
+    return {"format": ARENA_FORMAT, "version": version, "a": a, "b": b, "seed": seed,
             "ruleset": ruleset.model_dump(), "games": games}
 
 
-def check_run_dir(out_dir: Path, a: str, b: str, seed: int, ruleset: Ruleset) -> None:
-    """Raise ``ArenaError`` naming the field if ``out_dir/arena.json`` exists and describes another
-    match (other specs, seed or ruleset) or is unreadable."""
+def check_run_dir(out_dir: Path, a: str, b: str, seed: int, ruleset: Ruleset) -> int:
+    """The arena version (its game seeding, :func:`game_seeds`) of the match in ``out_dir``:
+    ``out_dir/arena.json``'s, or :data:`ARENA_VERSION` for a new directory. Raise ``ArenaError`` naming
+    the field if ``arena.json`` describes another match (other specs, seed or ruleset), has a version
+    this code does not know, or is unreadable."""
     path = out_dir / CONFIG_FILE
     if not path.exists():
         if (out_dir / GAMES_DIR).exists() and any((out_dir / GAMES_DIR).glob("*.json")):
             raise ArenaError(f"{out_dir}: holds game records but no {CONFIG_FILE}; use another --out directory")
-        return
+        return ARENA_VERSION
     try:
         stored = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
@@ -359,6 +373,11 @@ def check_run_dir(out_dir: Path, a: str, b: str, seed: int, ruleset: Ruleset) ->
                 f"{path}: field {key!r} is {stored.get(key)!r} but this run asks for {want[key]!r};"
                 " resume with the same agents, seed and rules, or use another --out directory"
             )
+    version = stored.get("version")
+    if version not in ARENA_VERSIONS:
+        raise ArenaError(f"{path}: field 'version' is {version!r}, this code reads {ARENA_VERSIONS}; use another --out"
+                         " directory")
+    return version
 
 
 def _clean_temp_files(games_dir: Path) -> None:
@@ -468,14 +487,15 @@ def run_arena(
 
 def _run_locked(spec_a, spec_b, games, workers, seed, out: Path, ruleset, progress, imports, executor,
                 sprt=None) -> ArenaSummary:
-    check_run_dir(out, spec_a, spec_b, seed, ruleset)
+    version = check_run_dir(out, spec_a, spec_b, seed, ruleset)
     games_dir = out / GAMES_DIR
     games_dir.mkdir(parents=True, exist_ok=True)
     _clean_temp_files(games_dir)
-    atomic_write_json(out / CONFIG_FILE, _config(spec_a, spec_b, seed, ruleset, games))
+    atomic_write_json(out / CONFIG_FILE, _config(spec_a, spec_b, seed, ruleset, games, version))
     done = load_records(out, games, spec_a, spec_b, seed)
     todo = [i for i in range(games) if i not in done]
-    task_base = {"a": spec_a, "b": spec_b, "seed": seed, "ruleset": ruleset.model_dump(), "out_dir": str(out)}
+    task_base = {"a": spec_a, "b": spec_b, "seed": seed, "version": version, "ruleset": ruleset.model_dump(),
+                 "out_dir": str(out)}
     start = time.perf_counter()
     score = Counter({"w": 0, "d": 0, "l": 0})
     points: dict[int, float] = {}  # A's points by game index
