@@ -254,6 +254,7 @@ def main() -> None:  # pragma: no cover - command line
     if args.json:
         print(json.dumps(r))
         return
+
     def paired_line(d: dict | None, what: str) -> None:
         if d is not None:
             z = "n/a" if d["z"] is None else f"{d['z']:+.2f}"
