@@ -530,17 +530,25 @@ DriftEndsOption = Annotated[Optional[str], typer.Option(help="The --value-drift 
 
 
 def _train_errors(fn):
-    """``_agent_errors`` plus ``ValueError`` (bad values) as status 2, and Ctrl-C as status 130."""
+    """``_agent_errors`` plus ``ValueError`` (bad values) as status 2, and Ctrl-C (or SIGTERM in a run) as
+    status 130, also when it arrived inside a C++ extension that wrapped it (``train.rundir.caused_by_interrupt``)."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
+        from train.rundir import caused_by_interrupt
+
         try:
             return fn(*args, **kwargs)
+        except Exception as exc:
+            if not caused_by_interrupt(exc):
+                if isinstance(exc, ValueError):
+                    fail(str(exc))
+                raise
+            typer.echo("interrupted", err=True)
+            raise typer.Exit(130)
         except KeyboardInterrupt:
             typer.echo("interrupted", err=True)
             raise typer.Exit(130)
-        except ValueError as exc:
-            fail(str(exc))
 
     return _agent_errors(wrapper)
 

@@ -1027,6 +1027,74 @@ def test_sigterm_ends_a_selfplay_run_as_ctrl_c_does(tmp_path):
     assert again.returncode == 0, again.stderr
 
 
+def test_caused_by_interrupt_follows_the_direct_cause_only():
+    from train.rundir import caused_by_interrupt
+
+    def raised(make):
+        try:
+            make()
+        except BaseException as exc:  # noqa: BLE001 - the exception itself is the value under test
+            return exc
+
+    def wrapped():  # what pybind11 does with an interrupt raised inside a C++ call
+        try:
+            raise KeyboardInterrupt("signal 15")
+        except KeyboardInterrupt as inner:
+            raise SystemError("returned a result with an exception set") from inner
+
+    def twice():
+        try:
+            wrapped()
+        except SystemError as inner:
+            raise RuntimeError("outer") from inner
+
+    def during():  # an error of its own, raised while an interrupt was handled
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            raise ValueError("cleanup failed")
+
+    assert caused_by_interrupt(raised(wrapped)) and caused_by_interrupt(raised(twice))
+    assert caused_by_interrupt(KeyboardInterrupt())
+    assert not caused_by_interrupt(raised(during)) and not caused_by_interrupt(ValueError("x"))
+    assert not caused_by_interrupt(None)
+
+
+def test_an_interrupt_wrapped_by_an_extension_ends_the_run_as_interrupted(tmp_path, monkeypatch):
+    """SIGTERM or Ctrl-C inside a PyTorch call arrives as SystemError (cause: the KeyboardInterrupt); the
+    run still logs run_end ``interrupted``, raises KeyboardInterrupt, and the CLI exits 130 without a
+    traceback."""
+    import train.pipeline as pipeline
+
+    def interrupted_in_torch(self, it, kind):
+        try:
+            raise KeyboardInterrupt("signal 15")
+        except KeyboardInterrupt as inner:
+            raise SystemError("<built-in method> returned a result with an exception set") from inner
+
+    monkeypatch.setattr(pipeline.Pipeline, "phase_train", interrupted_in_torch)
+    run = tmp_path / "run"
+    with pytest.raises(KeyboardInterrupt):
+        run_pipeline(micro_config("iterations=1", "pretrain.enabled=false"), run, progress=False)
+    end = [e for e in read_metrics(run / "metrics.jsonl") if e["event"] == "run_end"]
+    assert len(end) == 1 and end[0]["reason"] == "interrupted"
+    assert json.loads((run / "state.json").read_text())["phase"] == "train"
+    result = runner.invoke(app, ["selfplay", "--no-progress", *sum((["--set", s] for s in MICRO), []), "--set",
+                                 "pretrain.enabled=false", "--set", "iterations=1", "--from-scratch", "--run-dir",
+                                 str(tmp_path / "cli")])
+    assert result.exit_code == 130 and "interrupted" in result.output and "Traceback" not in result.output
+    # every training command's wrapper (pretrain, gen-records, ...) reads the wrapped interrupt as Ctrl-C
+    import typer
+
+    from cli import _train_errors
+
+    with pytest.raises(typer.Exit) as stop:
+        _train_errors(lambda: interrupted_in_torch(None, 1, "upper"))()
+    assert stop.value.exit_code == 130
+    with pytest.raises(SystemError):  # any other SystemError is not an interrupt
+        _train_errors(lambda: (_ for _ in ()).throw(SystemError("other")))()
+
+
 def test_curve_points_and_joint_fit(cycle_run):
     from train.curve import fit_curve, read_points
 

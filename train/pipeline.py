@@ -98,6 +98,7 @@ from train.rundir import (
     TrainError,
     atomic_copy,
     atomic_write_json,
+    caused_by_interrupt,
     default_run_dir,
     disk_totals,
     eval_seed,
@@ -603,6 +604,11 @@ class Pipeline:
         except KeyboardInterrupt:
             reason = "interrupted"
             raise
+        except Exception as exc:  # an interrupt wrapped by a C++ extension (train.rundir.caused_by_interrupt)
+            if not caused_by_interrupt(exc):
+                raise
+            reason = "interrupted"
+            raise KeyboardInterrupt(f"interrupted inside {type(exc).__name__}") from exc
         finally:
             try:
                 self.refresh_totals()

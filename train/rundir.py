@@ -126,6 +126,21 @@ class DirLock:
         self.release()
 
 
+def caused_by_interrupt(exc: BaseException | None) -> bool:
+    """Whether ``exc`` is a ``KeyboardInterrupt`` (Ctrl-C, or SIGTERM in a run) or was raised with one as
+    its direct cause, along the ``__cause__`` chain: an interrupt that arrives inside a C++ extension
+    call (PyTorch through pybind11, e.g. tracing a net) comes back as a ``SystemError`` whose cause is
+    the ``KeyboardInterrupt``, and a long job must still stop as interrupted. An exception merely
+    raised while an interrupt was being handled (``__context__``) is its own error and does not count."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__
+    return False
+
+
 def lock_dir(directory: str | os.PathLike) -> DirLock:
     """Lock ``directory`` (created if missing) for this process (module docstring); raises
     :class:`DirectoryInUse` at once when another process holds it."""
