@@ -38,7 +38,8 @@ def usage_error_line(exc: click_errors.UsageError) -> str:
 
 class OneLineErrors(TyperGroup):
     """The command group: usage errors become one ``error: ...`` line on stderr with exit status 2
-    instead of Typer's usage box, and Ctrl-C ends with ``interrupted`` and status 130."""
+    instead of Typer's usage box, and Ctrl-C ends with ``interrupted`` and status 130, also when it
+    arrived inside a C++ extension that wrapped it (``train.rundir.caused_by_interrupt``)."""
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         try:
@@ -53,6 +54,13 @@ class OneLineErrors(TyperGroup):
         except BrokenPipeError:  # the reader went away (`... --help | head`): stop quietly, as Unix tools do
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - the interpreter flushes it at exit
             rv = 141
+        except Exception as exc:  # e.g. SystemError from PyTorch's pybind11 with the KeyboardInterrupt as cause
+            from train.rundir import caused_by_interrupt
+
+            if not caused_by_interrupt(exc):
+                raise
+            typer.echo("interrupted", err=True)
+            rv = 130
         if not standalone_mode:
             return rv
         sys.exit(rv if isinstance(rv, int) else 0)
@@ -530,25 +538,17 @@ DriftEndsOption = Annotated[Optional[str], typer.Option(help="The --value-drift 
 
 
 def _train_errors(fn):
-    """``_agent_errors`` plus ``ValueError`` (bad values) as status 2, and Ctrl-C (or SIGTERM in a run) as
-    status 130, also when it arrived inside a C++ extension that wrapped it (``train.rundir.caused_by_interrupt``)."""
+    """``_agent_errors`` plus ``ValueError`` (bad values) as status 2, and Ctrl-C as status 130."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        from train.rundir import caused_by_interrupt
-
         try:
             return fn(*args, **kwargs)
-        except Exception as exc:
-            if not caused_by_interrupt(exc):
-                if isinstance(exc, ValueError):
-                    fail(str(exc))
-                raise
-            typer.echo("interrupted", err=True)
-            raise typer.Exit(130)
         except KeyboardInterrupt:
             typer.echo("interrupted", err=True)
             raise typer.Exit(130)
+        except ValueError as exc:
+            fail(str(exc))
 
     return _agent_errors(wrapper)
 

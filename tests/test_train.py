@@ -1083,16 +1083,27 @@ def test_an_interrupt_wrapped_by_an_extension_ends_the_run_as_interrupted(tmp_pa
                                  "pretrain.enabled=false", "--set", "iterations=1", "--from-scratch", "--run-dir",
                                  str(tmp_path / "cli")])
     assert result.exit_code == 130 and "interrupted" in result.output and "Traceback" not in result.output
-    # every training command's wrapper (pretrain, gen-records, ...) reads the wrapped interrupt as Ctrl-C
+    # every command (the command group's main) reads the wrapped interrupt as Ctrl-C, and only it
     import typer
 
-    from cli import _train_errors
+    from cli import OneLineErrors
 
-    with pytest.raises(typer.Exit) as stop:
-        _train_errors(lambda: interrupted_in_torch(None, 1, "upper"))()
-    assert stop.value.exit_code == 130
-    with pytest.raises(SystemError):  # any other SystemError is not an interrupt
-        _train_errors(lambda: (_ for _ in ()).throw(SystemError("other")))()
+    tiny = typer.Typer(cls=OneLineErrors)
+
+    @tiny.callback()
+    def group():  # a group, as the real app is
+        pass
+
+    @tiny.command()
+    def stop(other: bool = False):
+        if other:
+            raise SystemError("not an interrupt")
+        interrupted_in_torch(None, 1, "upper")
+
+    result = runner.invoke(tiny, ["stop"])
+    assert result.exit_code == 130 and "interrupted" in result.output
+    result = runner.invoke(tiny, ["stop", "--other"])
+    assert result.exit_code == 1 and isinstance(result.exception, SystemError)
 
 
 def test_curve_points_and_joint_fit(cycle_run):
