@@ -22,9 +22,11 @@ played scores' variance over the worths': how many played games one layout's wor
 With more than one directory, each one's difference from the first with its standard error and z,
 the same paired game by game (:func:`paired_difference`: an arena played with another's ``--seed``
 by an agent that plays alike until some ply shares those plies' layouts, and the paired standard
-error leaves out what they share; games pair by arena seed and record file name, so arenas of other
-seeds do not pair), and the games of the directories with the same two specs pooled, each pool
-also paired with the first directory's pool (the games of its two specs in all the directories).
+error leaves out what they share; games pair by what determines them, their game seed (record
+metadata) and A's colour, so arenas of other seeds do not pair, while a version-1 arena whose
+``--seed`` replayed another's games pairs with those), and the games of the directories with the
+same two specs pooled, each pool also paired with the first directory's pool (the games of its two
+specs in all the directories).
 
 With ``--out OUT`` every game's play-outs go to ``OUT/worth.json`` (written atomically after each
 batch, the directory locked), and a rerun with the same ``OUT`` and options (``--playouts``,
@@ -56,13 +58,14 @@ class WorthError(ValueError):
 
 def arena_games(directory: str | Path, ply: int = NUM_POINTS) -> dict:
     """The games of arena directory ``directory``: ``{"a", "b"`` (its specs, from ``arena.json``), ``"seed"`` (its
-    ``--seed``), ``"games": [{"key"`` (``"DIR name/file name"``), ``"file"`` (the record's file name), ``"jfen"`` (the
-    position after the layout's first ``ply`` placements, 0..196; default all 196), ``"ruleset"`` (the record's, a
-    dict), ``"a_colour"`` (``"w"`` or ``"b"``), ``"played"`` (A's score in the game, ``train.arena.a_points``)``}]}``,
-    in game order; games that ended before the layout did, or without a result, are left out. The records are read and
-    checked as the arena reads them (``train.arena.load_records``). Raises :class:`WorthError` when ``directory`` holds
-    no readable ``arena.json`` or no finished game, or a record cannot be read, belongs to another match or cannot be
-    replayed, and ``ValueError`` for a ``ply`` outside 0..196."""
+    ``--seed``), ``"games": [{"key"`` (``"DIR name/file name"``), ``"file"`` (the record's file name),
+    ``"game_seed"`` (from the record's metadata, ``train.arena.game_seeds``), ``"jfen"`` (the position after the
+    layout's first ``ply`` placements, 0..196; default all 196), ``"ruleset"`` (the record's, a dict),
+    ``"a_colour"`` (``"w"`` or ``"b"``), ``"played"`` (A's score in the game, ``train.arena.a_points``)``}]}``, in
+    game order; games that ended before the layout did, or without a result, are left out. The records are read and
+    checked as the arena reads them (``train.arena.load_records``). Raises :class:`WorthError` when ``directory``
+    holds no readable ``arena.json`` or no finished game, or a record cannot be read, has no game seed, belongs to
+    another match or cannot be replayed, and ``ValueError`` for a ``ply`` outside 0..196."""
     from core.errors import JiuError
     from train.arena import CONFIG_FILE, a_points, load_records, record_path
 
@@ -90,7 +93,10 @@ def arena_games(directory: str | Path, ply: int = NUM_POINTS) -> dict:
             continue
         colour = record.metadata["a_colour"]
         name = record_path(d, i).name
-        games.append({"key": f"{d.name}/{name}", "file": name, "jfen": line[ply].to_jfen(),
+        game_seed = record.metadata.get("game_seed")
+        if not isinstance(game_seed, int):
+            raise WorthError(f"{record_path(d, i)}: field 'metadata.game_seed' is {game_seed!r}, expected an integer")
+        games.append({"key": f"{d.name}/{name}", "file": name, "game_seed": game_seed, "jfen": line[ply].to_jfen(),
                       "ruleset": record.ruleset.model_dump(), "a_colour": colour,
                       "played": a_points(record.result, colour)})
     return {"a": a, "b": b, "seed": int(seed), "games": games}
@@ -117,7 +123,7 @@ def worth_stats(played: np.ndarray, worth: np.ndarray, a_white: np.ndarray) -> d
 
 def paired_difference(first: dict, other: dict) -> dict | None:
     """The worth difference ``other`` minus ``first`` game by game: both map a game's key (in
-    :func:`run_layout_worth`, ``(arena seed, record file name)``) to ``(A's colour, A's worth)``; the
+    :func:`run_layout_worth`, ``(game seed, A's colour)``) to ``(A's colour, A's worth)``; the
     pairs are the keys in both with A of the same colour (an arena's game ``k``: with the same
     ``--seed`` two arenas of agents that play alike until some ply share their games up to there, and
     the pairing takes out what the layouts share). Returns
@@ -146,8 +152,8 @@ def run_layout_worth(directories, playouts: int = 8, seed: int = 0, workers: int
     "pooled": [{"a", "b", "arenas", **worth_stats, "paired"}]}``, the latter over the games of all the
     arenas of one pair of specs, for each pair that has more than one, with ``"paired"`` the
     :func:`paired_difference` from the games of the first arena's pair of specs (``None`` for that
-    pair itself). Games pair by ``(arena seed, record file name)``; where one key occurs twice in a
-    pool (a directory given twice) the pairing counts it once.
+    pair itself). Games pair by ``(game seed, A's colour)``; where one key occurs twice in a pool (a
+    directory given twice, or a version-1 arena's replay of another's games) the pairing counts it once.
     Raises :class:`WorthError` (see :func:`arena_games`; also for an ``--out`` file of other options)
     and ``train.rundir.DirectoryInUse`` when another process holds ``out``."""
     from bench.battle_noise import play_out
@@ -197,7 +203,7 @@ def run_layout_worth(directories, playouts: int = 8, seed: int = 0, workers: int
         worth = np.array([np.mean(done[g["key"]]) if w else 1.0 - np.mean(done[g["key"]])
                           for g, w in zip(games, white)], np.float64)
         played = np.array([g["played"] for g in games], np.float64)
-        by_game = {(a["seed"], g["file"]): (g["a_colour"], float(w)) for g, w in zip(games, worth)}
+        by_game = {(g["game_seed"], g["a_colour"]): (g["a_colour"], float(w)) for g, w in zip(games, worth)}
         pools.setdefault((a["a"], a["b"]), []).append((played, worth, white, by_game))
         stats = worth_stats(played, worth, white)
         diff = paired = None
@@ -258,7 +264,7 @@ def main() -> None:  # pragma: no cover - command line
     def paired_line(d: dict | None, what: str) -> None:
         if d is not None:
             z = "n/a" if d["z"] is None else f"{d['z']:+.2f}"
-            print(f"  paired with {what} of the same seed, file and colour ({d['games']} games): "
+            print(f"  paired with {what} of the same game seed and colour ({d['games']} games): "
                   f"{100 * d['worth']:+.1f} points (s.e. {100 * d['se']:.1f}), z {z}")
 
     start = "finished layout" if args.ply == NUM_POINTS else f"layout up to ply {args.ply}, the expert finishing it"

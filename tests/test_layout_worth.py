@@ -47,8 +47,8 @@ def test_worth_stats_against_the_statistics_module(rows):
 @given(st.dictionaries(st.integers(0, 20), st.tuples(st.sampled_from("wb"), st.floats(0, 1)), max_size=12),
        st.dictionaries(st.integers(0, 20), st.tuples(st.sampled_from("wb"), st.floats(0, 1)), max_size=12))
 def test_paired_difference_against_the_statistics_module(first, other):
-    first = {(k % 2, f"{k:06d}.json"): v for k, v in first.items()}  # keys as run_layout_worth's: (seed, file)
-    other = {(k % 2, f"{k:06d}.json"): v for k, v in other.items()}
+    first = {(k, v[0]): v for k, v in first.items()}  # keys as run_layout_worth's: (game seed, A's colour)
+    other = {(k, v[0]): v for k, v in other.items()}
     pairs = [other[k][1] - first[k][1] for k in first if k in other and first[k][0] == other[k][0]]
     p = paired_difference(first, other)
     if len(pairs) < 2:
@@ -92,6 +92,8 @@ def test_layout_worth_plays_each_layout_out_and_resumes(arena_dir, tmp_path):
     assert len(games) == 4 and {g["a_colour"] for g in games} == {"w", "b"}
     assert [g["file"] for g in games] == sorted(f.name for f in (arena_dir / "games").glob("*.json"))
     assert all(g["key"] == f"{arena_dir.name}/{g['file']}" for g in games)
+    assert [g["game_seed"] for g in games] == [read_record(arena_dir / "games" / g["file"])[0].metadata["game_seed"]
+                                               for g in games]
     out = tmp_path / "out"
     r = run_layout_worth([arena_dir], playouts=2, seed=9, out=str(out))
     a = r["arenas"][0]
@@ -167,6 +169,24 @@ def test_layout_worth_pairs_two_arenas_game_by_game(arena_dir, tmp_path):
     assert names == sorted(f.name for f in (reseeded / "games").glob("*.json"))  # the same files, another seed
     assert r["arenas"][2]["paired"] is None
     assert len(r["pooled"]) == 1 and r["pooled"][0]["games"] == 8 and r["pooled"][0]["paired"] == p
+
+
+def test_layout_worth_pairs_a_version_1_replay_by_game_seed(tmp_path):
+    """Version-1 arenas (game seed ``seed + k``) with ``--seed 5`` and ``--seed 6`` play the same pair
+    (game seed 6) as the first's pair 1 and the second's pair 0: those two games, and only they, pair."""
+    dirs = []
+    for seed in (5, 6):
+        d = tmp_path / f"v1-{seed}"
+        d.mkdir()
+        (d / "arena.json").write_text(json.dumps({"format": "jiu-arena", "version": 1, "a": "random", "b": "greedy",
+                                                  "seed": seed, "ruleset": RULES.model_dump(), "games": 4}))
+        run_arena("random", "greedy", 4, workers=0, seed=seed, out_dir=d, ruleset=RULES, progress=False)
+        dirs.append(d)
+    assert [read_record(dirs[0] / "games" / f"000{i}.json")[0].moves for i in (2, 3)] == \
+        [read_record(dirs[1] / "games" / f"000{i}.json")[0].moves for i in (0, 1)]  # the same two games
+    r = run_layout_worth(dirs, playouts=1, seed=2)
+    assert r["arenas"][1]["paired"] is not None and r["arenas"][1]["paired"]["games"] == 2
+    assert r["pooled"][0]["games"] == 8 and r["pooled"][0]["paired"] is None
 
 
 def test_layout_worth_errors_are_one_line(tmp_path, arena_dir):
