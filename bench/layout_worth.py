@@ -149,11 +149,12 @@ def run_layout_worth(directories, playouts: int = 8, seed: int = 0, workers: int
     ``{"playouts", "seed", "ply", "seconds", "arenas": [{"dir", "a", "b", **worth_stats,
     "difference"`` (from the first arena: ``{"worth", "se", "z"}``, ``None`` for the first), ``"paired"``
     (:func:`paired_difference` from the first, ``None`` for the first)``}],
-    "pooled": [{"a", "b", "arenas", **worth_stats, "paired"}]}``, the latter over the games of all the
-    arenas of one pair of specs, for each pair that has more than one, with ``"paired"`` the
+    "pooled": [{"a", "b", "arenas", **worth_stats, "paired"}]}``, the latter over the distinct games of
+    all the arenas of one pair of specs, for each pair that has more than one, with ``"paired"`` the
     :func:`paired_difference` from the games of the first arena's pair of specs (``None`` for that
-    pair itself). Games pair by ``(game seed, A's colour)``; where one key occurs twice in a pool (a
-    directory given twice, or a version-1 arena's replay of another's games) the pairing counts it once.
+    pair itself). A game is identified, and paired, by ``(game seed, A's colour)``: one that occurs in
+    several arenas of a pool (a directory given twice, or a version-1 arena's replay of another's
+    games) counts once there, its worth the mean of its worths.
     Raises :class:`WorthError` (see :func:`arena_games`; also for an ``--out`` file of other options)
     and ``train.rundir.DirectoryInUse`` when another process holds ``out``."""
     from bench.battle_noise import play_out
@@ -196,7 +197,7 @@ def run_layout_worth(directories, playouts: int = 8, seed: int = 0, workers: int
             lock.release()
     result = {"playouts": playouts, "seed": seed, "ply": ply, "seconds": time.perf_counter() - t0, "arenas": []}
     first = first_games = None
-    pools: dict[tuple, list] = {}
+    pools: dict[tuple, dict] = {}  # (a, b) -> {"arenas": n, "games": {key: [played, a_white, [worths]]}}
     for a in arenas:
         games = a.pop("games")
         white = np.array([g["a_colour"] == "w" for g in games])
@@ -204,7 +205,11 @@ def run_layout_worth(directories, playouts: int = 8, seed: int = 0, workers: int
                           for g, w in zip(games, white)], np.float64)
         played = np.array([g["played"] for g in games], np.float64)
         by_game = {(g["game_seed"], g["a_colour"]): (g["a_colour"], float(w)) for g, w in zip(games, worth)}
-        pools.setdefault((a["a"], a["b"]), []).append((played, worth, white, by_game))
+        pool = pools.setdefault((a["a"], a["b"]), {"arenas": 0, "games": {}})
+        pool["arenas"] += 1
+        for g, p, w in zip(games, played, worth):
+            pool["games"].setdefault((g["game_seed"], g["a_colour"]), [float(p), g["a_colour"] == "w", []])[2].append(
+                float(w))
         stats = worth_stats(played, worth, white)
         diff = paired = None
         if first is not None:
@@ -214,16 +219,20 @@ def run_layout_worth(directories, playouts: int = 8, seed: int = 0, workers: int
         else:
             first, first_games = stats, by_game
         result["arenas"].append({**a, **stats, "difference": diff, "paired": paired})
-    specs = list(pools)
+    first_spec = next(iter(pools))
 
-    def pool_games(spec: tuple) -> dict:
-        return {k: v for part in pools[spec] for k, v in part[3].items()}
+    def pool_games(spec: tuple) -> dict:  # key -> (A's colour, worth): paired_difference's input
+        return {k: ("w" if r[1] else "b", float(np.mean(r[2]))) for k, r in pools[spec]["games"].items()}
 
-    result["pooled"] = [{"a": a, "b": b, "arenas": len(parts),
-                         **worth_stats(*(np.concatenate(x) for x in list(zip(*parts))[:3])),
-                         "paired": None if (a, b) == specs[0] else paired_difference(pool_games(specs[0]),
-                                                                                     pool_games((a, b)))}
-                        for (a, b), parts in pools.items() if len(parts) > 1]
+    result["pooled"] = []
+    for spec, pool in pools.items():
+        if pool["arenas"] < 2:
+            continue
+        rows = list(pool["games"].values())
+        stats = worth_stats(np.array([r[0] for r in rows]), np.array([np.mean(r[2]) for r in rows]),
+                            np.array([r[1] for r in rows]))
+        paired = None if spec == first_spec else paired_difference(pool_games(first_spec), pool_games(spec))
+        result["pooled"].append({"a": spec[0], "b": spec[1], "arenas": pool["arenas"], **stats, "paired": paired})
     return result
 
 

@@ -112,12 +112,12 @@ def test_layout_worth_plays_each_layout_out_and_resumes(arena_dir, tmp_path):
     assert again["arenas"][1]["difference"]["worth"] == pytest.approx(0.0)
     assert r["arenas"][0]["paired"] is None  # the first arena is what the others are paired with
     assert again["arenas"][1]["paired"] == {"games": 4, "worth": 0.0, "se": 0.0, "z": None}  # the same games
-    # the same pair of specs twice: one pool of both arenas' games
+    # the same pair of specs twice: one pool of both arenas' games, each distinct game (game seed, colour) once
     assert r["pooled"] == [] and len(again["pooled"]) == 1
     pool = again["pooled"][0]
-    assert (pool["a"], pool["b"], pool["arenas"], pool["games"]) == ("random", "greedy", 2, 8)
+    assert (pool["a"], pool["b"], pool["arenas"], pool["games"]) == ("random", "greedy", 2, 4)
     assert pool["worth"] == pytest.approx(a["worth"]) and pool["played"] == pytest.approx(a["played"])
-    assert pool["se"] == pytest.approx(np.std(expected * 2, ddof=1) / np.sqrt(8))
+    assert pool["se"] == pytest.approx(np.std(expected, ddof=1) / np.sqrt(4))
     assert pool["paired"] is None  # the first arena's own pair of specs
     with pytest.raises(WorthError, match="made with --playouts 2 --seed 9"):
         run_layout_worth([arena_dir], playouts=3, seed=9, out=str(out))
@@ -184,9 +184,19 @@ def test_layout_worth_pairs_a_version_1_replay_by_game_seed(tmp_path):
         dirs.append(d)
     assert [read_record(dirs[0] / "games" / f"000{i}.json")[0].moves for i in (2, 3)] == \
         [read_record(dirs[1] / "games" / f"000{i}.json")[0].moves for i in (0, 1)]  # the same two games
-    r = run_layout_worth(dirs, playouts=1, seed=2)
+    r = run_layout_worth(dirs, playouts=2, seed=2, out=str(tmp_path / "out"))
     assert r["arenas"][1]["paired"] is not None and r["arenas"][1]["paired"]["games"] == 2
-    assert r["pooled"][0]["games"] == 8 and r["pooled"][0]["paired"] is None
+    assert r["pooled"][0]["games"] == 6 and r["pooled"][0]["paired"] is None  # the replayed pair counted once
+    scores = json.loads((tmp_path / "out" / WORTH_FILE).read_text())["games"]
+
+    def worth(d, i):  # A's worth of game i of arena d, from its saved play-outs
+        colour = read_record(d / "games" / f"000{i}.json")[0].metadata["a_colour"]
+        m = statistics.fmean(scores[f"{d.name}/000{i}.json"])
+        return m if colour == "w" else 1 - m
+
+    distinct = [worth(dirs[0], 0), worth(dirs[0], 1), worth(dirs[1], 2), worth(dirs[1], 3),
+                (worth(dirs[0], 2) + worth(dirs[1], 0)) / 2, (worth(dirs[0], 3) + worth(dirs[1], 1)) / 2]
+    assert r["pooled"][0]["worth"] == pytest.approx(statistics.fmean(distinct))
 
 
 def test_layout_worth_errors_are_one_line(tmp_path, arena_dir):
