@@ -24,9 +24,9 @@ the same paired game by game (:func:`paired_difference`: an arena played with an
 by an agent that plays alike until some ply shares those plies' layouts, and the paired standard
 error leaves out what they share; games pair by what determines them, their game seed (record
 metadata) and A's colour, so arenas of other seeds do not pair, while a version-1 arena whose
-``--seed`` replayed another's games pairs with those), and the games of the directories with the
-same two specs pooled, each pool also paired with the first directory's pool (the games of its two
-specs in all the directories).
+``--seed`` replayed another's games pairs with those), and the distinct games of the directories
+with the same two specs pooled (a game in two of them counts once), each pool also paired with the
+first directory's pool (the games of its two specs in all the directories).
 
 With ``--out OUT`` every game's play-outs go to ``OUT/worth.json`` (written atomically after each
 batch, the directory locked), and a rerun with the same ``OUT`` and options (``--playouts``,
