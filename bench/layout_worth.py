@@ -197,19 +197,19 @@ def run_layout_worth(directories, playouts: int = 8, seed: int = 0, workers: int
             lock.release()
     result = {"playouts": playouts, "seed": seed, "ply": ply, "seconds": time.perf_counter() - t0, "arenas": []}
     first = first_games = None
-    pools: dict[tuple, dict] = {}  # (a, b) -> {"arenas": n, "games": {key: [played, a_white, [worths]]}}
+    pools: dict[tuple, dict] = {}  # (a, b) -> {"arenas": n, "games": {key: [played, A's colour, [worths]]}}
     for a in arenas:
         games = a.pop("games")
         white = np.array([g["a_colour"] == "w" for g in games])
         worth = np.array([np.mean(done[g["key"]]) if w else 1.0 - np.mean(done[g["key"]])
                           for g, w in zip(games, white)], np.float64)
         played = np.array([g["played"] for g in games], np.float64)
-        by_game = {(g["game_seed"], g["a_colour"]): (g["a_colour"], float(w)) for g, w in zip(games, worth)}
+        keys = [(g["game_seed"], g["a_colour"]) for g in games]
+        by_game = {k: (g["a_colour"], float(w)) for k, g, w in zip(keys, games, worth)}
         pool = pools.setdefault((a["a"], a["b"]), {"arenas": 0, "games": {}})
         pool["arenas"] += 1
-        for g, p, w in zip(games, played, worth):
-            pool["games"].setdefault((g["game_seed"], g["a_colour"]), [float(p), g["a_colour"] == "w", []])[2].append(
-                float(w))
+        for k, g, p, w in zip(keys, games, played, worth):
+            pool["games"].setdefault(k, [float(p), g["a_colour"], []])[2].append(float(w))
         stats = worth_stats(played, worth, white)
         diff = paired = None
         if first is not None:
@@ -222,7 +222,7 @@ def run_layout_worth(directories, playouts: int = 8, seed: int = 0, workers: int
     first_spec = next(iter(pools))
 
     def pool_games(spec: tuple) -> dict:  # key -> (A's colour, worth): paired_difference's input
-        return {k: ("w" if r[1] else "b", float(np.mean(r[2]))) for k, r in pools[spec]["games"].items()}
+        return {k: (r[1], float(np.mean(r[2]))) for k, r in pools[spec]["games"].items()}
 
     result["pooled"] = []
     for spec, pool in pools.items():
@@ -230,7 +230,7 @@ def run_layout_worth(directories, playouts: int = 8, seed: int = 0, workers: int
             continue
         rows = list(pool["games"].values())
         stats = worth_stats(np.array([r[0] for r in rows]), np.array([np.mean(r[2]) for r in rows]),
-                            np.array([r[1] for r in rows]))
+                            np.array([r[1] == "w" for r in rows]))
         paired = None if spec == first_spec else paired_difference(pool_games(first_spec), pool_games(spec))
         result["pooled"].append({"a": spec[0], "b": spec[1], "arenas": pool["arenas"], **stats, "paired": paired})
     return result

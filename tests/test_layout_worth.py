@@ -189,14 +189,20 @@ def test_layout_worth_pairs_a_version_1_replay_by_game_seed(tmp_path):
     assert r["pooled"][0]["games"] == 6 and r["pooled"][0]["paired"] is None  # the replayed pair counted once
     scores = json.loads((tmp_path / "out" / WORTH_FILE).read_text())["games"]
 
+    def colour(d, i):  # A's colour in game i of arena d
+        return read_record(d / "games" / f"000{i}.json")[0].metadata["a_colour"]
+
     def worth(d, i):  # A's worth of game i of arena d, from its saved play-outs
-        colour = read_record(d / "games" / f"000{i}.json")[0].metadata["a_colour"]
         m = statistics.fmean(scores[f"{d.name}/000{i}.json"])
-        return m if colour == "w" else 1 - m
+        return m if colour(d, i) == "w" else 1 - m
 
     distinct = [worth(dirs[0], 0), worth(dirs[0], 1), worth(dirs[1], 2), worth(dirs[1], 3),
                 (worth(dirs[0], 2) + worth(dirs[1], 0)) / 2, (worth(dirs[0], 3) + worth(dirs[1], 1)) / 2]
     assert r["pooled"][0]["worth"] == pytest.approx(statistics.fmean(distinct))
+    colours = [colour(dirs[0], 0), colour(dirs[0], 1), colour(dirs[1], 2), colour(dirs[1], 3), colour(dirs[0], 2),
+               colour(dirs[0], 3)]
+    for name, c in (("white", "w"), ("black", "b")):  # the pool's worth by A's colour
+        assert r["pooled"][0][name] == pytest.approx(statistics.fmean(w for w, k in zip(distinct, colours) if k == c))
 
 
 def test_layout_worth_errors_are_one_line(tmp_path, arena_dir):
