@@ -325,6 +325,29 @@ def shape_counts_from(board, sums, side, n_own, n_opp, rules, pts, off, jump, m)
     return n_sq, n_gates, n_open, n_dal
 
 
+@kernel
+def layout_shape_counts(board, sums, side):
+    """``(n_squares, n_gates, n_dalians)`` of ``side`` as :func:`shape_counts_from` counts them, without
+    the open-gate check (which needs move generation): what ``eval.shape`` scores in the layout.
+    ``sums`` the board's :func:`core.movegen.cell_sums`; ``tests/test_agents.py`` checks it against
+    :func:`shape_counts` through the greedy layout scores."""
+    me = side + 1
+    n_sq = 0
+    n_gates = 0
+    for c in range(NUM_CELLS):
+        t = sums[c]
+        k = cell_count(t, me)
+        if k == 4:
+            n_sq += 1
+        elif k == 3 and cell_count(t, EMPTY) == 1:
+            n_gates += 1
+    n_dal = 0
+    if n_sq > 0:
+        dummy16 = np.empty(0, np.int16)
+        n_dal = _scan_dalians(board, sums, side, dummy16, dummy16, np.empty(0, np.int8), False)
+    return n_sq, n_gates, n_dal
+
+
 # --------------------------------------------------------------------------------------------- wrappers
 def cell_name(c: int) -> str:
     """A cell's human name: its lower-left corner point (cell ``g7`` has corners g7, h7, g8, h8)."""

@@ -68,6 +68,7 @@ from knowledge.expert_kernels import (
     battle_scores,
     layout_scores,
     search_scores,
+    shape_layout_scores,
     threat_victims,
 )
 from core.play import play_path
@@ -179,23 +180,19 @@ def _shape_diff(evaluator: ShapeEvaluator, view, player: int) -> float:
 
 def greedy_layout_scores(state: GameState, evaluator: ShapeEvaluator, prior: GaussianPrior,
                          prior_weight: float) -> np.ndarray:
-    """``float64[196]`` greedy layout scores (``-inf`` on illegal points): ``eval.shape`` difference
-    after the placement plus ``prior_weight`` times the Gaussian prior scaled to max 1."""
+    """``float64[196]`` greedy layout scores of layout ``state`` (``-inf`` on illegal points):
+    ``evaluator``'s (``eval.shape``) score difference after the placement plus ``prior_weight`` times
+    the Gaussian prior scaled to max 1 (the kernel ``knowledge.expert_kernels.shape_layout_scores``).
+    Raises ``ValueError`` for a battle position."""
+    if state.phase != PHASE_LAYOUT:
+        raise ValueError("greedy layout scores: the position is not in the layout")
     me = state.side
-    scores = np.full(196, -np.inf)
     pr = prior.prior(state).astype(np.float64)
     top = pr.max()
     if top > 0:
         pr /= top
-    board = state.board.copy()
-    counts = list(state.counts)
-    counts[me] += 1
-    view = _BoardView(board, tuple(counts), state.ruleset, state.phase)
-    for p in state.placements():
-        board[p] = me + 1
-        scores[p] = _shape_diff(evaluator, view, me) + prior_weight * pr[p]
-        board[p] = 0
-    return scores
+    return shape_layout_scores(state.board, me, int(state.counts[0]) + int(state.counts[1]), evaluator.chain,
+                               evaluator.gate, evaluator.square, pr, float(prior_weight))
 
 
 class GreedyAgent(_Agent):

@@ -61,10 +61,12 @@ import numpy as np
 from core.board import CELL_CORNERS, CENTRE_OTHER, CENTRE_WHITE_FIRST, EMPTY, NUM_CELLS, NUM_POINTS, POINT_CELLS
 from core.jit import inline_kernel, kernel
 from core.movegen import (
+    CELL_CODE,
     cell_sums,
     generate_capture_paths,
     generate_paths,
     has_battle_move,
+    layout_points,
     new_path_buffers,
     square_targets,
     square_targets_from,
@@ -72,7 +74,7 @@ from core.movegen import (
 )
 from core.play import play_path
 from core.rules import R_LOSS_BELOW
-from core.shapes import shape_counts_from
+from core.shapes import layout_shape_counts, shape_counts_from
 
 # ---------------------------------------------------------------------------------- battle weights
 (W_GAIN, W_RISK, W_BREADTH, LEVEL1, LEVEL2, LEVEL3, W_THREAT, W_FLEE, W_BLOCK, W_WIN, W_LOSE,
@@ -225,6 +227,43 @@ def layout_scores(board, side, w):
                 if a == 0 and b > 0:
                     s += w[_L_BLOCK] * w[_L_OWN + b]
         out[p] = s
+    return out
+
+
+@kernel
+def shape_layout_scores(board, side, n_stones, chain, gate, square, prior, prior_weight):
+    """Greedy layout score of every legal placement of ``side`` (0 White, 1 Black) on the layout
+    ``board`` (``int8[196]``, not modified) holding ``n_stones`` stones: the ``eval.shape`` layout
+    score difference after the placement, ``chain * Dalians +
+    gate * gates + square * squares`` of ``side`` minus the opponent's (``core.shapes.layout_shape_counts``,
+    papers/001 Eq. 9), plus ``prior_weight * prior[p]`` (``prior`` ``float64[196]``). Returns
+    ``float64[196]``, ``-inf`` on the points that are not legal placements
+    (``core.movegen.layout_points``). The score of the greedy, minimax and expert layouts
+    (``knowledge.agents.greedy_layout_scores``); ``tests/test_agents.py`` checks it against a
+    placement-by-placement evaluation of ``knowledge.evaluation.ShapeEvaluator``."""
+    out = np.full(NUM_POINTS, -np.inf)
+    legal = np.empty(NUM_POINTS, np.int16)
+    n = layout_points(board, n_stones, legal)
+    b = board.copy()
+    sums = cell_sums(b, np.empty(NUM_CELLS, np.int16))
+    delta = CELL_CODE[side + 1] - CELL_CODE[EMPTY]
+    for i in range(n):
+        p = legal[i]
+        b[p] = side + 1
+        for j in range(4):
+            c = POINT_CELLS[p, j]
+            if c >= 0:
+                sums[c] += delta
+        sq, gates, dal = layout_shape_counts(b, sums, side)
+        osq, ogates, odal = layout_shape_counts(b, sums, 1 - side)
+        mine = chain * dal + gate * gates + square * sq
+        theirs = chain * odal + gate * ogates + square * osq
+        out[p] = (mine - theirs) + prior_weight * prior[p]
+        for j in range(4):
+            c = POINT_CELLS[p, j]
+            if c >= 0:
+                sums[c] -= delta
+        b[p] = EMPTY
     return out
 
 

@@ -24,7 +24,7 @@ from core.state import GameState
 from knowledge.agents import JITTER, ExpertAgent, PhasedAgent, make_agent
 from knowledge.protocols import Agent, Reward
 from knowledge.registry import REGISTRY, SpecError
-from tests.strategies import battle_boards, played_positions
+from tests.strategies import battle_boards, layout_positions, played_positions
 
 FAST = Ruleset(max_battle_plies=60)
 SPECS = ["random", "greedy", "minimax:depth=1", "expert"]
@@ -171,6 +171,59 @@ def test_expert_victims_break_the_opponents_dalian():
         after = s.apply(mv)
         assert mv.path_str() == "c4-c5"
         assert not any(after.legal_paths().values()), f"{rule}: {mv} leaves Black a square-forming move"
+
+
+def _naive_greedy_layout_scores(state, evaluator, prior, prior_weight):
+    """Placement by placement: the stone is put on a copy of the board, both sides' ``eval.shape``
+    layout scores are taken from ``ShapeEvaluator.score`` on that board (the layout phase: no
+    material), and the prior scaled to max 1 is added."""
+    from types import SimpleNamespace
+
+    pr = prior.prior(state).astype(np.float64)
+    pr /= pr.max()
+    me = state.side
+    out = np.full(196, -np.inf)
+    for p in state.placements():
+        board = state.board.copy()
+        board[p] = me + 1
+        counts = [int(state.counts[0]), int(state.counts[1])]
+        counts[me] += 1
+        view = SimpleNamespace(board=board, counts=tuple(counts), ruleset=state.ruleset, phase=state.phase)
+        out[p] = evaluator.score(view, me) - evaluator.score(view, 1 - me) + prior_weight * pr[p]
+    return out
+
+
+def _check_greedy_layout_scores(state, weights, prior_weight):
+    from knowledge.agents import greedy_layout_scores
+    from knowledge.evaluation import ShapeEvaluator
+    from knowledge.priors import GaussianPrior
+
+    evaluator, prior = ShapeEvaluator(chain=weights[0], gate=weights[1], square=weights[2]), GaussianPrior()
+    fast = greedy_layout_scores(state, evaluator, prior, prior_weight)
+    assert fast.dtype == np.float64 and fast.shape == (196,)
+    np.testing.assert_array_equal(fast, _naive_greedy_layout_scores(state, evaluator, prior, prior_weight))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(layout_positions(), st.sampled_from([(7.0, 3.0, 4.0), (1.5, -2.0, 0.25)]), st.sampled_from([0.0, 1.0, 3.0]))
+def test_greedy_layout_scores_match_a_naive_reference(jfen, weights, prior_weight):
+    """The kernel ``shape_layout_scores`` (greedy, minimax and expert layouts) gives, bit for bit, the
+    scores of placing each stone and evaluating the board with ``ShapeEvaluator``; on random layouts."""
+    _check_greedy_layout_scores(GameState.from_jfen(jfen), weights, prior_weight)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_greedy_layout_scores_match_a_naive_reference_on_shaped_layouts(seed):
+    """The same on the layouts the expert plays (squares, gates and Dalians form there, which random
+    placements seldom make), from the first placement to the last."""
+    expert = ExpertAgent(seed=seed, layout_noise=1.0)
+    s = GameState.initial()
+    while s.phase == 0:
+        if s.ply % 7 == 0 or s.ply > 185:
+            _check_greedy_layout_scores(s, (7.0, 3.0, 4.0), 1.0)
+        s = s._play(expert.select(s))
+    with pytest.raises(ValueError, match="not in the layout"):
+        _check_greedy_layout_scores(s, (7.0, 3.0, 4.0), 1.0)
 
 
 def test_expert_layout_starts_in_the_centre_and_stays_fast():
