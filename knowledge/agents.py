@@ -43,7 +43,7 @@ Agents (papers/004 section 2 for the baselines, papers/000 sections 3.4-3.5 for 
   opponent would have a capturing reply, the stones behind its threats go first (Dalian shuttles
   first), otherwise ``best_victims`` (JFA Eq. 9: break the opponent's Dalians, squares and gates).
   It does not walk into a repetition draw while ahead in stones (and takes one while behind).
-  About 5-10 ms per battle move, under 1 ms per placement (2-core machine).
+  Its costs per battle move and per placement: README, section Performance.
 - ``rollout``: the expert, except that from layout ply ``from_ply`` on each placement is chosen among
   the expert's ``top`` by expert rollouts that complete the layout and play ``battle_plies`` battle
   plies, valued by the stone difference (:class:`RolloutLayoutAgent`).
