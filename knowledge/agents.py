@@ -76,6 +76,7 @@ from core.notation import Move
 from knowledge.pruning_kernels import path_levels
 from core.state import GameState
 from knowledge.evaluation import ShapeEvaluator
+from knowledge.layout_tree import PlacementTree
 from knowledge.priors import GaussianPrior
 from knowledge.pruning import CapturePruner, ThreatCapturePruner, best_victims
 from knowledge.registry import REGISTRY, SEED_MAX, Options, SpecError, register
@@ -537,6 +538,8 @@ class ExpertAgent(_Agent):
 # ============================================================================ rollout
 ROLLOUT_PLIES_MAX = 100_000  # battle plies of one rollout (eval.rollout and the rollout agent)
 ROLLOUTS_MAX = 10_000  # rollouts per evaluation or per compared placement
+TREE_ROLLOUTS = 44  # the tree search's rollouts per placement: the budget of lookahead_from's 3 x 3 x 4 + 2 x 4
+TREE_C = 3.0  # its UCB1 exploration constant, stones (about one rollout's spread over sqrt(ln 44))
 
 
 class RolloutEvaluator:
@@ -669,8 +672,16 @@ class RolloutLayoutAgent(_Agent):
     our ``lookahead_top`` next candidates by the same rollouts), so that a placement is judged with
     our next one searched rather than the expert's.
 
+    From layout ply ``tree_from`` on (and ``from_ply``), a tree search instead (:meth:`tree_pick`,
+    ``knowledge.layout_tree``): UCT over our own placements, ``top_at`` candidates a node, the
+    opponent's modelled reply after each, one rollout a leaf, ``tree_rollouts`` of them a placement,
+    exploration ``tree_c`` (stones); the subtree of the chosen placement is kept for the next one when
+    the opponent replies as modelled. The other options of the search (rollouts, halving, lookahead)
+    do not apply there.
+
     Cost per searched placement: ``k * rollouts + ceil(k / 2) * halving_rollouts`` rollouts (``k`` the
-    candidates compared; ``k * lookahead_top * rollouts + ...`` with the lookahead), each the
+    candidates compared; ``k * lookahead_top * rollouts + ...`` with the lookahead; ``tree_rollouts``
+    in the tree search), each the
     remaining placements and ``battle_plies`` expert battle moves (``arena`` prints the seconds per
     move). Options, bounds and defaults: :class:`RolloutOptions`.
     """
@@ -679,8 +690,16 @@ class RolloutLayoutAgent(_Agent):
 
     def __init__(self, seed: int, *, from_ply: int, top: int, rollouts: int, battle_plies: int,
                  halving_rollouts: int = 0, late_from: int = NUM_POINTS, late_top: int | None = None,
-                 lookahead_from: int = NUM_POINTS, lookahead_top: int = 3):
+                 lookahead_from: int = NUM_POINTS, lookahead_top: int = 3, tree_from: int = NUM_POINTS,
+                 tree_rollouts: int = TREE_ROLLOUTS, tree_c: float = TREE_C):
         super().__init__(seed)
+        if not (math.isfinite(tree_c) and tree_c >= 0):
+            raise ValueError(f"rollout: tree_c must be a finite number >= 0, got {tree_c!r}")
+        if tree_rollouts < 1:
+            raise ValueError(f"rollout: tree_rollouts must be >= 1, got {tree_rollouts!r}")
+        self.tree_from, self.tree_rollouts, self.tree_c = int(tree_from), int(tree_rollouts), float(tree_c)
+        self.tree = PlacementTree()
+        self._chosen = -1  # the tree node of the last placement chosen by tree_pick (-1: none)
         self.from_ply, self.top, self.rollouts = int(from_ply), int(top), int(rollouts)
         self.halving_rollouts = int(halving_rollouts)
         self.late_from, self.late_top = int(late_from), int(top if late_top is None else late_top)
@@ -756,8 +775,67 @@ class RolloutLayoutAgent(_Agent):
     def _select(self, state: GameState) -> Move:
         if state.phase != PHASE_LAYOUT or state.ply < self.from_ply:
             return self.expert.select(state)
+        if state.ply >= self.tree_from:
+            return Move((self.tree_pick(state),))
         seeds = self.rng.integers(0, 2**62, self.rollouts + self.halving_rollouts)
         return Move((self.pick(state, seeds),))
+
+    def tree_root(self, state: GameState) -> int:
+        """The tree node to search layout ``state`` from: the child chosen by the last
+        :meth:`tree_pick` when ``state`` is its position (we placed it and the opponent replied as
+        modelled: its statistics are kept), else a new tree holding ``state`` alone."""
+        tree, c = self.tree, self._chosen
+        if c >= 0:
+            known = tree.states[c]
+            if known.ply == state.ply and known.side == state.side and np.array_equal(known.board, state.board):
+                return c
+        tree.reset()
+        self._chosen = -1
+        return tree.add(state)
+
+    def tree_expand(self, node: int) -> None:
+        """Expand ``node`` of :attr:`tree`: a child per :meth:`candidates` (best first), its position
+        after that placement and the opponent's :meth:`reply` (no reply when the layout ends first)."""
+        s = self.tree.states[node]
+        points = self.candidates(s)
+        children = []
+        for p in points:
+            child = s.apply(Move((int(p),)))
+            if child.phase == PHASE_LAYOUT:
+                child = child.apply(Move((self.reply(child),)))
+            children.append(child)
+        self.tree.expand(node, points, children)
+
+    def tree_pick(self, state: GameState) -> int:
+        """The placement chosen in layout ``state`` by the tree search (class docstring;
+        ``knowledge.layout_tree``). Each of ``tree_rollouts`` simulations descends from the root by
+        :meth:`PlacementTree.select_child` (unvisited children first, best candidate first; then UCB1
+        with ``tree_c``), expands a node on its second visit if we are to place there (the root at
+        once), and backs up one rollout (:meth:`RolloutEvaluator.stone_difference` for us) from the
+        node it stops at, seeded by ``(a draw of the agent's generator, the node's ply, the node's
+        visits)``: siblings' first rollouts share their seeds (common random numbers). The most visited
+        root child wins (ties: higher mean, then the better candidate)."""
+        tree, me = self.tree, state.side
+        root = self.tree_root(state)
+        base = int(self.rng.integers(0, 2**62))
+        for _ in range(self.tree_rollouts):
+            node, path = root, [root]
+            while True:
+                s = tree.states[node]
+                if (not tree.expanded(node) and (node == root or tree.visits[node] > 0)
+                        and s.phase == PHASE_LAYOUT and s.side == me):
+                    self.tree_expand(node)
+                if not tree.expanded(node):
+                    break
+                node = tree.select_child(node, self.tree_c)
+                path.append(node)
+                if tree.visits[node] == 0:
+                    break
+            leaf = tree.states[node]
+            seed = np.random.SeedSequence([base, leaf.ply, int(tree.visits[node])])
+            tree.backup(path, self.judge.stone_difference(leaf, me, seed))
+        self._chosen = tree.best_child(root)
+        return int(tree.point[self._chosen])
 
     def pick(self, state: GameState, seeds) -> int:
         """The placement chosen in layout ``state`` with the rollout seeds ``seeds`` (ints: the first
@@ -901,6 +979,15 @@ class RolloutOptions(AgentOptions):
                                 description="layout ply from which a candidate is valued by its best follow-up "
                                             "after the expert's reply (two-placement lookahead; 196: never)")
     lookahead_top: int = Field(3, ge=1, le=NUM_POINTS, description="our next placements compared in the lookahead")
+    tree_from: int = Field(NUM_POINTS, ge=0, le=NUM_POINTS,
+                           description="layout ply from which placements are chosen by a tree search over ours "
+                                       "(UCT, the expert's modelled replies, one rollout a leaf; 196: never)")
+    tree_rollouts: int = Field(TREE_ROLLOUTS, ge=1, le=ROLLOUTS_MAX, description="rollouts of the tree search per placement")
+    tree_c: float = Field(TREE_C, ge=0, le=1000, description="the tree search's UCB1 exploration constant, in stones")
+
+    def rollout_options(self) -> dict[str, Any]:
+        """The keyword arguments of :class:`RolloutLayoutAgent` (every rollout option but the seed)."""
+        return {name: getattr(self, name) for name in RolloutOptions.model_fields if name != "seed"}
 
 
 @register("random", "agent", options=AgentOptions)
@@ -931,6 +1018,4 @@ def make_expert(o: ExpertOptions) -> ExpertAgent:
 @register("rollout", "agent", options=RolloutOptions)
 def make_rollout(o: RolloutOptions) -> RolloutLayoutAgent:
     """Expert layout, late placements chosen among its top by expert rollouts into the battle; expert battle."""
-    return RolloutLayoutAgent(o.seed, from_ply=o.from_ply, top=o.top, rollouts=o.rollouts, battle_plies=o.battle_plies,
-                              halving_rollouts=o.halving_rollouts, late_from=o.late_from, late_top=o.late_top,
-                              lookahead_from=o.lookahead_from, lookahead_top=o.lookahead_top)
+    return RolloutLayoutAgent(o.seed, **o.rollout_options())

@@ -610,10 +610,7 @@ def make_slm_rollout(o: SlmRolloutOptions) -> SlmRolloutLayoutAgent:
     evaluator = NetEvaluator(load_net(weights_path(o.slm, "slm"), "slm"), None, clients=1, precision=o.precision)
     prior = None if o.layout_prior == "none" else REGISTRY.create(o.layout_prior, "layout_prior")
     return SlmRolloutLayoutAgent(o.seed, evaluator=evaluator, policy_temperature=o.policy_temperature,
-                                 layout_prior=prior, layout_prior_mix=o.layout_prior_mix, from_ply=o.from_ply,
-                                 top=o.top, rollouts=o.rollouts, battle_plies=o.battle_plies,
-                                 halving_rollouts=o.halving_rollouts, late_from=o.late_from, late_top=o.late_top,
-                                 lookahead_from=o.lookahead_from, lookahead_top=o.lookahead_top)
+                                 layout_prior=prior, layout_prior_mix=o.layout_prior_mix, **o.rollout_options())
 
 
 def searching_agent(agent, state: GameState) -> SearchAgent | None:
