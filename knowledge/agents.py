@@ -700,6 +700,7 @@ class RolloutLayoutAgent(_Agent):
         self.tree_from, self.tree_rollouts, self.tree_c = int(tree_from), int(tree_rollouts), float(tree_c)
         self.tree = PlacementTree()
         self._chosen = -1  # the tree node of the last placement chosen by tree_pick (-1: none)
+        self.last_search: dict | None = None  # the latest tree search's root statistics (tree_pick), for records
         self.from_ply, self.top, self.rollouts = int(from_ply), int(top), int(rollouts)
         self.halving_rollouts = int(halving_rollouts)
         self.late_from, self.late_top = int(late_from), int(top if late_top is None else late_top)
@@ -773,6 +774,7 @@ class RolloutLayoutAgent(_Agent):
         return leaves, np.array(rows, np.float64).reshape(len(points), len(seeds))
 
     def _select(self, state: GameState) -> Move:
+        self.last_search = None
         if state.phase != PHASE_LAYOUT or state.ply < self.from_ply:
             return self.expert.select(state)
         if state.ply >= self.tree_from:
@@ -814,9 +816,12 @@ class RolloutLayoutAgent(_Agent):
         once), and backs up one rollout (:meth:`RolloutEvaluator.stone_difference` for us) from the
         node it stops at, seeded by ``(a draw of the agent's generator, the node's ply, the node's
         visits)``: siblings' first rollouts share their seeds (common random numbers). The most visited
-        root child wins (ties: higher mean, then the better candidate)."""
+        root child wins (ties: higher mean, then the better candidate). Sets :attr:`last_search`:
+        ``{"visits": the root's rollouts, "kept": those of them from earlier searches, "nodes": the
+        tree's size, "value": the chosen child's mean stone difference}``."""
         tree, me = self.tree, state.side
         root = self.tree_root(state)
+        kept = int(tree.visits[root])
         base = int(self.rng.integers(0, 2**62))
         for _ in range(self.tree_rollouts):
             node, path = root, [root]
@@ -835,6 +840,8 @@ class RolloutLayoutAgent(_Agent):
             seed = np.random.SeedSequence([base, leaf.ply, int(tree.visits[node])])
             tree.backup(path, self.judge.stone_difference(leaf, me, seed))
         self._chosen = tree.best_child(root)
+        self.last_search = {"visits": int(tree.visits[root]), "kept": kept, "nodes": tree.size,
+                            "value": round(tree.mean(self._chosen), 4)}
         return int(tree.point[self._chosen])
 
     def pick(self, state: GameState, seeds) -> int:

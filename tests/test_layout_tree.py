@@ -133,6 +133,9 @@ def test_the_tree_is_kept_when_the_opponent_replies_as_modelled():
     assert agent.tree_root(modelled) == chosen and agent.tree.visits[chosen] == kept
     agent.select(modelled)
     assert agent.tree.visits[chosen] == kept + 10  # the next search went on from the kept statistics
+    assert agent.last_search["visits"] == kept + 10 and agent.last_search["kept"] == kept
+    assert agent.last_search["nodes"] == agent.tree.size
+    assert agent.last_search["value"] == round(agent.tree.mean(agent._chosen), 4)
     # another reply: a new tree
     other = next(q for q in after.placements() if q != agent.reply(after))
     fresh = after.apply(Move((other,)))
@@ -145,10 +148,17 @@ def test_tree_agents_play_legal_layouts_and_refuse_bad_options():
     s = _late_layout(176, 2)
     agent = make_agent("rollout:from_ply=180,tree_from=186,tree_rollouts=3,battle_plies=1", seed=2)
     expert = ExpertAgent(seed=7)
+    searched = []
     while s.phase == 0:
         mover = agent if s.side == 0 else expert
-        s = s.apply(mover.select(s))  # apply checks legality
+        move = mover.select(s)
+        if mover is agent:
+            searched.append((s.ply, agent.last_search is not None))
+        s = s.apply(move)  # apply checks legality
     assert s.phase == 1
+    assert searched and all(tree == (ply >= 186) for ply, tree in searched)
+    agent.select(s)  # the battle: the expert's move, no tree
+    assert agent.last_search is None
     with pytest.raises(SpecError, match="tree_rollouts"):
         validate_agent_spec("rollout:tree_rollouts=0")
     with pytest.raises(SpecError, match="tree_c"):
