@@ -39,28 +39,40 @@ def usage_error_line(exc: click_errors.UsageError) -> str:
 class OneLineErrors(TyperGroup):
     """The command group: usage errors become one ``error: ...`` line on stderr with exit status 2
     instead of Typer's usage box, and Ctrl-C ends with ``interrupted`` and status 130, also when it
-    arrived inside a C++ extension that wrapped it (``train.rundir.caused_by_interrupt``)."""
+    arrived inside a C++ extension that wrapped it (``train.rundir.caused_by_interrupt``), and so
+    does SIGTERM (``train.signals.sigterm_as_interrupt``)."""
 
-    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+    def invoke(self, ctx):
+        # Typer (0.29) turns a KeyboardInterrupt inside a command into a silent exit 130 before main
+        # sees it, so the interrupt is reported here, where the command runs.
         try:
-            rv = super().main(args=args, prog_name=prog_name, complete_var=complete_var, standalone_mode=False,
-                              **extra)
-        except click_errors.UsageError as exc:
-            typer.echo(usage_error_line(exc), err=True)
-            rv = 2
-        except (Abort, KeyboardInterrupt):
-            typer.echo("interrupted", err=True)
-            rv = 130
-        except BrokenPipeError:  # the reader went away (`... --help | head`): stop quietly, as Unix tools do
-            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - the interpreter flushes it at exit
-            rv = 141
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            pass
         except Exception as exc:  # e.g. SystemError from PyTorch's pybind11 with the KeyboardInterrupt as cause
             from train.rundir import caused_by_interrupt
 
             if not caused_by_interrupt(exc):
                 raise
+        typer.echo("interrupted", err=True)
+        raise typer.Exit(130)
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        from train.signals import sigterm_as_interrupt
+
+        try:
+            with sigterm_as_interrupt():
+                rv = super().main(args=args, prog_name=prog_name, complete_var=complete_var, standalone_mode=False,
+                                  **extra)
+        except click_errors.UsageError as exc:
+            typer.echo(usage_error_line(exc), err=True)
+            rv = 2
+        except (Abort, KeyboardInterrupt):  # outside a command (while parsing its arguments)
             typer.echo("interrupted", err=True)
             rv = 130
+        except BrokenPipeError:  # the reader went away (`... --help | head`): stop quietly, as Unix tools do
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - the interpreter flushes it at exit
+            rv = 141
         if not standalone_mode:
             return rv
         sys.exit(rv if isinstance(rv, int) else 0)

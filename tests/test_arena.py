@@ -540,6 +540,39 @@ def test_pool_workers_end_when_the_parent_is_killed(tmp_path):
     raise AssertionError(f"worker {worker} still running 15 s after its parent was killed")
 
 
+def test_sigterm_stops_an_arena_as_ctrl_c_does(tmp_path):
+    """``kill`` (SIGTERM) of a running ``arena``: the command prints ``interrupted`` and exits with
+    status 130 (not a signal death), its worker processes end, and the finished games' records stay
+    readable for the resume."""
+    import signal
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    out = tmp_path / "arena"
+    proc = subprocess.Popen([sys.executable, "cli.py", "arena", "expert", "random", "-n", "400", "--workers", "2",
+                             "--seed", "1", "--out", str(out)], cwd=root, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 180
+    while not list((out / "games").glob("*.json")) and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    assert proc.poll() is None, proc.communicate()
+    workers = [int(p) for p in os.popen(f"pgrep -P {proc.pid}").read().split()]
+    assert workers
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "interrupted" in err.splitlines(), err
+    deadline = time.monotonic() + 15
+    alive = workers
+    while alive and time.monotonic() < deadline:
+        alive = [w for w in workers if Path(f"/proc/{w}").exists() and "zombie" not in
+                 Path(f"/proc/{w}/status").read_text(errors="replace").lower()]
+        time.sleep(0.2)
+    assert not alive, f"workers {alive} still running after the arena was stopped"
+    saved = load_records(out, 400)
+    assert 1 <= len(saved) < 400
+
+
 def test_sprt_stops_the_match_as_soon_as_it_decides(tmp_path):
     """``--sprt``: random loses every game to greedy, so H0 is accepted long before the cap; the
     decision equals a by-hand pentanomial SPRT over the complete pairs of the records on disk."""

@@ -1095,13 +1095,17 @@ def test_an_interrupt_wrapped_by_an_extension_ends_the_run_as_interrupted(tmp_pa
         pass
 
     @tiny.command()
-    def stop(other: bool = False):
+    def stop(other: bool = False, plain: bool = False):
         if other:
             raise SystemError("not an interrupt")
+        if plain:
+            raise KeyboardInterrupt  # Ctrl-C itself, which Typer would end silently
         interrupted_in_torch(None, 1, "upper")
 
     result = runner.invoke(tiny, ["stop"])
     assert result.exit_code == 130 and "interrupted" in result.output
+    result = runner.invoke(tiny, ["stop", "--plain"])
+    assert result.exit_code == 130 and result.output.strip().splitlines()[-1] == "interrupted"
     result = runner.invoke(tiny, ["stop", "--other"])
     assert result.exit_code == 1 and isinstance(result.exception, SystemError)
 

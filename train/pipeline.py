@@ -74,10 +74,7 @@ least one a minute.
 """
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -108,6 +105,7 @@ from train.rundir import (
     read_state,
     write_state,
 )
+from train.signals import sigterm_as_interrupt
 
 __all__ = ["Pipeline", "run_pipeline", "TrainError", "ConfigError", "read_metrics", "default_run_dir",
            "load_run_config", "atomic_write_json", "PHASES"]
@@ -525,7 +523,7 @@ class Pipeline:
         if resume and not root.is_dir():
             read_state(self.paths)  # the one-line error, without creating the directory
         resolve_names(self.config)
-        with lock_dir(root), _sigterm_as_interrupt():
+        with lock_dir(root), sigterm_as_interrupt():
             if not resume and any(p.name not in (LOCK_FILE, LOCK_INFO) for p in root.iterdir()):
                 raise TrainError(f"run directory {root} exists and is not empty; resume it with --resume {root} or "
                                  "choose another --run-dir")
@@ -622,26 +620,6 @@ class Pipeline:
                 self.close(now=failed)
         return {"run_dir": str(root), "reason": reason, "state": self.state.model_dump(mode="json"),
                 "session_seconds": time.time() - self.session_start}
-
-
-@contextlib.contextmanager
-def _sigterm_as_interrupt():
-    """Within the block, SIGTERM (a scheduler's or ``kill``'s stop) raises ``KeyboardInterrupt`` in the
-    main thread, so that a run stopped that way saves its state and logs ``run_end`` (reason
-    ``interrupted``) as after Ctrl-C, instead of dying between two saves. The previous handler comes
-    back afterwards; off the main thread (where signals cannot be handled) nothing changes."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def _brief(data: dict[str, Any] | None) -> dict[str, Any] | None:
