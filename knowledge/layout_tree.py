@@ -32,25 +32,27 @@ class PlacementTree:
     """The tree of one game's searched placements (module docstring). ``capacity`` (>= 1) is the
     initial array size; the arrays double when full."""
 
+    # (field, fill value, dtype) of every per-node array.
+    _FIELDS = (("visits", 0, np.int64), ("total", 0.0, np.float64), ("first", -1, np.int64),
+               ("count", 0, np.int64), ("point", -1, np.int64))
+
     def __init__(self, capacity: int = 256):
         if capacity < 1:
             raise ValueError(f"layout tree: capacity must be >= 1, got {capacity!r}")
-        self._grow_to(int(capacity), fresh=True)
+        self._allocate(int(capacity))
 
-    def _grow_to(self, capacity: int, fresh: bool = False) -> None:
-        def grown(old, fill, dtype):
-            new = np.full(capacity, fill, dtype)
-            if not fresh:
-                new[: len(old)] = old
-            return new
+    def _allocate(self, capacity: int) -> None:
+        for name, fill, dtype in self._FIELDS:
+            setattr(self, name, np.full(capacity, fill, dtype))
+        self.states: list = []
 
-        self.visits = grown(None if fresh else self.visits, 0, np.int64)
-        self.total = grown(None if fresh else self.total, 0.0, np.float64)
-        self.first = grown(None if fresh else self.first, -1, np.int64)
-        self.count = grown(None if fresh else self.count, 0, np.int64)
-        self.point = grown(None if fresh else self.point, -1, np.int64)
-        if fresh:
-            self.states: list = []
+    def _grow(self) -> None:
+        """Double every array, keeping the nodes in use."""
+        for name, fill, dtype in self._FIELDS:
+            old = getattr(self, name)
+            new = np.full(2 * len(old), fill, dtype)
+            new[: len(old)] = old
+            setattr(self, name, new)
 
     @property
     def size(self) -> int:
@@ -59,13 +61,13 @@ class PlacementTree:
 
     def reset(self) -> None:
         """Forget every node (a new game)."""
-        self._grow_to(len(self.visits), fresh=True)
+        self._allocate(len(self.visits))
 
     def add(self, state, point: int = -1) -> int:
         """Append a node for ``state`` reached by placement ``point`` (``-1``: a root); returns its index."""
         i = self.size
         if i == len(self.visits):
-            self._grow_to(2 * len(self.visits))
+            self._grow()
         self.states.append(state)
         self.point[i] = int(point)
         return i
