@@ -550,15 +550,13 @@ DriftEndsOption = Annotated[Optional[str], typer.Option(help="The --value-drift 
 
 
 def _train_errors(fn):
-    """``_agent_errors`` plus ``ValueError`` (bad values) as status 2, and Ctrl-C as status 130."""
+    """``_agent_errors`` plus ``ValueError`` (bad values) as status 2 (Ctrl-C is the group's:
+    :meth:`OneLineErrors.invoke`)."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
-        except KeyboardInterrupt:
-            typer.echo("interrupted", err=True)
-            raise typer.Exit(130)
         except ValueError as exc:
             fail(str(exc))
 

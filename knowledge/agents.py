@@ -789,7 +789,8 @@ class RolloutLayoutAgent(_Agent):
         tree, c = self.tree, self._chosen
         if c >= 0:
             known = tree.states[c]
-            if known.ply == state.ply and known.side == state.side and np.array_equal(known.board, state.board):
+            # In the layout the ply decides the side to place, so ply and board identify the position.
+            if known.ply == state.ply and np.array_equal(known.board, state.board):
                 return c
         tree.reset()
         self._chosen = -1
