@@ -106,6 +106,13 @@ def find_squares(board, side):
 
 
 # --------------------------------------------------------------------------------------------- gates
+@inline_kernel
+def _is_gate_sum(t, me):
+    """Whether a cell of sum ``t`` (:func:`core.movegen.cell_sums`) is a gate of stone value ``me``:
+    three of its corners ``me``'s, the fourth empty (rule book 5)."""
+    return cell_count(t, me) == 3 and cell_count(t, EMPTY) == 1
+
+
 @kernel
 def _scan_gates(board, sums, side, n_own, n_opp, rules, cells, empty, opn, pts, off, jump, m):
     """Write the gates of ``side`` into ``cells``/``empty``/``opn`` (each at least ``NUM_CELLS`` long)
@@ -117,7 +124,7 @@ def _scan_gates(board, sums, side, n_own, n_opp, rules, cells, empty, opn, pts, 
     n = 0
     for c in range(NUM_CELLS):
         t = sums[c]
-        if cell_count(t, me) == 3 and cell_count(t, EMPTY) == 1:
+        if _is_gate_sum(t, me):
             hole = -1
             for k in range(4):
                 q = CELL_CORNERS[c, k]
@@ -306,11 +313,7 @@ def shape_counts_from(board, sums, side, n_own, n_opp, rules, pts, off, jump, m)
     of its jump chains (``core.movegen.generate_capture_paths``), so that no move generation is
     repeated; ``m < 0``: generated when a gate needs them. Allocates three ``NUM_CELLS`` scratch
     arrays."""
-    me = side + 1
-    n_sq = 0
-    for c in range(NUM_CELLS):
-        if cell_count(sums[c], me) == 4:
-            n_sq += 1
+    n_sq, _, n_dal = layout_shape_counts(board, sums, side)
     cells = np.empty(NUM_CELLS, np.int16)
     empty = np.empty(NUM_CELLS, np.int16)
     opn = np.empty(NUM_CELLS, np.int8)
@@ -318,17 +321,14 @@ def shape_counts_from(board, sums, side, n_own, n_opp, rules, pts, off, jump, m)
     n_open = 0
     for i in range(n_gates):
         n_open += opn[i]
-    n_dal = 0
-    if n_sq > 0:
-        dummy16 = np.empty(0, np.int16)
-        n_dal = _scan_dalians(board, sums, side, dummy16, dummy16, np.empty(0, np.int8), False)
     return n_sq, n_gates, n_open, n_dal
 
 
 @kernel
 def layout_shape_counts(board, sums, side):
     """``(n_squares, n_gates, n_dalians)`` of ``side`` as :func:`shape_counts_from` counts them, without
-    the open-gate check (which needs move generation): what ``eval.shape`` scores in the layout.
+    the open-gate check (which needs move generation): what ``eval.shape`` scores in the layout, and
+    the squares and Dalians of :func:`shape_counts_from`.
     ``sums`` the board's :func:`core.movegen.cell_sums`; ``tests/test_agents.py`` checks it against
     :func:`shape_counts` through the greedy layout scores."""
     me = side + 1
@@ -339,7 +339,7 @@ def layout_shape_counts(board, sums, side):
         k = cell_count(t, me)
         if k == 4:
             n_sq += 1
-        elif k == 3 and cell_count(t, EMPTY) == 1:
+        elif _is_gate_sum(t, me):
             n_gates += 1
     n_dal = 0
     if n_sq > 0:
