@@ -313,7 +313,11 @@ def shape_counts_from(board, sums, side, n_own, n_opp, rules, pts, off, jump, m)
     of its jump chains (``core.movegen.generate_capture_paths``), so that no move generation is
     repeated; ``m < 0``: generated when a gate needs them. Allocates three ``NUM_CELLS`` scratch
     arrays."""
-    n_sq, _, n_dal = layout_shape_counts(board, sums, side)
+    me = side + 1
+    n_sq = 0
+    for c in range(NUM_CELLS):
+        if cell_count(sums[c], me) == 4:
+            n_sq += 1
     cells = np.empty(NUM_CELLS, np.int16)
     empty = np.empty(NUM_CELLS, np.int16)
     opn = np.empty(NUM_CELLS, np.int8)
@@ -321,14 +325,13 @@ def shape_counts_from(board, sums, side, n_own, n_opp, rules, pts, off, jump, m)
     n_open = 0
     for i in range(n_gates):
         n_open += opn[i]
-    return n_sq, n_gates, n_open, n_dal
+    return n_sq, n_gates, n_open, _dalian_count(board, sums, side, n_sq)
 
 
 @kernel
 def layout_shape_counts(board, sums, side):
     """``(n_squares, n_gates, n_dalians)`` of ``side`` as :func:`shape_counts_from` counts them, without
-    the open-gate check (which needs move generation): what ``eval.shape`` scores in the layout, and
-    the squares and Dalians of :func:`shape_counts_from`.
+    the open-gate check (which needs move generation): what ``eval.shape`` scores in the layout.
     ``sums`` the board's :func:`core.movegen.cell_sums`; ``tests/test_agents.py`` checks it against
     :func:`shape_counts` through the greedy layout scores."""
     me = side + 1
@@ -341,11 +344,17 @@ def layout_shape_counts(board, sums, side):
             n_sq += 1
         elif _is_gate_sum(t, me):
             n_gates += 1
-    n_dal = 0
-    if n_sq > 0:
-        dummy16 = np.empty(0, np.int16)
-        n_dal = _scan_dalians(board, sums, side, dummy16, dummy16, np.empty(0, np.int8), False)
-    return n_sq, n_gates, n_dal
+    return n_sq, n_gates, _dalian_count(board, sums, side, n_sq)
+
+
+@inline_kernel
+def _dalian_count(board, sums, side, n_sq):
+    """Dalians of ``side`` (:func:`_scan_dalians`, nothing written) given its ``n_sq`` squares: 0
+    without a square, since a Dalian is built on one."""
+    if n_sq == 0:
+        return 0
+    dummy16 = np.empty(0, np.int16)
+    return _scan_dalians(board, sums, side, dummy16, dummy16, np.empty(0, np.int8), False)
 
 
 # --------------------------------------------------------------------------------------------- wrappers
