@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bench.battle_noise import between_correlation, run_battle_noise, variance_share
+from tests.strategies import played_positions
 
 
 def _naive_share(rows):
@@ -105,3 +106,27 @@ def test_run_battle_noise_plays_the_rollout_evaluator_to_the_end():
     assert r["score"]["spread"] == pytest.approx(np.sqrt(variance_share(x)["between"]))
     with pytest.raises(ValueError, match="reach layout ply"):
         run_battle_noise(games=1, rollouts=2)
+
+
+@settings(max_examples=12, deadline=None)
+@given(played_positions(), st.integers(0, 2**32 - 1))
+def test_the_play_out_battle_is_the_arenas_battle(jfen, seed):
+    """bench.layout_worth's premise: a play-out battles as the arena's agents do. The roller of
+    RolloutEvaluator.rollout_line and, built from their specs as the arena builds them, ``expert`` and
+    the battle of ``rollout`` (``slm_rollout``'s class) choose the same move in a battle position from
+    the same generator state."""
+    from core.state import GameState
+    from knowledge.agents import RolloutEvaluator, make_agent
+
+    state = GameState.from_jfen(jfen)
+    if state.is_terminal():
+        return
+    line = RolloutEvaluator(battle_plies=1).rollout_line(state, np.random.SeedSequence(seed))
+    assert next(line).to_jfen() == state.to_jfen()  # a battle position: no layout to finish
+    played = next(line).to_jfen()  # the roller's battle ply, its generator default_rng(SeedSequence(seed))
+    expert = make_agent("expert", seed=1)
+    rollout = make_agent("rollout", seed=2)
+    expert.rng = np.random.default_rng(np.random.SeedSequence(seed))
+    rollout.expert.rng = np.random.default_rng(np.random.SeedSequence(seed))
+    assert state._play(expert.select(state)).to_jfen() == played
+    assert state._play(rollout.select(state)).to_jfen() == played
