@@ -18,8 +18,10 @@ apart with a fraction of the games.
 
 Printed per directory: the games, A's played score, the mean worth with its standard error and 95%
 interval (normal, over the games), A's worth as White and as Black, and the variance ratio (the
-played scores' variance over the worths': how many played games one layout's worth stands for).
-With more than one directory, each one's difference from the first with its standard error and z,
+played scores' variance over the worths': how many played games one layout's worth stands for),
+and the played score minus the worth game by game with its standard error and z (the battles' luck:
+zero in expectation, since the play-outs battle as the arena's agents do,
+``tests/test_battle_noise.py``). With more than one directory, each one's difference from the first with its standard error and z,
 the same paired game by game (:func:`paired_difference`: an arena played with another's ``--seed``
 by an agent that plays alike until some ply shares those plies' layouts, and the paired standard
 error leaves out what they share; games pair by what determines them, their game seed (record
@@ -107,18 +109,24 @@ def worth_stats(played: np.ndarray, worth: np.ndarray, a_white: np.ndarray) -> d
     ``bool[n]``): ``{"games", "played", "worth", "se"`` (standard error of the mean worth, ddof 1),
     ``"ci95"`` (normal), ``"white"`` / ``"black"`` (mean worth by A's colour, ``None`` without such
     games), ``"variance_ratio"`` (played variance over worth variance; ``None`` when the worths do
-    not vary)``}``. Raises ``ValueError`` for fewer than 2 games."""
+    not vary), ``"luck"``: ``{"mean"`` (played minus worth, the mean over the games: the battles'
+    luck, zero in expectation when the play-outs battle as the arena's agents did), ``"se"`` (its
+    standard error, ddof 1), ``"z"`` (``None`` when ``se`` is 0)``}}``. Raises ``ValueError`` for
+    fewer than 2 games."""
     played, worth, a_white = (np.asarray(x) for x in (played, worth, a_white))
     n = len(worth)
     if n < 2:
         raise ValueError(f"worth_stats needs at least 2 games, got {n}")
     mean, se = float(worth.mean()), float(worth.std(ddof=1) / math.sqrt(n))
     var_worth = float(worth.var(ddof=1))
+    gap = played - worth
+    luck_se = float(gap.std(ddof=1) / math.sqrt(n))
+    luck = {"mean": float(gap.mean()), "se": luck_se, "z": float(gap.mean()) / luck_se if luck_se > 0 else None}
     return {"games": n, "played": float(played.mean()), "worth": mean, "se": se,
             "ci95": (mean - 1.96 * se, mean + 1.96 * se),
             "white": float(worth[a_white].mean()) if a_white.any() else None,
             "black": float(worth[~a_white].mean()) if (~a_white).any() else None,
-            "variance_ratio": float(played.var(ddof=1)) / var_worth if var_worth > 0 else None}
+            "variance_ratio": float(played.var(ddof=1)) / var_worth if var_worth > 0 else None, "luck": luck}
 
 
 def paired_difference(first: dict, other: dict) -> dict | None:
@@ -276,6 +284,10 @@ def main() -> None:  # pragma: no cover - command line
             print(f"  paired with {what} of the same game seed and colour ({d['games']} games): "
                   f"{100 * d['worth']:+.1f} points (s.e. {100 * d['se']:.1f}), z {z}")
 
+    def luck_line(d: dict) -> None:
+        z = "n/a" if d["z"] is None else f"{d['z']:+.2f}"
+        print(f"  played minus worth (the battles' luck): {100 * d['mean']:+.1f} points (s.e. {100 * d['se']:.1f}), z {z}")
+
     start = "finished layout" if args.ply == NUM_POINTS else f"layout up to ply {args.ply}, the expert finishing it"
     print(f"{args.playouts} expert play-outs of each game's {start} ({r['seconds']:.0f} s); A's scores")
     for a in r["arenas"]:
@@ -285,6 +297,7 @@ def main() -> None:  # pragma: no cover - command line
         print(f"{a['dir']}: {a['a']} vs {a['b']}, {a['games']} games: played {100 * a['played']:.1f}%, "
               f"worth {100 * a['worth']:.1f}% (s.e. {100 * a['se']:.1f}; [{100 * lo:.1f}%, {100 * hi:.1f}%]; "
               f"{colours}); variance ratio {ratio}")
+        luck_line(a["luck"])
         if a["difference"] is not None:
             d = a["difference"]
             z = "n/a" if d["z"] is None else f"{d['z']:+.2f}"
@@ -295,6 +308,7 @@ def main() -> None:  # pragma: no cover - command line
         print(f"pooled, {p['a']} vs {p['b']}, {p['arenas']} arenas, {p['games']} games: "
               f"played {100 * p['played']:.1f}%, worth {100 * p['worth']:.1f}% (s.e. {100 * p['se']:.1f}; "
               f"[{100 * lo:.1f}%, {100 * hi:.1f}%])")
+        luck_line(p["luck"])
         paired_line(p["paired"], "the first's pool, game")
 
 

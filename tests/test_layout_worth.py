@@ -39,6 +39,12 @@ def test_worth_stats_against_the_statistics_module(rows):
     var = statistics.variance(worth)
     if var > 1e-12:
         assert s["variance_ratio"] == pytest.approx(statistics.variance(played) / var, rel=1e-6)
+    gaps = [p - w for p, w in zip(played, worth)]
+    gap_se = statistics.stdev(gaps) / math.sqrt(len(gaps))
+    assert s["luck"]["mean"] == pytest.approx(statistics.fmean(gaps), abs=1e-12)
+    assert s["luck"]["se"] == pytest.approx(gap_se, abs=1e-12)
+    if gap_se > 1e-9:
+        assert s["luck"]["z"] == pytest.approx(statistics.fmean(gaps) / gap_se, rel=1e-6)
     with pytest.raises(ValueError, match="at least 2 games"):
         worth_stats(np.array(played[:1]), np.array(worth[:1]), np.array(white[:1]))
 
