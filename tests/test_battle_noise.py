@@ -108,25 +108,36 @@ def test_run_battle_noise_plays_the_rollout_evaluator_to_the_end():
         run_battle_noise(games=1, rollouts=2)
 
 
-@settings(max_examples=12, deadline=None)
-@given(played_positions(), st.integers(0, 2**32 - 1))
-def test_the_play_out_battle_is_the_arenas_battle(jfen, seed):
-    """bench.layout_worth's premise: a play-out battles as the arena's agents do. The roller of
-    RolloutEvaluator.rollout_line and, built from their specs as the arena builds them, ``expert`` and
-    the battle of ``rollout`` (``slm_rollout``'s class) choose the same move in a battle position from
-    the same generator state."""
+
+@settings(max_examples=10, deadline=None)
+@given(played_positions(), st.integers(0, 2**32 - 1), st.integers(0, 6))
+def test_the_play_out_battle_is_the_arenas_battle(jfen, seed, before):
+    """bench.layout_worth's premise: a play-out battles as the arena does. From a battle position
+    reached by ``before`` expert plies (so that it has a history, as an arena game's has), the agents
+    built from their specs as the arena builds them, ``expert`` and ``rollout`` (``slm_rollout``'s
+    class, which battles with its own expert), playing through ``GameState.apply`` and sharing one
+    generator, reach the position that RolloutEvaluator.rollout_line reaches from the JFEN alone
+    (no history) with that generator's seed, ply for ply."""
     from core.state import GameState
-    from knowledge.agents import RolloutEvaluator, make_agent
+    from knowledge.agents import ExpertAgent, RolloutEvaluator, make_agent
 
     state = GameState.from_jfen(jfen)
-    if state.is_terminal():
-        return
-    line = RolloutEvaluator(battle_plies=1).rollout_line(state, np.random.SeedSequence(seed))
-    assert next(line).to_jfen() == state.to_jfen()  # a battle position: no layout to finish
-    played = next(line).to_jfen()  # the roller's battle ply, its generator default_rng(SeedSequence(seed))
-    expert = make_agent("expert", seed=1)
-    rollout = make_agent("rollout", seed=2)
-    expert.rng = np.random.default_rng(np.random.SeedSequence(seed))
-    rollout.expert.rng = np.random.default_rng(np.random.SeedSequence(seed))
-    assert state._play(expert.select(state)).to_jfen() == played
-    assert state._play(rollout.select(state)).to_jfen() == played
+    warm = ExpertAgent(seed % 7)
+    for _ in range(before):
+        if state.is_terminal():
+            break
+        state = state.apply(warm.select(state))
+    plies = 24
+    line = [s.to_jfen() for s in RolloutEvaluator(battle_plies=plies).rollout_line(
+        GameState.from_jfen(state.to_jfen()), np.random.SeedSequence(seed))]
+    shared = np.random.default_rng(np.random.SeedSequence(seed))
+    expert, rollout = make_agent("expert", seed=1), make_agent("rollout", seed=2)
+    expert.rng = rollout.expert.rng = shared
+    agents = (expert, rollout) if seed % 2 else (rollout, expert)  # either colour
+    arena = [state.to_jfen()]
+    for _ in range(plies):
+        if state.is_terminal():
+            break
+        state = state.apply(agents[state.current_player()].select(state))
+        arena.append(state.to_jfen())
+    assert arena == line
