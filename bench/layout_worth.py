@@ -21,7 +21,8 @@ interval (normal, over the games), A's worth as White and as Black, and the vari
 played scores' variance over the worths': how many played games one layout's worth stands for),
 and the played score minus the worth game by game with its standard error and z (the battles' luck:
 zero in expectation, since the play-outs battle as the arena's agents do,
-``tests/test_battle_noise.py``). With more than one directory, each one's difference from the first with its standard error and z,
+``tests/test_battle_noise.py``). With more than one directory, each one's difference from the first
+with its standard error and z,
 the same paired game by game (:func:`paired_difference`: an arena played with another's ``--seed``
 by an agent that plays alike until some ply shares those plies' layouts, and the paired standard
 error leaves out what they share; games pair by what determines them, their game seed (record
@@ -120,8 +121,8 @@ def worth_stats(played: np.ndarray, worth: np.ndarray, a_white: np.ndarray) -> d
     mean, se = float(worth.mean()), float(worth.std(ddof=1) / math.sqrt(n))
     var_worth = float(worth.var(ddof=1))
     gap = played - worth
-    luck_se = float(gap.std(ddof=1) / math.sqrt(n))
-    luck = {"mean": float(gap.mean()), "se": luck_se, "z": float(gap.mean()) / luck_se if luck_se > 0 else None}
+    luck_mean, luck_se = float(gap.mean()), float(gap.std(ddof=1) / math.sqrt(n))
+    luck = {"mean": luck_mean, "se": luck_se, "z": luck_mean / luck_se if luck_se > 0 else None}
     return {"games": n, "played": float(played.mean()), "worth": mean, "se": se,
             "ci95": (mean - 1.96 * se, mean + 1.96 * se),
             "white": float(worth[a_white].mean()) if a_white.any() else None,
@@ -278,15 +279,17 @@ def main() -> None:  # pragma: no cover - command line
         print(json.dumps(r))
         return
 
+    def z_text(z: float | None) -> str:
+        return "n/a" if z is None else f"{z:+.2f}"
+
     def paired_line(d: dict | None, what: str) -> None:
         if d is not None:
-            z = "n/a" if d["z"] is None else f"{d['z']:+.2f}"
             print(f"  paired with {what} of the same game seed and colour ({d['games']} games): "
-                  f"{100 * d['worth']:+.1f} points (s.e. {100 * d['se']:.1f}), z {z}")
+                  f"{100 * d['worth']:+.1f} points (s.e. {100 * d['se']:.1f}), z {z_text(d['z'])}")
 
     def luck_line(d: dict) -> None:
-        z = "n/a" if d["z"] is None else f"{d['z']:+.2f}"
-        print(f"  played minus worth (the battles' luck): {100 * d['mean']:+.1f} points (s.e. {100 * d['se']:.1f}), z {z}")
+        print(f"  played minus worth (the battles' luck): {100 * d['mean']:+.1f} points "
+              f"(s.e. {100 * d['se']:.1f}), z {z_text(d['z'])}")
 
     start = "finished layout" if args.ply == NUM_POINTS else f"layout up to ply {args.ply}, the expert finishing it"
     print(f"{args.playouts} expert play-outs of each game's {start} ({r['seconds']:.0f} s); A's scores")
@@ -300,8 +303,7 @@ def main() -> None:  # pragma: no cover - command line
         luck_line(a["luck"])
         if a["difference"] is not None:
             d = a["difference"]
-            z = "n/a" if d["z"] is None else f"{d['z']:+.2f}"
-            print(f"  minus the first: {100 * d['worth']:+.1f} points (s.e. {100 * d['se']:.1f}), z {z}")
+            print(f"  minus the first: {100 * d['worth']:+.1f} points (s.e. {100 * d['se']:.1f}), z {z_text(d['z'])}")
         paired_line(a["paired"], "the first's game")
     for p in r["pooled"]:
         lo, hi = p["ci95"]

@@ -108,7 +108,6 @@ def test_run_battle_noise_plays_the_rollout_evaluator_to_the_end():
         run_battle_noise(games=1, rollouts=2)
 
 
-
 @settings(max_examples=10, deadline=None)
 @given(played_positions(), st.integers(0, 2**32 - 1), st.integers(0, 6))
 def test_the_play_out_battle_is_the_arenas_battle(jfen, seed, before):
