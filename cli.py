@@ -357,6 +357,8 @@ AGENT_HELP = "Agent spec NAME[:key=value,...] or LAYOUT+BATTLE, e.g. greedy, min
 def agents(
     name: Annotated[Optional[str], typer.Argument(help="One agent (default: all).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the catalogue as one JSON list.")] = False,
+    markdown: Annotated[bool, typer.Option(
+        "--markdown", help="Print the catalogue as Markdown (docs/agents.md).")] = False,
     imports: ImportOption = None,
 ):
     """List the agents and their options (type, range, default): what agent specs NAME:key=value,... accept."""
@@ -366,6 +368,9 @@ def agents(
     entries = catalog.agent_catalogue(name)
     if json_out:
         typer.echo(json.dumps(entries))
+        return
+    if markdown:
+        typer.echo(catalog.agents_markdown(entries), nl=False)
         return
     for entry in entries:
         typer.echo(f"{entry['name']}: {entry['summary']}")

@@ -21,7 +21,7 @@ Capture pruning, exactly what is exact and what approximates (``CapturePruner.ca
   above); the ``pool`` best singles (default 12, so C(12, 2) = 66 pairs; the expert agent's value too)
   are paired and every such pair is scored exactly; the ``top`` best pairs (default 20) are kept. The
   approximation is only the restriction to pairs of good singles: a pair of two individually
-  mediocre victims is never considered (README, "Search cost", says how often a larger pool would
+  mediocre victims is never considered (docs/performance.md, "The search's own cost", says how often a larger pool would
   choose otherwise). With ``pool >= stones left`` the result is the exact top ``top``.
 - **3-4 victims** (flights only): greedy, exact scores: the best ``pool`` singles, then each set is
   grown one victim at a time from the ``top`` best sets of the previous size (beam search of width

@@ -154,7 +154,7 @@ def group_ranking_loss(q: torch.Tensor, target: torch.Tensor, group: torch.Tenso
     is none). Adding one constant to a capture's Q and targets leaves it unchanged. Raises
     ``ValueError`` for a negative ``unit``. The per-sample regression (``huber``, ``mse``) must instead
     fit values whose spread between captures dwarfs the spread within one, and does not learn the
-    ranking (README, "The square victims")."""
+    ranking (docs/training.md, "The lower DQN's own self-play")."""
     if not unit >= 0.0:
         raise ValueError(f"group_ranking_loss: unit must be >= 0, got {unit!r}")
     q, z, groups = _group_index(q, target, group)

@@ -2,7 +2,7 @@
 
 A net sees the board as stones (``nets.features``); what the next move can capture it has to work
 out through its convolutions, and a small net trained on a few thousand positions does not
-(README, "The square victims"). With ``NetConfig.tactics`` the trunk's input adds
+(docs/training.md, "The lower DQN's own self-play"). With ``NetConfig.tactics`` the trunk's input adds
 :data:`NUM_TACTIC_PLANES` planes that say it directly, computed by :func:`tactic_planes` from planes
 0-2 and 5-6 of ``nets.features`` (so they follow the board symmetries with them and need no storage):
 

@@ -65,8 +65,8 @@ _NO_HISTORY.setflags(write=False)
 # (``train.config.SelfPlayConfig``): the expert's 4 best paths per battle node, every battle leaf valued
 # by the expert's own two-ply search from it, a lower exploration constant than ``SearchConfig``'s,
 # so that at 16 simulations those values, not the priors, decide the visits, and the Gumbel root search,
-# which visits every kept path at the root (README, "The shipped
-# model", for the matches that chose them). The leaf value is half the expert's two-ply value and half
+# which visits every kept path at the root (docs/knowledge-and-search.md, "The shipped
+# agent's search and why", for the matches that chose them). The leaf value is half the expert's two-ply value and half
 # the upper net's, a net whose value is trained to predict how that two-ply value changes over the next
 # NET_VALUE_DRIFT plies (``train.supervised.DriftTarget``; ``selfplay.value_drift``), so the sum is
 # the two-ply value plus where the game takes it, at the scale the lower c_puct keeps. The paper's HBM
@@ -80,8 +80,8 @@ NET_VALUE_CENTER = True
 NET_C_PUCT = 0.25
 NET_ROOT_SELECTION = "gumbel"  # Gumbel root search with sequential halving (SearchConfig.root_selection)
 # The net agents' square victims: the expert's one-ply value of the position after each of the capture
-# pruner's 8 best sets chooses (``knowledge.evaluation.EvaluatorVictimScorer``; README, "The shipped
-# model", for the match), unless a lower net is given (``search.agents.NetOptions``).
+# pruner's 8 best sets chooses (``knowledge.evaluation.EvaluatorVictimScorer``; docs/knowledge-and-search.md,
+# "The shipped agent's search and why", for the match), unless a lower net is given (``search.agents.NetOptions``).
 NET_VICTIM_EVAL = "eval.expert"
 NET_VICTIM_CANDIDATES = 8
 
@@ -149,7 +149,7 @@ class SearchConfig(BaseModel):
     children are marked terminal with their result, which selection uses as an unvisited child's Q in
     place of first-play urgency. A static or net value cannot see that the side behind may repeat the
     position at once, and at a few simulations the search rarely visits that reply when its prior is
-    low, so the move allowing it looked as good as any (README, "The shipped model").
+    low, so the move allowing it looked as good as any (docs/knowledge-and-search.md).
 
     ``root_selection`` ``"gumbel"``: Gumbel root search (Danihelka et al. 2022, "Policy improvement by
     planning with Gumbel", sections 3-4; mctx's ``gumbel_muzero_policy``). The root's ``gumbel_m`` best

@@ -1,6 +1,6 @@
 """Independent, slow, pure-Python reference implementation of Tibetan Jiu chess.
 
-Written only from the project's rule book (/work/shared/jiu-rules.md) plus the lead's interpretation
+Written only from the project's rule book (`jiu-rules.md`, kept outside this repository) plus the lead's interpretation
 decisions; it deliberately shares no code with the fast engine in ``core/``.  Clarity over speed.
 
 Conventions
