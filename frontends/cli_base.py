@@ -1,0 +1,176 @@
+"""The command line's shared parts: the Typer app and its command group, one-line errors, and the
+options and checks every command module uses (``frontends.cli_rules``, ``cli_match``, ``cli_train``,
+``cli_serve`` register their commands on :data:`app` when imported; ``cli.py`` imports them all).
+
+Any bad input (position, move, record, option) prints one ``error: ...`` line to stderr and exits with
+status 2 (:func:`fail`, :func:`cli_errors`); Ctrl-C and SIGTERM print ``interrupted`` and exit with 130
+(:class:`OneLineErrors`).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from typer.core import TyperGroup
+
+try:  # recent Typer vendors Click as typer._click; older Typer uses Click itself
+    from typer._click import exceptions as click_errors
+except ImportError:  # pragma: no cover - depends on the installed Typer
+    from click import exceptions as click_errors
+# Ctrl-C surfaces as Abort: Typer's own class where it vendors Click, Click's otherwise.
+Abort = getattr(click_errors, "Abort", typer.Abort)
+
+
+def usage_error_line(exc: click_errors.UsageError) -> str:
+    """One line for a Click usage error (bad or missing parameter, unknown option or command), naming
+    the command and the parameter: ``error: perft: Invalid value for 'DEPTH': ...``."""
+    message = " ".join(exc.format_message().split())
+    command = exc.ctx.command_path.split(" ", 1)[1] if exc.ctx is not None and " " in exc.ctx.command_path else ""
+    if isinstance(exc, click_errors.NoSuchOption) and not exc.option_name.startswith("--"):
+        message += " (an argument starting with '-', such as a JFEN, goes after '--')"
+    return f"error: {command}: {message}" if command else f"error: {message}"
+
+
+class OneLineErrors(TyperGroup):
+    """The command group: usage errors become one ``error: ...`` line on stderr with exit status 2
+    instead of Typer's usage box, and Ctrl-C ends with ``interrupted`` and status 130, also when it
+    arrived inside a C++ extension that wrapped it (``train.rundir.caused_by_interrupt``), and so
+    does SIGTERM (``train.signals.sigterm_as_interrupt``)."""
+
+    def invoke(self, ctx):
+        # Typer (0.29) turns a KeyboardInterrupt inside a command into a silent exit 130 before main
+        # sees it, so the interrupt is reported here, where the command runs.
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            pass
+        except Exception as exc:  # e.g. SystemError from PyTorch's pybind11 with the KeyboardInterrupt as cause
+            from train.rundir import caused_by_interrupt
+
+            if not caused_by_interrupt(exc):
+                raise
+        typer.echo("interrupted", err=True)
+        raise typer.Exit(130)
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        from train.signals import sigterm_as_interrupt
+
+        try:
+            with sigterm_as_interrupt():
+                rv = super().main(args=args, prog_name=prog_name, complete_var=complete_var, standalone_mode=False,
+                                  **extra)
+        except click_errors.UsageError as exc:
+            typer.echo(usage_error_line(exc), err=True)
+            rv = 2
+        except (Abort, KeyboardInterrupt):  # outside a command (while parsing its arguments)
+            typer.echo("interrupted", err=True)
+            rv = 130
+        except BrokenPipeError:  # the reader went away (`... --help | head`): stop quietly, as Unix tools do
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - the interpreter flushes it at exit
+            rv = 141
+        if not standalone_mode:
+            return rv
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+
+app = typer.Typer(cls=OneLineErrors, add_completion=False, no_args_is_help=True, help="Command line of the Jiu engine: python cli.py COMMAND ... (--help on any command).")
+bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks (print ratios measured in one run).")
+app.add_typer(bench_app, name="bench")
+
+MAX_WORKERS = 256  # every --workers (processes on one machine)
+MAX_SEED = 2**32 - 1  # every --seed: NumPy's seed range (the random-game kernel seeds NumPy with it)
+RuleOption = Annotated[
+    Optional[list[str]],
+    typer.Option("--rule", "-r", help="Ruleset option KEY=VALUE (repeatable), e.g. -r loss_below=14."),
+]
+
+
+def fail(message: str) -> None:
+    """Print a one-line error and exit with status 2."""
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(2)
+
+
+def cli_errors(fn):
+    """Turn the engine's typed errors and unreadable files into ``fail`` (status 2, no traceback)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        from core.errors import JiuError
+
+        try:
+            return fn(*args, **kwargs)
+        except JiuError as exc:
+            fail(str(exc))
+        except OSError as exc:
+            fail(f"{exc.filename}: {exc.strerror or exc}" if exc.filename else str(exc))
+
+    return wrapper
+
+
+def ruleset_from(options: list[str] | None):
+    """A ``Ruleset`` from ``-r KEY=VALUE`` strings (``Ruleset.from_options``)."""
+    from core.rules import Ruleset
+
+    return Ruleset.from_options(options or [])
+
+
+def jfen_lines(fen: str | None, fen_file: Path | None, source: str | None):
+    if sum(x is not None for x in (fen, fen_file, source)) != 1:
+        fail("give exactly one of --fen JFEN, --fen-file FILE, or - (standard input)")
+    if fen is not None:
+        yield 1, fen
+        return
+    if source is not None and source != "-":
+        fail(f"positional argument {source!r}: only '-' (standard input) is accepted; use --fen or --fen-file")
+    from core.inputs import iter_lines
+
+    stream = sys.stdin.buffer if source == "-" else open(fen_file, "rb")
+    with stream:
+        for n, line in iter_lines(stream, "standard input" if source == "-" else str(fen_file)):
+            if line.strip():
+                yield n, line
+
+
+
+ImportOption = Annotated[
+    Optional[list[str]],
+    typer.Option("--import", help="Import MODULE first (repeatable); it may register extra agents."),
+]
+
+
+def agent_errors(fn):
+    """``cli_errors`` plus unknown agent names (``KeyError`` from the registry) as status 2."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except KeyError as exc:
+            fail(exc.args[0] if exc.args else str(exc))
+        except ModuleNotFoundError as exc:
+            fail(f"cannot import module {exc.name!r} ({exc})")
+
+    return cli_errors(wrapper)
+
+
+AGENT_HELP = "Agent spec NAME[:key=value,...] or LAYOUT+BATTLE, e.g. greedy, minimax:depth=2, slm+expert (options: python cli.py agents)."
+
+
+def train_errors(fn):
+    """``agent_errors`` plus ``ValueError`` (bad values) as status 2 (Ctrl-C is the group's:
+    :meth:`OneLineErrors.invoke`)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except ValueError as exc:
+            fail(str(exc))
+
+    return agent_errors(wrapper)

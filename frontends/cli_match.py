@@ -1,0 +1,263 @@
+"""Commands of matches and benchmarks: ``bench search|rules``, ``agents``, ``arena``, ``tournament``,
+``experiment``, ``play``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from frontends.cli_base import (
+    AGENT_HELP,
+    MAX_SEED,
+    MAX_WORKERS,
+    ImportOption,
+    RuleOption,
+    agent_errors,
+    app,
+    bench_app,
+    cli_errors,
+    fail,
+    ruleset_from,
+)
+
+
+@bench_app.command("search")
+@cli_errors
+def bench_search(
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    simulations: Annotated[str, typer.Option(help="Comma-separated simulation counts.")] = "400,800,1600",
+    threads: Annotated[str, typer.Option(help="Comma-separated WU-UCT thread counts.")] = "1,2,4,8,16",
+    torch_threads: Annotated[int, typer.Option(min=1, help="Torch intra-op threads of the WU-UCT evaluators and the "
+                                               "net-only figures (serial: 1); 2 only on an otherwise idle machine.")] = 1,
+    inference_threads: Annotated[int, typer.Option(min=1, help="Threads serving the WU-UCT evaluators (net-only: as many "
+                                                   "concurrent callers); 1 keeps the net on one core.")] = 2,
+):
+    """Serial MCTS vs WU-UCT (1/2/4/8/16 threads) on layout and battle positions with the tiny nets (JFA Table 3)."""
+    from bench.search import run_search_benchmark
+
+    def ints(text: str, what: str) -> tuple[int, ...]:
+        try:
+            values = tuple(int(x) for x in text.split(",") if x.strip())
+        except ValueError:
+            fail(f"--{what} {text!r}: expected comma-separated integers")
+        if not values or min(values) < 1:
+            fail(f"--{what} {text!r}: expected positive integers")
+        return values
+
+    result = run_search_benchmark(ints(simulations, "simulations"), ints(threads, "threads"), progress=not json_out,
+                                  torch_threads=torch_threads, inference_threads=inference_threads)
+    if json_out:
+        typer.echo(json.dumps(result, default=float))
+
+
+@bench_app.command("rules")
+@cli_errors
+def bench_rules(
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    seconds: Annotated[float, typer.Option(min=0.2, help="Time budget per measurement (seconds).")] = 3.0,
+):
+    """Numba engine vs the pure-Python reference: move generations/s, random games/s, 2-thread speed-up."""
+    from bench.rules import run_rules_benchmark
+
+    result = run_rules_benchmark(seconds=seconds, progress=not json_out)
+    if json_out:
+        typer.echo(json.dumps(result))
+
+
+
+
+
+@app.command()
+@agent_errors
+def agents(
+    name: Annotated[Optional[str], typer.Argument(help="One agent (default: all).")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the catalogue as one JSON list.")] = False,
+    markdown: Annotated[bool, typer.Option(
+        "--markdown", help="Print the catalogue as Markdown (docs/agents.md).")] = False,
+    imports: ImportOption = None,
+):
+    """List the agents and their options (type, range, default): what agent specs NAME:key=value,... accept."""
+    import catalog
+
+    catalog.import_plugins(imports or ())
+    entries = catalog.agent_catalogue(name)
+    if json_out:
+        typer.echo(json.dumps(entries))
+        return
+    if markdown:
+        typer.echo(catalog.agents_markdown(entries), nl=False)
+        return
+    for entry in entries:
+        typer.echo(f"{entry['name']}: {entry['summary']}")
+        for row in entry["options"]:
+            kind = f"{row['type']} {row['range']}".strip()
+            typer.echo(f"  {row['name']:<17} {kind:<28} default {row['default']:<8} {row['description']}")
+    if name is None:
+        typer.echo("Specs: NAME[:key=value,...], e.g. mcts:sims=400,threads=2; LAYOUT+BATTLE plays the two phases "
+                   "with two agents (slm+expert).")
+
+
+@app.command()
+@agent_errors
+def arena(
+    agent_a: Annotated[str, typer.Argument(metavar="A", help=AGENT_HELP)],
+    agent_b: Annotated[str, typer.Argument(metavar="B", help="Agent spec of the opponent.")],
+    games: Annotated[int, typer.Option("--games", "-n", help="Games (even: pairs with colours swapped).")] = 20,
+    workers: Annotated[int, typer.Option(min=0, max=MAX_WORKERS, help="Worker processes (0: play in this process).")] = 1,
+    seed: Annotated[int, typer.Option(min=0, max=MAX_SEED,
+                                      help="Base seed; pair k's game seed derives from (seed, k).")] = 0,
+    out: Annotated[
+        Optional[Path], typer.Option(help="Run directory (resumed if it exists). Default: runs/arena/A__vs__B.")
+    ] = None,
+    sprt: Annotated[Optional[str], typer.Option(metavar="ELO0,ELO1", help="Stop as soon as the pentanomial SPRT of A against B decides (e.g. 0,40); -n is the cap.")] = None,
+    alpha: Annotated[float, typer.Option(min=0.0001, max=0.5, help="SPRT false-positive rate.")] = 0.05,
+    beta: Annotated[float, typer.Option(min=0.0001, max=0.5, help="SPRT false-negative rate.")] = 0.05,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the summary as one JSON object.")] = False,
+    imports: ImportOption = None,
+    rule: RuleOption = None,
+):
+    """Colour-balanced match A vs B: win rate with SE and 95% CI, Elo, decision times; resumable;
+    with --sprt it stops when the test decides."""
+    from rich.console import Console
+
+    from train.arena import run_arena, summary_table
+    from train.tournament import pair_dir_name
+
+    bounds = None
+    if sprt is not None:
+        parts = sprt.split(",")
+        try:
+            elo0, elo1 = (float(x) for x in parts)
+        except ValueError:
+            fail(f"--sprt {sprt!r}: expected ELO0,ELO1 (two numbers, e.g. 0,40)")
+        if not (abs(elo0) <= 1000 and abs(elo1) <= 1000 and elo1 > elo0):
+            fail(f"--sprt {sprt!r}: expected -1000 <= ELO0 < ELO1 <= 1000")
+        bounds = (elo0, elo1, alpha, beta)
+    ruleset = ruleset_from(rule)
+    out_dir = out if out is not None else Path("runs") / "arena" / pair_dir_name(agent_a, agent_b)
+    summary = run_arena(agent_a, agent_b, games, workers=workers, seed=seed, out_dir=out_dir, ruleset=ruleset,
+                        progress=not json_out, imports=imports or (), sprt=bounds)
+    if json_out:
+        typer.echo(json.dumps({**summary.data, "out_dir": str(out_dir)}))
+    else:
+        Console().print(summary_table(summary.data))
+        test = summary.data.get("sprt")
+        if test is not None:
+            verdict = {"H1": f"H1 (A is {test['elo1']:g} Elo better)", "H0": f"H0 (A is not {test['elo0']:g} Elo better)"}
+            typer.echo(f"SPRT [{test['elo0']:g}, {test['elo1']:g}] alpha {test['alpha']:g} beta {test['beta']:g}: "
+                       f"LLR {test['llr']:+.2f} in [{test['lower']:.2f}, {test['upper']:.2f}] after "
+                       f"{summary.games} games: {verdict.get(test['decision'], 'undecided')}")
+        typer.echo(f"records and summary.json in {out_dir}")
+
+
+@app.command()
+@agent_errors
+def tournament(
+    agents: Annotated[list[str], typer.Argument(metavar="AGENT...", help="At least two agent specs. " + AGENT_HELP)],
+    games: Annotated[int, typer.Option("--games", "-n", help="Games per pair (even).")] = 20,
+    workers: Annotated[int, typer.Option(min=0, max=MAX_WORKERS, help="Worker processes shared by all pairs (0: in this process).")] = 1,
+    seed: Annotated[int, typer.Option(min=0, max=MAX_SEED, help="Base seed of every pair.")] = 0,
+    out: Annotated[Path, typer.Option(help="Run directory (resumed if it exists).")] = Path("runs/tournament"),
+    anchor: Annotated[Optional[str], typer.Option(help="Agent held at Elo 0 (default: mean 0).")] = None,
+    versus: Annotated[Optional[list[str]], typer.Option(
+        "--versus", help="An agent of a second population (repeatable): adds the relative population performance "
+                         "(RPP) of AGENT... against these.")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the result as one JSON object.")] = False,
+    imports: ImportOption = None,
+    rule: RuleOption = None,
+):
+    """Round robin: an arena per pair; win rates by colour with decision latency, payoff matrix, Bradley-Terry
+    Elo with 95% CIs, maximum-entropy Nash weights and gamescape (JSON, Markdown, PNG); RPP with --versus."""
+    from rich.console import Console
+
+    from train.tournament import RESULT_FILE, TABLE_FILE, rich_tables, run_tournament
+
+    result = run_tournament(agents, games, workers=workers, seed=seed, out_dir=out, ruleset=ruleset_from(rule),
+                            progress=not json_out, imports=imports or (), anchor=anchor, versus=versus or ())
+    if json_out:
+        typer.echo(json.dumps(result.data))
+    else:
+        console = Console()
+        for table in rich_tables(result.data):
+            console.print(table)
+        typer.echo(f"wrote {out / RESULT_FILE}, {out / TABLE_FILE}, {out / 'payoff.png'} and {out / 'gamescape.png'}")
+
+
+@app.command()
+@agent_errors
+def experiment(
+    name: Annotated[Optional[str], typer.Argument(metavar="NAME", help="A built-in experiment (see --list).")] = None,
+    spec: Annotated[Optional[Path], typer.Option("--spec", help="Your own experiment spec file (.toml or .json) instead of NAME.")] = None,
+    list_: Annotated[bool, typer.Option("--list", help="List the built-in experiments and exit.")] = False,
+    games: Annotated[Optional[int], typer.Option("--games", "-n", help="Games per match row, or self-play runs per squares row (even; default: the spec's).")] = None,
+    workers: Annotated[int, typer.Option(min=0, help="Worker processes shared by all rows (0: in this process).")] = 1,
+    seed: Annotated[int, typer.Option(help="Base seed of every row.")] = 0,
+    out: Annotated[Optional[Path], typer.Option(help="Run directory (default runs/experiments/NAME).")] = None,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue the run in --out (finished games and rows are kept).")] = False,
+    param: Annotated[Optional[list[str]], typer.Option("--param", "-p", help="Spec parameter NAME=VALUE (repeatable), e.g. -p hbm_sims=8.")] = None,
+    rows: Annotated[Optional[str], typer.Option(help="Comma-separated row ids to run (default: all).")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print result.json as one JSON object.")] = False,
+):
+    """Run one of the papers' experiments (JFA Tables 3-5, Figs. 5-6) or your own spec: result.json, table.md, PNGs."""
+    import shlex
+
+    from train.experiment import TABLE_FILE, list_experiments, load_spec, parse_params, run_experiment
+
+    if list_:
+        for e in list_experiments():
+            params = " ".join(f"{k}={v}" for k, v in e["params"].items())
+            typer.echo(f"{e['name']:<8} {e['kind']:<14} {e['title']}")
+            typer.echo(f"         rows: {', '.join(e['rows'])}")
+            if params:
+                typer.echo(f"         params: {params}")
+            for problem in e["problems"]:
+                typer.echo(f"         not runnable yet: {problem}")
+        return
+    if (name is None) == (spec is None):
+        fail("give an experiment NAME or --spec FILE (python cli.py experiment --list shows the built-ins)")
+    exp = load_spec(spec if spec is not None else name)
+    timer = None
+    if exp.kind == "decision-time":
+        from bench.search import measure_decision_time as timer
+    command = "python cli.py experiment " + " ".join(shlex.quote(a) for a in sys.argv[2:])
+    result = run_experiment(exp, out, games=games, workers=workers, seed=seed, params=parse_params(param),
+                            rows=[r.strip() for r in rows.split(",") if r.strip()] if rows else None,
+                            resume=resume, progress=not json_out, timer=timer, command=command)
+    out_dir = out if out is not None else Path("runs") / "experiments" / exp.name
+    if json_out:
+        typer.echo(json.dumps({**result, "out_dir": str(out_dir)}))
+    else:
+        typer.echo((out_dir / TABLE_FILE).read_text(encoding="utf-8"))
+        typer.echo(f"wrote {out_dir / 'result.json'}, {out_dir / TABLE_FILE}" +
+                   "".join(f", {p}" for p in result["plots"]))
+
+
+@app.command()
+@agent_errors
+def play(
+    agent: Annotated[str, typer.Option(help="The opponent's agent spec (default: the shipped JFA model). " + AGENT_HELP)] = "jfa",
+    human: Annotated[str, typer.Option(help="Your colour: w (White, places first) or b.")] = "w",
+    seed: Annotated[int, typer.Option(min=0, max=MAX_SEED, help="The agent's seed.")] = 0,
+    record: Annotated[Optional[Path], typer.Option(help="Write the JSON record here at the end or on quit.")] = None,
+    imports: ImportOption = None,
+    rule: RuleOption = None,
+):
+    """Play against an agent in the terminal (type moves in notation; moves, undo, save [FILE], quit)."""
+    import catalog
+    from train.arena import check_agent_spec
+    from train.play import play as play_game
+
+    catalog.import_plugins(imports or ())
+    ruleset = ruleset_from(rule)
+    if human not in ("w", "b"):
+        fail(f"--human {human!r}: expected w or b")
+    check_agent_spec(agent, "--agent")
+    try:
+        play_game(agent, human, seed, ruleset, record)
+    except KeyboardInterrupt:
+        typer.echo("interrupted" + (f"; record written to {record}" if record is not None else ""), err=True)
+        raise typer.Exit(130) from None

@@ -1,0 +1,370 @@
+"""Commands of training: ``selfplay``, ``pretrain``, ``gen-records``, ``report``, ``diagnose``, ``export-net``."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from frontends.cli_base import MAX_SEED, MAX_WORKERS, RuleOption, app, fail, ruleset_from, train_errors
+
+SetOption = Annotated[
+    Optional[list[str]],
+    typer.Option("--set", help="Config override SECTION.KEY=VALUE (repeatable), e.g. --set selfplay.games=8."),
+]
+DriftEndsOption = Annotated[Optional[str], typer.Option(help="The --value-drift target of a position whose game ends "
+                                                        "within K plies: 'result' (the game's result) or 'drop' "
+                                                        "(no target); default: the search net's (NET_DRIFT_ENDS).")]
+
+
+def _drift_target(value_drift: int, value_eval: str | None, drift_ends: str | None, model: str):
+    """``--value-drift K``, ``--value-eval`` and ``--drift-ends`` as a checked
+    ``train.supervised.DriftTarget`` for a ``model`` net, ``None`` for ``K = 0``; a one-line error naming
+    the options otherwise."""
+    if not value_drift:
+        return None
+    from train.supervised import DriftTarget
+
+    options = {k: v for k, v in (("evaluator", value_eval), ("ends", drift_ends)) if v is not None}
+    drift = DriftTarget(value_drift, **options)  # DriftTarget's defaults for what is not given
+    try:
+        drift.check(model)
+    except ValueError as exc:
+        fail(f"--value-drift/--value-eval/--drift-ends: {exc}")
+    return drift
+
+
+def _rule_overrides(rule: list[str] | None) -> list[str]:
+    out = []
+    for item in rule or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            fail(f"--rule {item!r}: expected KEY=VALUE")
+        out.append(f"ruleset.{key.strip().replace('-', '_')}={value.strip()}")
+    return out
+
+
+@app.command()
+@train_errors
+def selfplay(
+    config: Annotated[Optional[Path], typer.Option("--config", "-c", help="Config file (.toml or .json); default: the model directory's config.toml (with --from-scratch: the built-in defaults = configs/default.toml).")] = None,
+    overrides: SetOption = None,
+    model: Annotated[Optional[str], typer.Option(help="Net to train: slm, upper, lower or cycle (default: the config's model; models/default/config.toml says upper, the built-in defaults slm).")] = None,
+    iterations: Annotated[Optional[int], typer.Option(help="Total iterations of the run (default: the config's iterations, 2 in models/default/config.toml and the built-in defaults).")] = None,
+    minutes: Annotated[Optional[float], typer.Option(help="Wall-clock budget of this invocation, in minutes.")] = None,
+    workers: Annotated[Optional[int], typer.Option(help="Worker processes (0: everything in this process; default: the config's workers, 2).")] = None,
+    seed: Annotated[Optional[int], typer.Option(min=0, max=MAX_SEED, help="Run seed (default: the config's seed).")] = None,
+    backend: Annotated[Optional[str], typer.Option(help="Self-play backend: process (default) or ray.")] = None,
+    reward: Annotated[Optional[str], typer.Option(help="SLM reward plugin (default reward.first_square; or reward.outcome, or reward.shape for the shape agent).")] = None,
+    run_dir: Annotated[Optional[Path], typer.Option("--run-dir", help="Directory of a new run (default runs/selfplay-<time>).")] = None,
+    resume: Annotated[Optional[Path], typer.Option(help="Continue the run in this directory where it stopped (across days).")] = None,
+    from_scratch: Annotated[bool, typer.Option("--from-scratch", help="Run the whole pipeline from records (pretraining) instead of continuing from the model directory.")] = False,
+    model_dir: Annotated[Path, typer.Option("--model-dir", help="The model directory a new run continues from (its nets and config.toml).")] = Path("models/default"),
+    export: Annotated[Optional[Path], typer.Option("--export", help="After the run, play its best nets against this model directory's (the export gate: an SPRT of up to gate.export_games games) and, if they pass, write them there with config.toml and the model card's lineage; exit status 1 if they do not. With --resume and neither --iterations nor --minutes the run is not continued: only the export.")] = None,
+    no_progress: Annotated[bool, typer.Option("--no-progress", help="No live display and no progress lines.")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the final state as one JSON object.")] = False,
+    rule: RuleOption = None,
+):
+    """Self-play training of SLM / HBM upper / HBM lower (JFA): self-play, training, SPRT gate, learning curve; resumable.
+
+    Without arguments a new run continues from models/default (its nets and its config.toml); --from-scratch
+    pretrains on expert records first (pretrain.* fields). Each iteration plays self-play games with the best
+    net, trains the latest net on the replay window, gates it against the best net with an SPRT and measures
+    the best net's Elo against the anchor pool (curve.* fields). A terminal gets a live panel; a log gets a
+    line per phase and at least one a minute. Prints the run directory."""
+    import shlex
+
+    from train.config import apply_overrides, config_to_dict, read_config_file, validate_config
+    from train.pipeline import default_run_dir, load_run_config, run_pipeline
+
+    typed = {"model": model, "iterations": iterations, "minutes": minutes, "workers": workers, "seed": seed,
+             "backend": backend, "selfplay.reward": reward}
+    typed = {k: v for k, v in typed.items() if v is not None}
+    sets = [*(overrides or []), *_rule_overrides(rule)]
+    if resume is not None:
+        if run_dir is not None:
+            fail("give either --resume RUN_DIR or --run-dir DIR, not both")
+        if config is not None:
+            fail("--config cannot be combined with --resume (the run keeps its config.json)")
+        if from_scratch:
+            fail("--from-scratch cannot be combined with --resume (the run keeps how it started)")
+        base = config_to_dict(load_run_config(resume))
+        cfg = validate_config(apply_overrides(apply_overrides(base, sets), typed))
+        target, is_resume = resume, True
+    else:
+        from train.modeldir import read_model_config
+
+        source = str(config) if config else "config"
+        if config is not None:
+            data = read_config_file(config)
+        elif not from_scratch and (model_dir / "config.toml").exists():
+            data, source = read_model_config(model_dir), str(model_dir / "config.toml")
+        else:
+            data = {}
+        if not from_scratch:
+            if not any((model_dir / f"{k}.safetensors").exists() for k in ("slm", "upper", "lower")):
+                fail(f"--model-dir {model_dir}: no nets (slm/upper/lower.safetensors) to continue from; "
+                     "use --from-scratch")
+            data = {**data, "init_dir": str(model_dir)}
+        cfg = validate_config(apply_overrides(apply_overrides(data, sets), typed), source)
+        target, is_resume = (run_dir if run_dir is not None else default_run_dir()), False
+    typer.echo(f"run directory: {target}", err=True)
+    progress = "off" if no_progress or json_out else "auto"
+    if is_resume and export is not None and iterations is None and minutes is None:
+        from train.rundir import RunPaths, read_state  # export only: the run is not continued
+
+        result = {"reason": "export only", "session_seconds": 0.0,
+                  "state": read_state(RunPaths(target)).model_dump(mode="json")}
+    else:
+        result = run_pipeline(cfg, target, resume=is_resume, progress=progress)
+    state = result["state"]
+    exported, gate_rows = None, None
+    if export is not None:
+        from train.modeldir import export_gate, export_gate_text, export_run
+
+        gate_rows = export_gate(target, export, progress=progress == "auto", config=cfg)
+        for r in gate_rows:
+            typer.echo(f"export gate {r['kind']} (iteration {r['iteration']}) vs {r['against']}: "
+                       f"{export_gate_text(r)}", err=True)
+        if all(r["passed"] for r in gate_rows):
+            exported = [str(p) for p in export_run(target, export, "python cli.py " + shlex.join(sys.argv[1:]),
+                                                   export_gate=gate_rows)]
+    if json_out:
+        typer.echo(json.dumps({"run_dir": str(target), "reason": result["reason"],
+                               "session_seconds": round(result["session_seconds"], 3), "state": state,
+                               "exported": exported, "export_gate": gate_rows}))
+    else:
+        typer.echo(f"stopped ({result['reason']}) after {state.get('completed_iterations', 0)} completed iteration(s) in "
+                   f"{result['session_seconds']:.0f} s; next: iteration {state['iteration']} phase {state['phase']}")
+        if exported:
+            typer.echo(f"exported the best nets, config.toml and the model card lineage into {export}")
+        elif export is not None:
+            typer.echo(f"not exported: the run's best net did not pass the export gate against {export}'s")
+        typer.echo(f"run directory: {target}  (best nets in {Path(target) / 'best'}; "
+                   f"plots: python cli.py report {target}; continue: python cli.py selfplay --resume {target} --iterations N;"
+                   f" export: python cli.py selfplay --resume {target} --export models/default)")
+    if export is not None and not exported:
+        raise typer.Exit(1)
+
+
+@app.command()
+@train_errors
+def pretrain(
+    records: Annotated[Optional[list[Path]], typer.Argument(metavar="[RECORDS...]", help="Record files or directories (.json, .jiu/.txt, .csv).")] = None,
+    model: Annotated[str, typer.Option(help="Net to train: slm, upper or lower.")] = "slm",
+    shards: Annotated[Optional[list[Path]], typer.Option(help="Also train on the --model samples of these sample shards (.npz files, directories such as a run's RUN/shards/lower, or glob patterns; repeatable): a run's replay with its own targets.")] = None,
+    out: Annotated[Optional[Path], typer.Option(help="Output net file (default models/pretrained/<model>.safetensors).")] = None,
+    steps: Annotated[int, typer.Option(min=0, max=10**8, help="Training steps.")] = 200,
+    batch_size: Annotated[int, typer.Option(min=1, max=65536, help="Batch size.")] = 64,
+    lr: Annotated[float, typer.Option(min=0.0, help="Learning rate (constant).")] = 1e-3,
+    seed: Annotated[int, typer.Option(min=0, max=MAX_SEED, help="Seed of the initial weights and the batches.")] = 0,
+    init: Annotated[Optional[Path], typer.Option(help="Continue training this net file instead of a fresh net.")] = None,
+    config: Annotated[Optional[Path], typer.Option("--config", "-c", help="Config file for nets/learner/replay settings.")] = None,
+    overrides: SetOption = None,
+    teacher: Annotated[Optional[str], typer.Option(help="Battle prior plugin spec blended into the upper net's policy target (distillation), e.g. prior.expert:temperature=10.")] = None,
+    teacher_mix: Annotated[float, typer.Option(min=0.0, max=1.0, help="Weight of --teacher in the policy target (the played move has the rest).")] = 0.5,
+    workers: Annotated[int, typer.Option(min=0, max=MAX_WORKERS, help="Processes converting records to samples (0: in this process).")] = 0,
+    samples_cache: Annotated[Optional[Path], typer.Option(help="Directory of per-record sample shards, reused when present (resumable conversion).")] = None,
+    value_drift: Annotated[int, typer.Option(min=0, max=1000, help="Upper net: value target = the drift of --value-eval's margin over this many plies of the record (even; 0: the result).")] = 0,
+    value_eval: Annotated[Optional[str], typer.Option(help="Evaluator (with a margin) of the --value-drift target "
+                                                      "(default: the search's battle leaf value).")] = None,
+    drift_ends: DriftEndsOption = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the summary as one JSON object.")] = False,
+    rule: RuleOption = None,
+):
+    """Supervised pretraining on records: policy target = the played move (one-hot, blended with a
+    --teacher prior if given), value target = the result, or with --value-drift K the change of the
+    expert's two-ply value over the next K plies (with --set learner.trainable=value only the value
+    head learns)."""
+    from train.config import KINDS, check_trainable, load_config
+    from train.supervised import check_teacher, read_records, samples_from_records
+    from train.supervised import pretrain as run_pretrain
+
+    if model not in KINDS:
+        fail(f"--model {model!r}: expected one of {', '.join(KINDS)}")
+    check_teacher(model, teacher)
+    drift = _drift_target(value_drift, value_eval, drift_ends, model)
+    if init is not None:  # a bad --init fails before the samples are built
+        from nets.io import load
+
+        load(init, expected_kind=model)
+    cfg = load_config(config, overrides or [])
+    check_trainable(model, cfg.learner.trainable)
+    ruleset = ruleset_from(rule)
+    if not records and not shards:
+        fail("nothing to train on: give RECORDS or --shards")
+    parts = []
+    if shards:
+        from train.samples import read_shards
+
+        parts.append(read_shards(shards, (model,))[model])
+    games = read_records(records, ruleset) if records else []
+    if records and not games:
+        fail("no records found in " + ", ".join(str(r) for r in records))
+    from train.arena import new_progress
+    from train.samples import concat
+
+    progress = None if json_out else new_progress(transient=True)
+    with progress if progress is not None else contextlib.nullcontext():
+        if games:
+            update = None
+            if progress is not None:
+                task = progress.add_task(f"{model} samples", total=len(games), score="")
+                update = lambda n: progress.update(task, completed=n)  # noqa: E731
+            parts.insert(0, samples_from_records(games, model, update, teacher=teacher, teacher_mix=teacher_mix,
+                                                 workers=workers, cache_dir=samples_cache, drift=drift))
+        samples = concat(parts, model)
+        if len(samples) == 0:
+            fail(f"the {len(games)} record(s) and the shards give no {model} samples")
+        target = out if out is not None else Path("models") / "pretrained" / f"{model}.safetensors"
+        step_done = None
+        if progress is not None:
+            step_task = progress.add_task(f"{model} steps", total=steps, score="")
+            step_done = lambda i, losses: progress.update(  # noqa: E731
+                step_task, completed=i + 1, score=f"loss {losses['total']:.4f}")
+        summary = run_pretrain(samples, cfg.nets.net_config(model), cfg.learner, target, steps, batch_size, lr,
+                               seed=seed, symmetries=cfg.replay.symmetries, init=init, callback=step_done,
+                               extra={"records": len(games), "shards": [str(p) for p in shards or []],
+                                      "teacher": teacher, "teacher_mix": teacher_mix if teacher else None,
+                                      "value_target": drift.spec() if drift is not None else "result",
+                                      "trainable": cfg.learner.trainable})
+    summary["records"] = len(games)
+    if json_out:
+        typer.echo(json.dumps(summary))
+    else:
+        source = f"{len(games)} records" + (f" and {len(shards)} shard path(s)" if shards else "")
+        typer.echo(f"{model}: {source}, {summary['samples']} samples, {steps} steps in {summary['seconds']:.1f} s;"
+                   f" loss {summary.get('first_loss', float('nan')):.4f} -> {summary.get('last_loss', float('nan')):.4f}")
+        typer.echo(f"wrote {target}")
+
+
+@app.command("gen-records")
+@train_errors
+def gen_records(
+    agent: Annotated[str, typer.Option(help="Agent spec playing both sides (or White with --black).")] = "expert",
+    black: Annotated[Optional[str], typer.Option(help="Agent spec of Black (default: the same as --agent).")] = None,
+    games: Annotated[int, typer.Option("--games", "-n", min=1, help="Number of games.")] = 10,
+    out: Annotated[Path, typer.Option(help="Output directory of the JSON records (resumed if it exists).")] = Path("runs/records"),
+    workers: Annotated[int, typer.Option(min=0, max=MAX_WORKERS, help="Worker processes (0: in this process).")] = 2,
+    seed: Annotated[int, typer.Option(min=0, max=MAX_SEED, help="Base seed; game i's seeds derive from (seed, i).")] = 0,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the summary as one JSON object.")] = False,
+    rule: RuleOption = None,
+):
+    """Generate a starter corpus of JSON records (agent vs itself), in parallel; resumable."""
+    from train.supervised import generate_records
+
+    progress = None
+    if not json_out:
+        from train.arena import new_progress
+
+        progress = new_progress()
+    ruleset = ruleset_from(rule)
+    if progress is not None:
+        with progress:
+            summary = generate_records(agent, games, out, workers=workers, seed=seed, ruleset=ruleset, black=black,
+                                       progress=progress)
+    else:
+        summary = generate_records(agent, games, out, workers=workers, seed=seed, ruleset=ruleset, black=black)
+    if json_out:
+        typer.echo(json.dumps(summary))
+    else:
+        typer.echo(f"{summary['games']} records in {out} ({summary['played']} played now, {summary['seconds']:.1f} s);"
+                   f" results {summary['results']}")
+
+
+@app.command()
+@train_errors
+def report(
+    run_dir: Annotated[Path, typer.Argument(help="A training run directory (python cli.py selfplay).")],
+    out: Annotated[Optional[Path], typer.Option(help="Output directory (default RUN_DIR/report).")] = None,
+):
+    """Plot losses, win rates, self-play speed and the learning curve (Elo vs games and hours) into PNG files."""
+    from train.report import curve_lines, render_report
+
+    written = render_report(run_dir, out)
+    for path in written:
+        typer.echo(str(path))
+    summary = next(p for p in written if p.name == "summary.json")
+    for line in curve_lines(json.loads(summary.read_text(encoding="utf-8"))):
+        typer.echo(line)
+
+
+@app.command()
+@train_errors
+def diagnose(
+    model_dir: Annotated[Path, typer.Argument(help="A model directory holding slm/upper/lower .safetensors, or one "
+                                              "net file (a run's checkpoint).")],
+    records: Annotated[Optional[list[Path]], typer.Option("--records", help="Held-out record files or directories "
+                                                          "(games the nets were not trained on; default without "
+                                                          "--shards: the shipped corpus data/heldout-expert).")] = None,
+    shards: Annotated[Optional[list[Path]], typer.Option("--shards", help="Sample shards (.npz), directories or quoted "
+                                                         "glob patterns of them (repeatable), e.g. "
+                                                         "'RUN/shards/upper/i0005-*.npz', shards written after the "
+                                                         "net's checkpoint: how well the nets predict those search "
+                                                         "targets (alone unless --records is given).")] = None,
+    max_records: Annotated[int, typer.Option(min=1, max=100_000, help="Use at most this many games (the last).")] = 200,
+    positions: Annotated[int, typer.Option(min=1, max=1_000_000, help="Positions per net, drawn uniformly.")] = 4000,
+    victims: Annotated[int, typer.Option(min=0, max=1000, help="Capture-pruner sets the lower net ranks (0: all).")] = 8,
+    victim_reference: Annotated[Optional[str], typer.Option(help="Evaluator plugin spec whose best victim set the "
+                                                        "lower net and the pruner are scored against (default: "
+                                                        "the expert's two-ply value, eval.expert:plies=2; 'none': "
+                                                        "no reference).")] = None,
+    seed: Annotated[int, typer.Option(min=0, max=MAX_SEED, help="Seed of the position sample.")] = 0,
+    value_drift: Annotated[int, typer.Option(min=0, max=1000, help="Also score the upper value against the drift of "
+                                             "--value-eval's margin over this many plies of the records (even; 0: off).")] = 0,
+    value_eval: Annotated[Optional[str], typer.Option(help="Evaluator (with a margin) of the --value-drift target "
+                                                      "(default: the search's battle leaf value).")] = None,
+    drift_ends: DriftEndsOption = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the report as one JSON object.")] = False,
+    rule: RuleOption = None,
+):
+    """Where strength is lost: policy top-1/top-3 agreement with the records' moves, value calibration
+    (sign accuracy, Brier score), and the lower net's victim choice against the capture pruner's and
+    against the expert's two-ply value of the position after each set; with an SLM, who formed the
+    first square, what the knowledge evaluations say at the layout's end and how well they and the
+    stone difference early in the battle predict the result; with --shards, the policy's
+    cross-entropy and KL divergence to unseen self-play targets; with --value-drift K, how well the
+    upper value predicts the drift target (train.diagnose)."""
+    import json
+
+    from train.diagnose import HELDOUT_RECORDS, VICTIM_REFERENCE, format_report
+    from train.diagnose import diagnose as run_diagnose
+
+    drift = _drift_target(value_drift, value_eval, drift_ends, "upper")
+    reference = VICTIM_REFERENCE if victim_reference is None else victim_reference
+    if reference.strip().lower() == "none":
+        reference = None
+    else:
+        from knowledge.registry import REGISTRY, SpecError
+
+        try:
+            REGISTRY.create(reference, "evaluator")
+        except (SpecError, ValueError) as exc:
+            fail(f"--victim-reference: {exc}")
+    record_paths = records or ([] if shards else [HELDOUT_RECORDS])
+    report = run_diagnose(model_dir, record_paths, max_records=max_records, max_positions=positions, victims=victims,
+                          seed=seed, ruleset=ruleset_from(rule), victim_reference=reference, shard_paths=shards or [],
+                          drift=drift)
+    typer.echo(json.dumps(report) if json_out else format_report(report))
+
+
+@app.command("export-net")
+@train_errors
+def export_net(
+    nets: Annotated[list[Path], typer.Argument(help="Net files (.safetensors) to export.")],
+    out: Annotated[Path, typer.Option(help="Output directory; each net is written as <kind>.safetensors.")] = Path("models/default"),
+    half: Annotated[bool, typer.Option("--half/--float32", help="Store weights as float16 (half the size).")] = True,
+):
+    """Copy trained nets into a model directory (default: the shipped model the search agents load),
+    checked on load and stored as float16 by default."""
+    from nets.io import load, save
+
+    for path in nets:
+        model, config, extra = load(path)
+        target = out / f"{config.kind}.safetensors"
+        save(model, config, target, extra={**extra, "exported_from": path.name}, half=half)
+        typer.echo(f"{path} -> {target} ({target.stat().st_size / 1e6:.2f} MB)")
