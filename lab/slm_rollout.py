@@ -75,9 +75,12 @@ class SlmRolloutOptions(RolloutOptions):
     top: Annotated[int, RolloutOptions.model_fields["top"],
                    Field(description="the placements with the highest priors compared by rollouts")]
     slm: str | None = Field(None, description="SLM weights file (default: models/default/slm.safetensors)")
-    policy_temperature: float = Field(SearchConfig.model_fields["policy_temperature"].default, ge=0.05, le=10, description="softmax temperature of the SLM's priors (< 1 sharpens, > 1 flattens)")
-    layout_prior: str = Field("prior.expert_layout", description="layout_prior plugin blended into the SLM's priors by layout_prior_mix, or none")
-    layout_prior_mix: float = Field(0.3, ge=0, le=1, description="weight of layout_prior in the priors: (1 - w) SLM + w plugin")
+    policy_temperature: float = Field(SearchConfig.model_fields["policy_temperature"].default, ge=0.05, le=10,
+                                      description="softmax temperature of the SLM's priors (< 1 sharpens, > 1 flattens)")
+    layout_prior: str = Field("prior.expert_layout",
+                              description="layout_prior plugin blended into the SLM's priors by layout_prior_mix, or none")
+    layout_prior_mix: float = Field(0.3, ge=0, le=1,
+                                    description="weight of layout_prior in the priors: (1 - w) SLM + w plugin")
     precision: Precision = Field("float32", description="net arithmetic: float32, bfloat16 or auto (nets.inference)")
 
     @field_validator("slm")
