@@ -12,6 +12,8 @@ parametrised over the registered names, never see them, whatever the order of co
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 import catalog  # noqa: F401 - every built-in agent and plugin, registered first
@@ -24,9 +26,13 @@ for _name in LAB_ENTRIES:
     del REGISTRY._entries[_name]
 
 
+HERE = Path(__file__).resolve().parent
+
+
 def pytest_collection_modifyitems(config, items):
+    """Mark every test of this directory ``lab`` (the hook sees the whole session's items)."""
     for item in items:
-        if "tests/lab/" in item.nodeid:
+        if Path(item.path).resolve().is_relative_to(HERE):
             item.add_marker(pytest.mark.lab)
 
 
