@@ -38,8 +38,6 @@ from __future__ import annotations
 import random
 import time
 
-
-from bench.search_cost import search_cost_per_simulation
 from core.state import GameState
 from search.mcts import Search, SearchConfig
 
@@ -64,6 +62,22 @@ def _positions() -> dict[str, list[GameState]]:
                 out["layout"].append(s)
         out["battle"].append(s)
     return out
+
+
+def search_cost_per_simulation(states, sims: int) -> tuple[float, float]:
+    """``(wall, cpu)`` seconds per simulation of serial searches of ``sims`` simulations with the
+    uniform evaluator over ``states`` (a fresh tree each; ``python -m lab.bench.search_cost`` prints
+    it alone, and can time an older checkout with it)."""
+    from nets.evaluator import UniformEvaluator
+
+    wall = cpu = 0.0
+    for st in states:
+        with Search(UniformEvaluator(), SearchConfig(simulations=sims, threads=1, reuse_tree=False, seed=0)) as search:
+            t0, c0 = time.perf_counter(), time.process_time()
+            search.run(st)
+            wall += time.perf_counter() - t0
+            cpu += time.process_time() - c0
+    return wall / len(states) / sims, cpu / len(states) / sims
 
 
 def _nets():

@@ -21,7 +21,7 @@ torch (``constraints-cpu.txt``), so the deprecation warnings are silenced at thi
 ``"bfloat16"`` converts a copy of the weights to bfloat16 and casts the input planes to bfloat16 inside
 the compiled module (oneDNN's bfloat16 convolutions accumulate in float32), returning float32 outputs,
 so callers see the same types either way. On a CPU with native bfloat16 arithmetic (AVX-512 BF16,
-AMX) a pass costs about half as much (``python -m bench.inference_precision``); elsewhere it is
+AMX) a pass costs about half as much (``python -m lab.bench.inference_precision``); elsewhere it is
 emulated and slower. The outputs differ from float32 by bfloat16 rounding (8 significant bits of
 mantissa through the trunk; ``tests/test_nets.py`` bounds the difference).
 ``"auto"`` (:func:`resolve_precision`) picks bfloat16 when the CPU has it natively, else float32.

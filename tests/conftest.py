@@ -6,7 +6,7 @@ Every collected test carries exactly one tier:
 - ``integration``: whole commands and jobs: the CLI in a subprocess, matches, the training pipeline,
   the browser server, the engine protocol, Ray;
 - ``slow``: long runs kept out of the default run (``python -m pytest -m slow``);
-- ``lab``: tests of the experiments in ``lab/`` (``python -m pytest -m lab tests/lab``).
+- ``lab``: tests of the experiments in ``lab/`` (``python -m pytest -m lab lab/tests``).
 
 The README's test command runs ``unit`` and ``integration`` (pyproject's ``addopts`` deselect ``slow``
 and ``lab``). A test marked with a tier keeps it; otherwise its file decides: the files in

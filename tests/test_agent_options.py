@@ -53,14 +53,11 @@ BAD_SPECS = {
                                "'top': must be >= 1 (got 0)",
     # every option naming a plugin (or none) gives the same message: search.agents.plugin_spec_or_none
     "mcts:value_eval=prior.gaussian": "agent 'mcts' option 'value_eval': a plugin spec (evaluator) or none: unknown "
-                                      "evaluator 'prior.gaussian'; available: eval.expert, eval.rollout, eval.shape "
+                                      "evaluator 'prior.gaussian'; available: eval.expert, eval.shape "
                                       "(got prior.gaussian)",
     "jfa:final_victim_eval=nope": "agent 'jfa' option 'final_victim_eval': a plugin spec (evaluator) or none: "
-                                  "unknown evaluator 'nope'; available: eval.expert, eval.rollout, eval.shape "
+                                  "unknown evaluator 'nope'; available: eval.expert, eval.shape "
                                   "(got nope)",
-    "slm_rollout:layout_prior=eval.expert": "agent 'slm_rollout' option 'layout_prior': a plugin spec (layout prior) "
-                                            "or none: unknown layout prior 'eval.expert'; available: "
-                                            "prior.expert_layout, prior.gaussian (got eval.expert)",
     "mcts:sims": "spec 'mcts:sims': option 'sims' is not key=value",
     "mcts:sims=1,sims=2": "spec 'mcts:sims=1,sims=2': option 'sims' is given twice",
     ":sims=1": "spec ':sims=1': missing name",
@@ -147,19 +144,6 @@ def test_search_defaults_live_in_search_config():
     agent = make_agent("mcts:sims=2")
     assert agent.search.config.c_puct == default.c_puct
     agent.close()
-
-
-def test_an_option_redescribed_in_a_subclass_keeps_the_parents_default_and_bounds():
-    """``slm_rollout``'s ``top`` has its own description and ``rollout``'s default and bounds, written once."""
-    from knowledge.agents import RolloutOptions
-    from search.agents import SlmRolloutOptions
-
-    parent, child = RolloutOptions.model_fields["top"], SlmRolloutOptions.model_fields["top"]
-    assert child.description != parent.description
-    assert child.default == parent.default and child.metadata == parent.metadata
-    for spec in ("slm_rollout:top=0", "slm_rollout:top=197"):
-        with pytest.raises(SpecError, match="option 'top': must be"):
-            validate_agent_spec(spec)
 
 
 def test_catalogue_lists_every_agent_with_its_options():

@@ -48,8 +48,6 @@ FAST_SPECS = {
     "hbm": "hbm:sims=8,threads=1",
     "reward.outcome": "reward.outcome:agent=random",
     "reward.first_square": "reward.first_square:agent=random,max_plies=60",
-    "eval.rollout": "eval.rollout:battle_plies=4",
-    "slm_rollout": "slm_rollout:rollouts=1,battle_plies=2,from_ply=190",
 }
 PROTOCOLS = {
     "expansion_pruner": protocols.PathPruner,

@@ -648,13 +648,17 @@ def test_threat_pruner_puts_the_experts_parrying_set_first(text):
 
 
 def test_threat_victims_match_the_reference_in_expert_games():
-    """The same on positions of real games (``data/heldout-expert``), where captures parry threats."""
-    from bench.search_regret import sample_positions
+    """The same on positions of real games (``data/heldout-expert``), where captures parry threats: 60
+    battle positions with two or more legal paths, drawn (seeded) from the first 6 games."""
     from knowledge.expert_kernels import threat_victims
     from train.diagnose import HELDOUT_RECORDS
+    from train.supervised import read_records, record_files
 
+    records = read_records(record_files([HELDOUT_RECORDS])[:6], Ruleset(max_battle_plies=300, adjudicate="stones"))
+    states = [s for r in records for s in r.replay()[:-1] if s.phase == 1 and s.paths().m > 1]
+    drawn = np.sort(np.random.default_rng(3).choice(len(states), min(60, len(states)), replace=False))
     checked = parried = 0
-    for state in sample_positions(str(HELDOUT_RECORDS), 6, 60, seed=3):
+    for state in (states[i] for i in drawn):
         s = state.side
         for path, jump, nsq in _square_forming(state, 2):
             after = after_path(state.board, s, path, jump)

@@ -250,42 +250,6 @@ def test_the_search_blends_the_layout_prior_into_the_placements(text, mix, plugi
     assert np.asarray(result.priors, np.float64) == pytest.approx(want, rel=1e-4, abs=1e-6)
 
 
-def test_slm_rollout_proposes_the_searchs_blended_priors():
-    """``slm_rollout``'s candidates are the ``top`` highest of the search's layout priors (the SLM's
-    policy at ``policy_temperature``, blended with the expert's layout prior), worked out here from
-    the net and the plugin, the ``late_top`` highest from ``late_from`` on (``count`` of them when
-    asked, as the lookahead asks); before ``from_ply`` it plays the highest, from it on one of them."""
-    import catalog  # noqa: F401 - registers the agents
-    from knowledge.agents import make_agent
-    from nets.evaluator import NetEvaluator
-
-    rng = np.random.default_rng(4)
-    states, s = [], GameState.initial()
-    while s.phase == PHASE_LAYOUT:
-        if s.ply in (10, 150, 193):
-            states.append(s)
-        s = s._play(s.legal_moves()[int(rng.integers(len(s.legal_moves())))])
-    agent = make_agent("slm_rollout:top=3,rollouts=1,battle_plies=2,from_ply=150,policy_temperature=2,"
-                       "layout_prior_mix=0.4,late_from=150,late_top=4", seed=0)
-    net = NetEvaluator.from_files(slm="models/default/slm.safetensors")
-    try:
-        for state in states:
-            points = state.placements()
-            policy = np.asarray(net.evaluate([state])[0].policy, np.float64)[points] ** 0.5
-            knowledge = ExpertLayoutPrior().prior(state).astype(np.float64)[points]
-            want = 0.6 * policy / policy.sum() + 0.4 * knowledge / knowledge.sum()
-            top = [points[i] for i in np.argsort(-want, kind="stable")[: 4 if state.ply >= 150 else 3]]
-            assert [int(p) for p in agent.candidates(state)] == top
-            ranked = [points[i] for i in np.argsort(-want, kind="stable")]  # count: the lookahead's follow-ups
-            assert [int(p) for p in agent.candidates(state, 2)] == ranked[:2]
-            assert [int(p) for p in agent.candidates(state, 6)] == ranked[:6]
-            move = agent.select(state).path[0]
-            assert move == top[0] if state.ply < 150 else move in top
-    finally:
-        agent.close()
-        net.close()
-
-
 def reference_two_ply(state: GameState, top: int) -> float:
     """The expert's two-ply value of ``state`` for its side to move, the slow way: its ``top`` best paths
     by the one-ply score (stable order), each played with the expert's own victims, then every reply of
@@ -362,14 +326,6 @@ def test_the_alpha_cut_refuses_a_negative_margin():
     for bad in (-1e-9, float("nan")):
         with pytest.raises(ValueError, match="margin"):
             ExpertAgent().battle_scores(state, margin=bad)
-
-
-def test_the_expert_value_benchmark_finds_the_cut_exact():
-    from bench.expert_value import run_expert_value_benchmark
-
-    r = run_expert_value_benchmark(positions=4, games=2)
-    assert r["positions"] == 4 and r["max_mismatches"] == 0
-    assert all(v > 0 for v in r["ms"].values())
 
 
 def test_two_ply_expert_value_refuses_bad_options():

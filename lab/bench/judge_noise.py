@@ -1,6 +1,6 @@
 """How noisy is the rollout judge? The ``rollout`` agent's layout picks against many more rollouts.
 
-``python -m bench.judge_noise [--positions N] [--rollouts R] [--top K] [--battle-plies P] [--from-ply F]
+``python -m lab.bench.judge_noise [--positions N] [--rollouts R] [--top K] [--battle-plies P] [--from-ply F]
 [--games G] [--seed S] [--workers W] [--save FILE] [--narrow K] [--json]`` draws ``N`` layout positions
 (default 60, seeded) at layout plies ``F`` (120) to 195 from the first ``G`` held-out expert games
 (``data/heldout-expert``), and gives each of the expert's ``K`` (3) best placements ``R`` (16, even)
@@ -56,7 +56,7 @@ def _layout_late(from_ply: int):
 def _judge_position(task: dict) -> dict:
     """One position's rollouts (a worker task): ``{"ply", "diffs": [[float]] (k x R)}``."""
     from core.state import GameState
-    from knowledge.agents import RolloutLayoutAgent
+    from lab.rollout import RolloutLayoutAgent
 
     state = GameState.from_jfen(task["jfen"])
     agent = RolloutLayoutAgent(0, from_ply=0, top=task["top"], rollouts=1, battle_plies=task["battle_plies"])
@@ -74,9 +74,11 @@ def _agent_position(task: dict) -> dict:
     ``{"index", "point", "candidate", "reference", "expert_best", "best", "seconds"}`` (stones)."""
     import time as _time
 
-    import catalog  # noqa: F401 - registers the agents
+    import catalog  # noqa: F401 - registers the built-in agents
+    import lab.slm_rollout  # noqa: F401 - and rollout, slm_rollout, eval.rollout
     from core.state import GameState
-    from knowledge.agents import RolloutLayoutAgent, make_agent
+    from knowledge.agents import make_agent
+    from lab.rollout import RolloutLayoutAgent
 
     state = GameState.from_jfen(task["jfen"])
     judge = RolloutLayoutAgent(0, from_ply=0, top=task["top"], rollouts=1, battle_plies=task["battle_plies"])
@@ -126,7 +128,7 @@ def judge_agent(raw: list[dict], spec: str, top: int, battle_plies: int, seed: i
 def _pick(d: np.ndarray, n: int, more: int) -> int:
     """The ``rollout`` agent's pick from the rollouts ``d`` (``float64[k, >= n + more]``, placements in
     expert order): ``n`` a placement, then ``more`` for the survivors of the halving round."""
-    from knowledge.agents import halving_survivors
+    from lab.rollout import halving_survivors
 
     means = d[:, :n].mean(axis=1)
     keep = halving_survivors(means)
@@ -197,7 +199,7 @@ def run_judge_noise(positions: int = 60, rollouts: int = 16, top: int = 3, battl
     as in :func:`pick_stats`.
     Returns ``{"positions", "rollouts", "top", "battle_plies", "from_ply", "seconds", "rows",
     "rollout_sd", "gap", "raw"}`` (``raw``: the tasks' results, positions in sample order)."""
-    from bench.search_regret import sample_positions
+    from lab.bench.search_regret import sample_positions
     from train.diagnose import HELDOUT_RECORDS
     from train.workers import map_indexed
 
@@ -272,7 +274,8 @@ def main() -> None:  # pragma: no cover - command line
     parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
     args = parser.parse_args()
     if args.agent:
-        import catalog  # noqa: F401 - registers the agents
+        import catalog  # noqa: F401 - registers the built-in agents
+        import lab.slm_rollout  # noqa: F401 - and rollout, slm_rollout, eval.rollout
         from knowledge.agents import validate_agent_spec
         from knowledge.registry import SpecError
 

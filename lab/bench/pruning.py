@@ -10,7 +10,7 @@ spec such as ``"expert"``) and at every battle position measures:
 - time per call of ``knowledge.pruning_kernels.path_levels`` and ``action_scores`` (side to move) and of
   ``CapturePruner.candidates``.
 
-Run: ``python -m bench.pruning [games] [seed] [agent]``.
+Run: ``python -m lab.bench.pruning [games] [seed] [agent]``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Tactical regret of agents' battle moves, measured by the expert's one-ply scores.
 
-``python -m bench.search_regret [--records DIR] [--positions N] SPEC...`` draws ``N`` battle positions
+``python -m lab.bench.search_regret [--records DIR] [--positions N] SPEC...`` draws ``N`` battle positions
 (default 250, seeded) from held-out expert games (default ``data/heldout-expert``, the first 30 games),
 lets every agent spec choose a move in each, and prints per agent: the mean regret (the expert's
 one-ply score of its best path minus that of the chosen path, ``knowledge.agents.ExpertAgent`` with
@@ -34,7 +34,8 @@ def sample_positions(records_dir: str, games: int, positions: int, seed: int = 0
 
 def regret_of(spec: str, states) -> dict:
     """``{"spec", "positions", "mean", "blunder_rate", "decisive_rate"}`` of agent ``spec`` on ``states``."""
-    import catalog  # noqa: F401 - registers the agents
+    import catalog  # noqa: F401 - registers the built-in agents
+    import lab.slm_rollout  # noqa: F401 - and rollout, slm_rollout, eval.rollout
     from knowledge.agents import ExpertAgent, make_agent
     from train.diagnose import regret_summary
 

@@ -1,7 +1,7 @@
 """Which placements does a layout search weigh? The SLM's candidates against the expert's.
 
-``python -m bench.layout_candidates --load FILE [--slm PATH] [--temperatures 1,10] [--mixes 0,0.3,0.5]
-[--json]`` reads the positions of a ``bench.judge_noise --save`` file (each with the rollouts of the
+``python -m lab.bench.layout_candidates --load FILE [--slm PATH] [--temperatures 1,10] [--mixes 0,0.3,0.5]
+[--json]`` reads the positions of a ``lab.bench.judge_noise --save`` file (each with the rollouts of the
 expert's best ``top`` placements) and, for each policy temperature ``tau`` (``SearchConfig.
 policy_temperature``) and each ``layout_prior_mix`` ``w`` with ``prior.expert_layout``
 (``SearchConfig.layout_prior_mix``), forms the search's layout priors ``(1 - w) P_slm ** (1 / tau)
@@ -10,7 +10,7 @@ placement is the expert's best, how many of the expert's ``top`` best are among 
 (the candidates a Gumbel root search with ``gumbel_m = top`` and no noise weighs), and how often the
 placement that the file's rollouts rank first among the expert's ``top`` is among them.
 
-``python -m bench.layout_candidates --games DIR [--from-ply 120] [--json]`` replays the games of an
+``python -m lab.bench.layout_candidates --games DIR [--from-ply 120] [--json]`` replays the games of an
 ``arena`` directory and ranks every layout placement of its first agent (``a``) among the expert's
 layout scores (``ExpertAgent.layout_scores``, stable order): how often it is the expert's best
 before layout ply ``from_ply`` and, from it on, the expert's best and one of its 3 best.
@@ -53,7 +53,7 @@ def blend(policy: np.ndarray, knowledge: np.ndarray, tau: float, mix: float) -> 
 def candidate_table(path: str, slm: str, temperatures, mixes) -> dict:
     """The ``--load`` measurement (module docstring): ``{"positions", "top", "rows": [{"tau", "mix",
     "top1", "overlap", "best_kept"}]}``."""
-    from bench.judge_noise import load_raw
+    from lab.bench.judge_noise import load_raw
     from core.state import GameState
     from knowledge.agents import ExpertAgent
     from knowledge.priors import ExpertLayoutPrior
@@ -122,7 +122,7 @@ def _floats(text: str) -> list[float]:
 
 def main() -> None:  # pragma: no cover - command line
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--load", metavar="FILE", help="a bench.judge_noise --save file")
+    parser.add_argument("--load", metavar="FILE", help="a lab.bench.judge_noise --save file")
     parser.add_argument("--games", metavar="DIR", help="an arena --out directory")
     parser.add_argument("--slm", default="models/default/slm.safetensors")
     parser.add_argument("--temperatures", default="1,10")

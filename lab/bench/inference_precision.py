@@ -1,6 +1,6 @@
 """Net throughput in float32 against bfloat16 (``nets.inference``), from one run.
 
-``python -m bench.inference_precision [SECONDS] [BATCH...]`` times the shipped nets
+``python -m lab.bench.inference_precision [SECONDS] [BATCH...]`` times the shipped nets
 (``models/default``: SLM, upper, lower) compiled for inference in each precision, one torch thread,
 for about ``SECONDS`` (default 1.5) per (net, precision, batch size), batch sizes 1, 2, 4, 8, 16 by
 default, the two precisions measured back to back for each batch so that both see the same machine

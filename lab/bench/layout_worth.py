@@ -1,9 +1,9 @@
 """What an arena's layouts are worth: each game's finished layout played out many times by the expert.
 
-``python -m bench.layout_worth DIR [DIR ...] [--playouts R] [--ply P] [--seed S] [--workers W] [--out OUT]
+``python -m lab.bench.layout_worth DIR [DIR ...] [--playouts R] [--ply P] [--seed S] [--workers W] [--out OUT]
 [--json]`` reads the games of each arena directory (``python cli.py arena A B --out DIR``) and plays the
 position where each game's layout ended (the first battle position) out ``R`` (8) times to the
-game's end, the expert on both sides (the play-out of :mod:`bench.battle_noise`), play-out ``i`` of
+game's end, the expert on both sides (the play-out of :mod:`lab.bench.battle_noise`), play-out ``i`` of
 a game seeded with ``(S, crc32 of "DIR name/file name", i)``. With ``--ply P`` (below 196) each
 play-out starts from the game's position after ``P`` placements and the expert finishes the layout
 on both sides first: the worth of the layout up to ply ``P``, so that the worths at a few plies show
@@ -12,7 +12,7 @@ where in the layout an agent's gain over the expert's layout is made. A's mean s
 battle of an arena in which both sides battle as ``expert`` (``slm+expert``, ``rollout`` and
 ``slm_rollout`` against ``expert``; the command cannot see an agent's battle, so that is the
 caller's to know). The mean worth over an arena's games estimates the arena's own expected score
-with most of the battle's chance averaged out (``python -m bench.battle_noise``: from the layout's
+with most of the battle's chance averaged out (``python -m lab.bench.battle_noise``: from the layout's
 end the position decides about an eighth of one game's variance), so two layout agents are told
 apart with a fraction of the games.
 
@@ -166,7 +166,7 @@ def run_layout_worth(directories, playouts: int = 8, seed: int = 0, workers: int
     games) counts once there, its worth the mean of its worths.
     Raises :class:`WorthError` (see :func:`arena_games`; also for an ``--out`` file of other options)
     and ``train.rundir.DirectoryInUse`` when another process holds ``out``."""
-    from bench.battle_noise import play_out
+    from lab.bench.battle_noise import play_out
     from train.rundir import atomic_write_json, lock_dir
     from train.workers import map_indexed
 

@@ -1,6 +1,6 @@
 """How much does the position decide? Expert games played out from the same position many times.
 
-``python -m bench.battle_noise [--games G] [--ply F] [--rollouts R] [--seed S] [--workers W] [--records DIR]
+``python -m lab.bench.battle_noise [--games G] [--ply F] [--rollouts R] [--seed S] [--workers W] [--records DIR]
 [--horizons K,K,...] [--json]`` takes the position after ``F`` layout plies (default 196: the first
 battle position, the layout finished) of each of the first ``G`` (40) held-out expert games
 (``data/heldout-expert``) and plays it out ``R`` (8) times to the game's end, the expert on both
@@ -93,7 +93,7 @@ def play_out(task: dict) -> dict:
     one entry per play-out."""
     from core.rules import DEFAULT_RULESET, Ruleset
     from core.state import GameState
-    from knowledge.agents import ROLLOUT_PLIES_MAX, RolloutEvaluator
+    from lab.rollout import ROLLOUT_PLIES_MAX, RolloutEvaluator
 
     ruleset = Ruleset(**task["ruleset"]) if task.get("ruleset") is not None else DEFAULT_RULESET
     state = GameState.from_jfen(task["jfen"], ruleset)
@@ -169,7 +169,7 @@ def main() -> None:  # pragma: no cover - command line
         horizons = [int(k) for k in args.horizons.split(",")] if args.horizons.strip() else []
     except ValueError:
         parser.exit(2, f"error: --horizons must be comma-separated integers, got {args.horizons!r}\n")
-    from knowledge.agents import ROLLOUT_PLIES_MAX
+    from lab.rollout import ROLLOUT_PLIES_MAX
 
     if any(not 0 <= k <= ROLLOUT_PLIES_MAX for k in horizons):
         parser.exit(2, f"error: --horizons must be in 0..{ROLLOUT_PLIES_MAX}, got {args.horizons!r}\n")

@@ -1,7 +1,7 @@
 """How much ``prune.capture``'s ``pool`` changes the search's two-victim choices.
 
-``python -m bench.victim_pool [SIMULATIONS] [POOL...]`` runs the serial searches of
-``bench.search_cost`` on the search benchmark's 2 battle positions (uniform evaluator, 1,600
+``python -m lab.bench.victim_pool [SIMULATIONS] [POOL...]`` runs the serial searches of
+``lab.bench.search_cost`` on the search benchmark's 2 battle positions (uniform evaluator, 1,600
 simulations by default), records every distinct position after a path with two square victims pending
 that the search resolves, and ranks each again with ``pool`` = each POOL (default 12, the default,
 and 30, the former default) and with every stone left in the pool (the exact top ``top``). It

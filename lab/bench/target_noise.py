@@ -1,6 +1,6 @@
 """How repeatable the self-play search's policy target is: the signal a policy net can learn from it.
 
-``python -m bench.target_noise [--model-dir models/default] [--simulations 16 64] [--positions 60]
+``python -m lab.bench.target_noise [--model-dir models/default] [--simulations 16 64] [--positions 60]
 [--seed 0] [--json FILE]`` plays expert-vs-expert games (``train.arena.build_agent("expert")``, the
 model directory's rules), draws ``positions`` battle positions from them (at most
 ``POSITIONS_PER_GAME`` per game, uniformly over the battle plies; positions where the search has a

@@ -1,8 +1,8 @@
 """The expert's two-ply value with and without its alpha cut, on held-out battle positions.
 
-``python -m bench.expert_value [--positions N] [--records DIR] [--games G] [--seed S]`` draws ``N``
+``python -m lab.bench.expert_value [--positions N] [--records DIR] [--games G] [--seed S]`` draws ``N``
 battle positions (default 300, seeded) from the first ``G`` held-out expert games (as
-``bench.search_regret``) and times, position by position in one process and in turn:
+``lab.bench.search_regret``) and times, position by position in one process and in turn:
 
 - ``one_ply``: ``ExpertAgent(plies=1).battle_scores`` (the one-ply scores the two-ply search starts from);
 - ``two_ply_full``: ``ExpertAgent(plies=2).battle_scores`` (every candidate's exact score, what the
@@ -30,7 +30,7 @@ def run_expert_value_benchmark(positions: int = 300, records: str | None = None,
     """``{"positions", "mean_paths", "ms": {"one_ply", "two_ply_full", "two_ply_cut", "two_ply_agent"},
     "full_over_cut", "full_over_agent", "max_mismatches"}`` (milliseconds per position, one process,
     the calls interleaved)."""
-    from bench.search_regret import sample_positions
+    from lab.bench.search_regret import sample_positions
     from knowledge.agents import JITTER, ExpertAgent
     from train.diagnose import HELDOUT_RECORDS
 

@@ -1,6 +1,6 @@
 """A search tree over one player's layout placements, for the rollout layout agents.
 
-``rollout:tree_from=P`` (``knowledge.agents.RolloutLayoutAgent``) chooses its placements from layout
+``rollout:tree_from=P`` (``lab.rollout.RolloutLayoutAgent``) chooses its placements from layout
 ply ``P`` on by a UCT search (Kocsis and Szepesvari 2006) over *its own* placements only: the
 opponent, modelled as the expert, replies deterministically, so a node is a position where the
 searching player is to place (or the first battle position, a leaf), and an edge one of the

@@ -1,4 +1,4 @@
-"""bench.battle_noise: the variance share and the between-position correlation against loop-by-loop
+"""lab.bench.battle_noise: the variance share and the between-position correlation against loop-by-loop
 analyses of variance, and the rollouts (and their horizons) against the rollout evaluator played by hand."""
 
 import numpy as np
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bench.battle_noise import between_correlation, run_battle_noise, variance_share
+from lab.bench.battle_noise import between_correlation, run_battle_noise, variance_share
 from tests.strategies import played_positions
 
 
@@ -80,7 +80,7 @@ def test_run_battle_noise_plays_the_rollout_evaluator_to_the_end():
     seeded (seed, position, rollout): White's score from the final position's returns, the stone
     difference from its counts; seeded runs repeat."""
     from core.state import GameState
-    from knowledge.agents import ROLLOUT_PLIES_MAX, RolloutEvaluator
+    from lab.rollout import ROLLOUT_PLIES_MAX, RolloutEvaluator
     from train.diagnose import HELDOUT_RECORDS
     from train.supervised import read_records, record_files
 
@@ -111,14 +111,15 @@ def test_run_battle_noise_plays_the_rollout_evaluator_to_the_end():
 @settings(max_examples=10, deadline=None)
 @given(played_positions(), st.integers(0, 2**32 - 1), st.integers(0, 6))
 def test_the_play_out_battle_is_the_arenas_battle(jfen, seed, before):
-    """bench.layout_worth's premise: a play-out battles as the arena does. From a battle position
+    """lab.bench.layout_worth's premise: a play-out battles as the arena does. From a battle position
     reached by ``before`` expert plies (so that it has a history, as an arena game's has), the agents
     built from their specs as the arena builds them, ``expert`` and ``rollout`` (``slm_rollout``'s
     class, which battles with its own expert), playing through ``GameState.apply`` and sharing one
     generator, reach the position that RolloutEvaluator.rollout_line reaches from the JFEN alone
     (no history) with that generator's seed, ply for ply."""
     from core.state import GameState
-    from knowledge.agents import ExpertAgent, RolloutEvaluator, make_agent
+    from knowledge.agents import ExpertAgent, make_agent
+    from lab.rollout import RolloutEvaluator
 
     state = GameState.from_jfen(jfen)
     warm = ExpertAgent(seed % 7)

@@ -1,4 +1,4 @@
-"""bench.layout_worth: the summary against the statistics module, the play-outs against the rollout
+"""lab.bench.layout_worth: the summary against the statistics module, the play-outs against the rollout
 evaluator played by hand on a short-battle arena, resuming, and the errors."""
 
 import json
@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bench.layout_worth import (WORTH_FILE, WorthError, arena_games, paired_difference, run_layout_worth,
-                                worth_stats)
+from lab.bench.layout_worth import (WORTH_FILE, WorthError, arena_games, paired_difference, run_layout_worth,
+                                    worth_stats)
 from core.board import NUM_POINTS
 from core.records import read_record
 from core.rules import Ruleset
@@ -77,7 +77,7 @@ def _by_hand(record_path, key, playouts, seed, ply=NUM_POINTS):
     """A's mean score over the play-outs written out: the record's position after ``ply`` placements,
     the rollout evaluator (the expert finishing the layout, then no battle limit) under the record's
     rules, seeded (seed, crc32(key), i)."""
-    from knowledge.agents import ROLLOUT_PLIES_MAX, RolloutEvaluator
+    from lab.rollout import ROLLOUT_PLIES_MAX, RolloutEvaluator
 
     record = read_record(record_path)[0]
     state = record.replay()[ply]
@@ -214,7 +214,7 @@ def test_layout_worth_pairs_a_version_1_replay_by_game_seed(tmp_path):
 def test_layout_worth_errors_are_one_line(tmp_path, arena_dir):
     with pytest.raises(WorthError, match="not an arena directory"):
         arena_games(tmp_path)
-    cmd = [sys.executable, "-m", "bench.layout_worth"]
+    cmd = [sys.executable, "-m", "lab.bench.layout_worth"]
     cases = (([str(tmp_path)], "not an arena directory"), ([str(arena_dir), "--playouts", "0"], "--playouts"),
              ([str(arena_dir), "--ply", "-1"], "--ply"))
     for args, needle in cases:

@@ -1,6 +1,6 @@
 """How much one late layout placement decides an expert battle: the ceiling of a layout model.
 
-``python -m bench.layout_sensitivity [--games 30] [--variants 4] [--from-ply 150] [--workers 2]``
+``python -m lab.bench.layout_sensitivity [--games 30] [--variants 4] [--from-ply 150] [--workers 2]``
 plays ``games`` expert-vs-expert games (``knowledge.agents.ExpertAgent``, noise 0, default rules) and,
 for each, ``variants`` games that differ from it in one placement only: at a layout ply drawn
 uniformly from ``[from_ply, 195)`` (0-based; the last placement is forced) a uniformly drawn other

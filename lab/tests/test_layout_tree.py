@@ -1,4 +1,4 @@
-"""Tests of the tree search over our own placements (knowledge/layout_tree.py and the rollout agents'
+"""Tests of the tree search over our own placements (lab/layout_tree.py and the rollout agents'
 ``tree_from``): the flat-array tree by hand, and the agent's search against a naive dictionary
 re-implementation of the same UCT loop."""
 
@@ -13,7 +13,7 @@ from core.notation import Move
 from core.rules import Ruleset
 from core.state import GameState
 from knowledge.agents import ExpertAgent, make_agent, validate_agent_spec
-from knowledge.layout_tree import PlacementTree
+from lab.layout_tree import PlacementTree
 from knowledge.registry import SpecError
 
 
@@ -163,6 +163,4 @@ def test_tree_agents_play_legal_layouts_and_refuse_bad_options():
         validate_agent_spec("rollout:tree_rollouts=0")
     with pytest.raises(SpecError, match="tree_c"):
         validate_agent_spec("rollout:tree_c=-1")
-    import search.agents  # noqa: F401 - registers slm_rollout
-
     validate_agent_spec("slm_rollout:tree_from=150,tree_rollouts=20,tree_c=2")

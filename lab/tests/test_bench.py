@@ -1,0 +1,222 @@
+"""Tests of the instruments in lab/bench: hand-computed summaries and short runs (search_regret,
+judge_noise, layout_candidates, layout_sensitivity, expert_value, target_noise)."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+
+def test_search_regret_of_the_expert_is_zero_by_its_own_one_ply_scores():
+    """lab.bench.search_regret: the one-ply expert chooses the best path by its own scores, so its regret
+    is 0; the random agent's is not smaller."""
+    from lab.bench.search_regret import regret_of, sample_positions
+    from train.diagnose import HELDOUT_RECORDS
+
+    states = sample_positions(str(HELDOUT_RECORDS), games=2, positions=12, seed=1)
+    assert len(states) == 12
+    mine = regret_of("expert:plies=1", states)
+    assert mine["positions"] == 12 and mine["mean"] == 0.0 and mine["blunder_rate"] == 0.0
+    assert regret_of("random", states)["mean"] >= 0.0
+
+
+def test_judge_noise_pick_stats_by_hand():
+    """lab.bench.judge_noise.pick_stats against counts by hand: picks from the first half of the seeds,
+    the reference from the second; ties go to the expert's order; a halving row keeps the better
+    half; one task's rollouts have the requested shape."""
+    from lab.bench.judge_noise import _judge_position, pick_stats
+
+    # Position 1: placement 1 is the reference's best (means 0, 3, 1); one rollout picks 2, two pick 1.
+    a = np.array([[0, 0, 0, 0], [-1, 5, 3, 3], [2, -2, 1, 1]], np.float64)
+    # Position 2: all equal in the reference: the best is the expert's first, which every pick takes.
+    b = np.zeros((2, 4))
+    # Halving (1, 1): one rollout each keeps placements 2 and 0 (means 2, 0, -1); two each tie them at
+    # 0, so the expert's order picks 0.
+    r = pick_stats([a, b], [1, 2], halving=((1, 1),))
+    rows = {(row["n"], row["more"]): row for row in r["rows"]}
+    assert list(rows) == [(0, 0), (1, 0), (2, 0), (1, 1)]
+    assert rows[0, 0]["agree"] == 0.5 and rows[0, 0]["regret"] == pytest.approx(3.0 / 2) and rows[0, 0]["gain"] == 0
+    assert rows[1, 0]["agree"] == 0.5 and rows[1, 0]["regret"] == pytest.approx(2.0 / 2)
+    assert rows[1, 0]["gain"] == pytest.approx(1.0 / 2) and rows[1, 0]["gain_se"] > 0
+    assert rows[2, 0]["agree"] == 1.0 and rows[2, 0]["regret"] == 0.0 and rows[2, 0]["gain"] == pytest.approx(3.0 / 2)
+    assert rows[1, 1]["agree"] == 0.5 and rows[1, 1]["regret"] == pytest.approx(3.0 / 2)
+    assert r["gap"] == pytest.approx((2.0 + 0.0) / 2)
+    assert r["rollout_sd"] == pytest.approx((np.std(a, axis=1, ddof=1).mean() + 0.0) / 2)
+    # Only the expert's first 2 compared: one rollout each picks 0 in position 1 (means 0, -1), where all
+    # 3 picked 2 (a gain of 1); two each pick 1 either way.
+    narrow = {(row["n"], row["more"]): row for row in pick_stats([a, b], [1, 2], narrow=2)["rows"]}
+    assert narrow[1, 0]["narrow_gain"] == 0.0 and narrow[1, 0]["delta"] == pytest.approx(1.0 / 2)
+    assert narrow[1, 0]["delta_se"] > 0 and narrow[1, 0]["gain"] == rows[1, 0]["gain"]
+    assert narrow[2, 0]["narrow_gain"] == pytest.approx(3.0 / 2) and narrow[2, 0]["delta"] == 0.0
+    assert "narrow_gain" not in rows[1, 0]
+
+    from core.state import GameState
+    from knowledge.agents import ExpertAgent
+
+    expert = ExpertAgent(seed=3)
+    s = GameState.initial()
+    while s.ply < 190:
+        s = s.apply(expert.select(s))
+    out = _judge_position({"jfen": s.to_jfen(), "index": 0, "seed": 1, "top": 2, "rollouts": 2, "battle_plies": 2})
+    assert out["ply"] == 190 and np.array(out["diffs"]).shape == (2, 2)
+
+    # An agent's choice is valued by the reference half: its row when it is a candidate, else new
+    # rollouts under the reference's seeds (here the same as the candidates': the first half).
+    from lab.bench.judge_noise import _agent_position, _reference_seeds, judge_agent
+    from lab.rollout import RolloutLayoutAgent
+
+    diffs = [[1.0, 4.0], [2.0, -6.0]]
+    task = {"jfen": s.to_jfen(), "diffs": diffs, "index": 0, "seed": 1, "top": 2, "battle_plies": 2}
+    judge = RolloutLayoutAgent(0, from_ply=0, top=2, rollouts=1, battle_plies=2)
+    points = [int(p) for p in judge.candidates(s)]
+    seen = set()
+    for spec in ("expert", "random", "random:seed=1"):
+        got = _agent_position({**task, "spec": spec})
+        seen.add(got["candidate"])
+        assert got["expert_best"] == 4.0 and got["candidate"] == (got["point"] in points)
+        if got["candidate"]:
+            assert got["reference"] == [4.0, -6.0][points.index(got["point"])]
+        else:
+            again = judge.rollout_matrix(s, [got["point"]], _reference_seeds(1, 0, 2)[1:]).mean()
+            assert got["reference"] == again
+        assert got["best"] == max(4.0, got["reference"]) and got["seconds"] >= 0
+    assert seen == {True, False}
+    row = judge_agent([{"jfen": s.to_jfen(), "diffs": diffs, "index": 0}], "expert", 2, 2, seed=1)
+    assert row["positions"] == 1 and row["candidates"] == 1.0
+
+
+def test_layout_candidates_by_hand(tmp_path):
+    """lab.bench.layout_candidates: the blend of the search's layout priors and the candidate counts by
+    hand; a saved judge_noise file round-trips through load_raw, and a bad one is refused."""
+    from lab.bench.judge_noise import load_raw
+    from lab.bench.layout_candidates import blend, coverage, placement_ranks
+
+    p = blend(np.array([0.5, 0.25, 0.25]), np.array([0.0, 2.0, 2.0]), tau=1.0, mix=0.5)
+    assert p == pytest.approx([0.25, 0.375, 0.375])
+    assert blend(np.array([0.64, 0.36]), np.array([1.0, 0.0]), tau=2.0, mix=0.0) == pytest.approx([8 / 14, 6 / 14])
+    points = np.array([10, 20, 30, 40])
+    rows = [(np.array([0.1, 0.4, 0.3, 0.2]), points, [20, 10, 40], 10),  # top 2: 20, 30 (10 left out)
+            (np.array([0.4, 0.1, 0.1, 0.4]), points, [40, 10, 20], 40)]  # top 2: 10, 40 (ties: first)
+    c = coverage(rows, top=2)
+    assert c == {"positions": 2, "top1": 0.5, "overlap": pytest.approx(1.5), "best_kept": 0.5}
+
+    good = tmp_path / "judge.json"
+    good.write_text(json.dumps({"rollouts": 2, "top": 2, "battle_plies": 4, "from_ply": 120, "seconds": 1.0,
+                                "positions_raw": [{"ply": 150, "jfen": "x", "diffs": [[1, 2], [3, 4]]}]}))
+    assert load_raw(str(good))["positions_raw"][0]["diffs"] == [[1, 2], [3, 4]]
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"rollouts": 2, "positions_raw": []}))
+    with pytest.raises(ValueError, match="missing field 'top'"):
+        load_raw(str(bad))
+    with pytest.raises(ValueError, match="no games directory"):
+        placement_ranks(str(tmp_path), 120)
+
+    # One game: the first agent (White) places the expert's best point, Black its second best.
+    from core.board import POINT_NAMES
+    from core.notation import Move
+    from core.state import GameState
+    from knowledge.agents import ExpertAgent
+
+    expert, state, moves = ExpertAgent(), GameState.initial(), []
+    for _ in range(10):
+        order = np.argsort(-expert.layout_scores(state), kind="stable")
+        point = int(order[0] if state.side == 0 or len(state.placements()) < 2 else order[1])
+        moves.append(POINT_NAMES[point])
+        state = state._play(Move((point,)))
+    (tmp_path / "games").mkdir()
+    (tmp_path / "games" / "0000.json").write_text(json.dumps({"moves": moves, "metadata": {"a_colour": "w"}}))
+    r = placement_ranks(str(tmp_path), 4)
+    assert r["games"] == 1 and r["before"] == {"placements": 2, "top1": 1.0}
+    assert r["after"] == {"placements": 3, "top1": 1.0, "top3": 1.0}
+    (tmp_path / "games" / "0000.json").write_text(json.dumps({"moves": moves, "metadata": {"a_colour": "b"}}))
+    r = placement_ranks(str(tmp_path), 4)
+    assert r["before"]["placements"] == 2 and r["after"] == {"placements": 3, "top1": 0.0, "top3": 1.0}
+
+
+def test_layout_sensitivity_counts():
+    """lab.bench.layout_sensitivity.summarize against counts by hand; one short game task (battles cut at
+    20 plies) reports variants at the plies and sides it may change, with results."""
+    from lab.bench.layout_sensitivity import game_task, summarize
+
+    rows = [{"base": "w", "control": "w", "variants": [{"ply": 160, "side": "b", "result": "b"},
+                                                       {"ply": 161, "side": "w", "result": "w"}]},
+            {"base": "draw", "control": "b", "variants": [{"ply": 170, "side": "b", "result": "w"},
+                                                          {"ply": 171, "side": "w", "result": "w"}]}]
+    s = summarize(rows)
+    assert (s["games"], s["variants"]) == (2, 4)
+    assert s["white_score"] == 0.75 and s["control_flip_rate"] == 0.5
+    assert s["flip_rate"] == 0.75 and s["better_rate"] == 0.5 and s["worse_rate"] == 0.25
+    assert s["mean_change"] == pytest.approx((1.0 + 0.0 - 0.5 + 0.5) / 4)
+    assert s["best_of"] == {"w": 1.0, "b": 0.5}
+    assert summarize([])["flip_rate"] is None
+
+    row = game_task({"index": 3, "seed": 1, "variants": 2, "from_ply": 190,
+                     "rules": {"max_battle_plies": 20, "adjudicate": "stones"}})
+    assert row["index"] == 3 and len(row["variants"]) == 2
+    for v in row["variants"]:
+        assert 191 <= v["ply"] <= 195 and v["side"] == "wb"[(v["ply"] - 1) % 2]
+        assert v["result"] in ("w", "b", "draw")
+    assert row["base"] in ("w", "b", "draw") and row["control"] in ("w", "b", "draw")
+
+
+def test_the_expert_value_benchmark_finds_the_cut_exact():
+    from lab.bench.expert_value import run_expert_value_benchmark
+
+    r = run_expert_value_benchmark(positions=4, games=2)
+    assert r["positions"] == 4 and r["max_mismatches"] == 0
+    assert all(v > 0 for v in r["ms"].values())
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(0.0, 1.0), min_size=2, max_size=8), st.integers(0, 2**31 - 1))
+def test_target_noise_pair_stats_against_direct_sums(weights, seed):
+    """lab.bench.target_noise.pair_stats: a target against itself agrees with zero distance; the
+    cross-entropy under its own probabilities is its entropy and never below it under other priors
+    (Gibbs); each number against a direct sum over the children."""
+    from lab.bench.target_noise import pair_stats
+
+    w = np.asarray(weights) + 1e-3
+    t = w / w.sum()
+    other = np.random.default_rng(seed).dirichlet(np.ones(len(t)))
+    same = pair_stats(t, t, t)
+    assert same["agree"] == 1.0 and same["tv"] == 0.0 and same["prior_top1"] == 1.0
+    entropy = -sum(p * np.log(p) for p in t)
+    assert same["entropy"] == pytest.approx(entropy) and same["prior_ce"] == pytest.approx(entropy)
+    r = pair_stats(t, other, other)
+    assert r["tv"] == pytest.approx(sum(abs(a - b) for a, b in zip(t, other)) / 2)
+    assert r["agree"] == float(np.argmax(t) == np.argmax(other)) == r["prior_top1"]
+    assert r["prior_ce"] == pytest.approx(-sum(p * np.log(q) for p, q in zip(t, other)))
+    assert r["prior_ce"] >= r["entropy"] - 1e-9
+    with pytest.raises(ValueError):
+        pair_stats(t, t[:1], t)
+
+
+def test_target_noise_measure_is_decided_by_its_seed():
+    """lab.bench.target_noise: battle positions from expert games; the one-thread self-play searches of a
+    seed give the same rows again, rows whose numbers are in range; the summary's means and Wilson
+    interval against the rows."""
+    from lab.bench.target_noise import battle_positions, measure, summarize
+    from core.rules import Ruleset
+    from nets.config import preset
+    from nets.model import build
+    from train.config import validate_config
+
+    rules = Ruleset(max_battle_plies=40, adjudicate="stones")
+    states = battle_positions(rules, 3, seed=2)
+    assert len(states) == 3 and all(s.phase != 0 and not s.is_terminal() for s in states)
+    cfg = validate_config({"selfplay": {"value_eval": "eval.expert", "victim_eval": None}})
+    torch.manual_seed(0)
+    net = build(preset("upper", "tiny"))
+    rows = measure(cfg, net, states, simulations=4, seed=5)
+    assert rows == measure(cfg, net, states, simulations=4, seed=5)
+    assert 1 <= len(rows) <= 3
+    for r in rows:
+        assert r["agree"] in (0.0, 1.0) and 0.0 <= r["tv"] <= 1.0 and 0.0 <= r["entropy"] <= r["prior_ce"] + 1e-9
+    s = summarize(rows)
+    assert s["positions"] == len(rows) and s["agree"] == pytest.approx(np.mean([r["agree"] for r in rows]))
+    lo, hi = s["agreement_ci"]
+    assert 0.0 <= lo <= s["agree"] <= hi <= 1.0
+    assert summarize([])["agree"] is None
