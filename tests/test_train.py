@@ -41,7 +41,7 @@ from train.selfplay import game_seed
 ROOT = Path(__file__).resolve().parent.parent
 MICRO = [
     "nets.blocks=1", "nets.channels=8", "nets.value_hidden=8",
-    "selfplay.games=2", "selfplay.simulations=2", "selfplay.search_threads=1", "selfplay.temperature_plies=4",
+    "selfplay.games=2", "selfplay.search.simulations=2", "selfplay.search.threads=1", "selfplay.temperature_plies=4",
     "pretrain.games=2", "pretrain.steps=2", "pretrain.batch_size=8",
     "learner.steps=2", "learner.batch_size=8",
     "gate.simulations=2", "gate.search_threads=1", "gate.max_games=2", "gate.batch=2",
@@ -115,9 +115,9 @@ def test_config_is_frozen_and_round_trips_json(tmp_path):
 
 
 def test_cli_bad_config_exits_2_naming_the_field(tmp_path):
-    result = runner.invoke(app, ["selfplay", "--run-dir", str(tmp_path / "r"), "--set", "selfplay.simulations=0"])
+    result = runner.invoke(app, ["selfplay", "--run-dir", str(tmp_path / "r"), "--set", "selfplay.search.simulations=0"])
     assert result.exit_code == 2
-    assert "selfplay.simulations" in result.output and "Traceback" not in result.output
+    assert "selfplay.search.simulations" in result.output and "Traceback" not in result.output
     result = runner.invoke(app, ["selfplay", "--run-dir", str(tmp_path / "r"), "--set", "nonsense"])
     assert result.exit_code == 2 and "KEY=VALUE" in result.output
 
@@ -924,8 +924,8 @@ def test_shards_carry_their_format_and_encoding_version(tmp_path, states):
     (["--reward", "bogus"], "selfplay.reward"),
     (["--set", "selfplay.aux_agent=nobody"], "selfplay.aux_agent"),
     (["--set", "gate.expert=expert:bogus=1"], "gate.expert"),
-    (["--set", "selfplay.capture_pruner=prune.nothing"], "selfplay.capture_pruner"),
-    (["--set", "selfplay.victim_eval=eval.nothing"], "selfplay.victim_eval"),
+    (["--set", "selfplay.search.capture_pruner=prune.nothing"], "selfplay.search.capture_pruner"),
+    (["--set", "selfplay.search.victim_evaluator=eval.nothing"], "selfplay.search.victim_evaluator"),
     (["--set", 'curve.anchors=["random","nope"]', "--set", "curve.anchor=random"], "curve.anchors"),
 ])
 def test_names_are_resolved_before_any_work(tmp_path, args, field):
@@ -1522,7 +1522,7 @@ def test_upper_selfplay_with_value_drift_targets_the_margins_change(monkeypatch)
     from train.selfplay import play_upper_game
     from train.supervised import DriftTarget, drift_values
 
-    cfg = micro_config("selfplay.value_drift=2", "selfplay.value_eval=eval.expert")
+    cfg = micro_config("selfplay.value_drift=2", "selfplay.search.value_evaluator=eval.expert")
     resolve_names(cfg)
     net = build(cfg.nets.net_config("upper")).eval()
     game, builder, _ = play_upper_game(cfg, net, seed=4)
@@ -1535,7 +1535,7 @@ def test_upper_selfplay_with_value_drift_targets_the_margins_change(monkeypatch)
     np.testing.assert_allclose(samples.z, want[rows], atol=1e-6)
     assert len(set(np.round(samples.z, 4))) > 2  # not the result
     # value_drift_ends = "drop": the same game, no value target (NaN) within K plies of its end
-    cut_cfg = micro_config("selfplay.value_drift=2", "selfplay.value_eval=eval.expert", "selfplay.value_drift_ends=drop")
+    cut_cfg = micro_config("selfplay.value_drift=2", "selfplay.search.value_evaluator=eval.expert", "selfplay.value_drift_ends=drop")
     assert cut_cfg.drift_target("upper") == DriftTarget(2, "eval.expert", "drop")
     cut_game, cut_builder, _ = play_upper_game(cut_cfg, net, seed=4)
     cut = cut_builder.build()
@@ -1555,7 +1555,7 @@ def test_upper_selfplay_with_value_drift_targets_the_margins_change(monkeypatch)
     with pytest.raises(ConfigError, match="value_drift"):
         micro_config("selfplay.value_drift=3")
     with pytest.raises(ConfigError, match="value_eval"):
-        micro_config("selfplay.value_drift=2", "selfplay.value_eval=none")
+        micro_config("selfplay.value_drift=2", "selfplay.search.value_evaluator=none")
     from knowledge.registry import REGISTRY, Entry
 
     class NoMargin:  # an evaluator without a margin
@@ -1567,8 +1567,8 @@ def test_upper_selfplay_with_value_drift_targets_the_margins_change(monkeypatch)
     REGISTRY.names()  # the knowledge plugins are registered first
     monkeypatch.setitem(REGISTRY._entries, "eval.no-margin", Entry("eval.no-margin", "evaluator", NoMargin, ""))
     with pytest.raises(ConfigError, match="selfplay.value_drift.*no margin"):
-        resolve_names(micro_config("selfplay.value_drift=2", "selfplay.value_eval=eval.no-margin",
-                                   "selfplay.value_center=false"))
+        resolve_names(micro_config("selfplay.value_drift=2", "selfplay.search.value_evaluator=eval.no-margin",
+                                   "selfplay.search.value_center=false"))
 
 
 def test_the_upper_value_target_is_the_drift_by_default_in_selfplay_and_its_pretrain(tmp_path, monkeypatch):
@@ -1587,7 +1587,7 @@ def test_the_upper_value_target_is_the_drift_by_default_in_selfplay_and_its_pret
     assert cfg.drift_target("slm") is None and cfg.drift_target("lower") is None
     assert micro_config("selfplay.value_drift=0").drift_target("upper") is None
     with pytest.raises(ConfigError, match="value_drift = 0"):
-        micro_config("selfplay.value_eval=none")
+        micro_config("selfplay.search.value_evaluator=none")
     seen = []
     real = supervised.samples_from_records
 
@@ -1603,7 +1603,7 @@ def test_the_upper_value_target_is_the_drift_by_default_in_selfplay_and_its_pret
 
 
 def test_upper_selfplay_with_gumbel_targets_the_improved_policy():
-    """``selfplay.root_selection=gumbel``: each searched battle sample's policy target is the Gumbel
+    """``selfplay.search.root_selection=gumbel``: each searched battle sample's policy target is the Gumbel
     search's improved policy, positive on every root child (kept path) although two simulations visit
     one of them; the gate and curve agents search the same way (without noise)."""
     from knowledge.registry import REGISTRY
@@ -1611,11 +1611,11 @@ def test_upper_selfplay_with_gumbel_targets_the_improved_policy():
     from nets.model import build
     from train.selfplay import net_agent_spec, play_upper_game
 
-    cfg = micro_config("selfplay.root_selection=gumbel", "selfplay.gumbel_m=8")
+    cfg = micro_config("selfplay.search.root_selection=gumbel", "selfplay.search.gumbel_m=8")
     net = build(cfg.nets.net_config("upper")).eval()
     game, builder, _ = play_upper_game(cfg, net, seed=4)
     samples = builder.build()
-    pruner = REGISTRY.create(cfg.selfplay.expansion_pruner, "expansion_pruner")
+    pruner = REGISTRY.create(cfg.selfplay.search.expansion_pruner, "expansion_pruner")
     replay, k, spread = GameState.initial(cfg.ruleset), 0, 0
     for text, info in zip(game.moves, game.search):
         if info is not None and replay.phase == 1:
@@ -1638,7 +1638,7 @@ def test_upper_selfplay_with_playout_caps_samples_only_its_full_searches():
     from nets.model import build
     from train.selfplay import play_upper_game
 
-    cfg = micro_config("selfplay.simulations=2", "selfplay.full_simulations=5", "selfplay.full_fraction=0.5",
+    cfg = micro_config("selfplay.search.simulations=2", "selfplay.full_simulations=5", "selfplay.full_fraction=0.5",
                        "ruleset.max_battle_plies=40")
     net = build(cfg.nets.net_config("upper")).eval()
     game, builder, _ = play_upper_game(cfg, net, seed=4)
@@ -1655,12 +1655,12 @@ def test_upper_selfplay_with_playout_caps_samples_only_its_full_searches():
     assert k == len(samples) == counts[5] and counts[2] > 0 and counts[5] > 0
     assert game.searched == counts[2] + counts[5]
     with pytest.raises(ConfigError, match="full_simulations"):
-        micro_config("selfplay.simulations=4", "selfplay.full_simulations=3")
+        micro_config("selfplay.search.simulations=4", "selfplay.full_simulations=3")
 
 
 @pytest.mark.parametrize("victim_eval", [None, "eval.expert"])
 def test_upper_selfplay_chooses_the_victims_as_the_shipped_agent(victim_eval):
-    """``selfplay.victim_eval``: every square-forming move of the upper net's self-play takes, among the
+    """``selfplay.search.victim_evaluator``: every square-forming move of the upper net's self-play takes, among the
     capture pruner's 8 best sets, the one after which the plugin's value for the opponent is lowest
     (``None``: the pruner's best set), searched or forced; the gate's agent spec chooses the same way."""
     from knowledge.registry import REGISTRY
@@ -1668,10 +1668,10 @@ def test_upper_selfplay_chooses_the_victims_as_the_shipped_agent(victim_eval):
     from search.victims import after_path
     from train.selfplay import net_agent_spec, play_upper_game
 
-    cfg = micro_config(f"selfplay.victim_eval={victim_eval or 'none'}", "ruleset.max_battle_plies=120")
-    assert cfg.selfplay.victim_eval == victim_eval
+    cfg = micro_config(f"selfplay.search.victim_evaluator={victim_eval or 'none'}", "ruleset.max_battle_plies=120")
+    assert cfg.selfplay.search.victim_evaluator == victim_eval
     game, _, _ = play_upper_game(cfg, build(cfg.nets.net_config("upper")).eval(), seed=5)
-    pruner = REGISTRY.create(cfg.selfplay.capture_pruner, "capture_pruner")
+    pruner = REGISTRY.create(cfg.selfplay.search.capture_pruner, "capture_pruner")
     evaluator = REGISTRY.create(victim_eval, "evaluator") if victim_eval else None
     replay, captures, chosen = GameState.initial(cfg.ruleset), 0, 0
     for text in game.moves:
@@ -1710,7 +1710,7 @@ def test_lower_selfplay_values_every_candidate_with_lower_eval(target):
     net = build(cfg.nets.net_config("lower")).eval()
     game, builder, info = play_lower_game(cfg, net, seed=5)
     samples = builder.build()
-    pruner = REGISTRY.create(cfg.selfplay.capture_pruner, "capture_pruner")
+    pruner = REGISTRY.create(cfg.selfplay.search.capture_pruner, "capture_pruner")
     evaluator = REGISTRY.create(target, "evaluator") if target else None
     returns = game.state.returns()
     replay, k, captures, wider = GameState.initial(cfg.ruleset), 0, 0, 0
