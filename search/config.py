@@ -282,7 +282,7 @@ def merged_table(table: Mapping[str, Any], base: SearchConfig) -> dict[str, Any]
     name = table.pop("preset", None)
     if name is not None:
         if not isinstance(name, str) or name not in PRESETS:
-            raise ValueError(f"preset: unknown search preset {name!r} (presets: {', '.join(PRESETS)})")
+            raise ValueError(f"unknown search preset {name!r} (presets: {', '.join(PRESETS)})")
         base = preset(name)
     return {**base.model_dump(), **canonical_keys(table)}
 
@@ -312,7 +312,7 @@ def model_search_config(model_dir: str | Path) -> SearchConfig:
         reason = str(err["ctx"]["error"]) if err["type"] == "value_error" else err["msg"]
         raise AgentFileError(f"{path}: field 'search.{field}': {reason} (got {err.get('input')!r})") from None
     except ValueError as exc:
-        raise AgentFileError(f"{path}: field 'search.{exc}") from None
+        raise AgentFileError(f"{path}: field 'search.preset': {exc}") from None
 
 
 # ============================================================================ option models

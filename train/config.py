@@ -326,7 +326,10 @@ class SelfPlayConfig(_Section):
                 raise ValueError(f"selfplay.{key} is now selfplay.search.{moved} (the [selfplay.search] table)")
         table = data.get("search")
         if isinstance(table, dict):
-            data = {**data, "search": merged_table(table, SELFPLAY_SEARCH)}
+            try:
+                data = {**data, "search": merged_table(table, SELFPLAY_SEARCH)}
+            except ValueError as exc:
+                raise ValueError(f"search.preset: {exc}") from None
         return data
 
     @model_validator(mode="after")
