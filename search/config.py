@@ -180,7 +180,7 @@ class SearchConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     simulations: int = Field(400, ge=1, le=SIMS_MAX, validation_alias=_alias("simulations", "sims"),
-                             description="simulations per move")
+                             description="simulations per move (old name: sims)")
     threads: int = Field(1, ge=1, le=256, description="WU-UCT search threads")
     c_puct: float = Field(1.5, gt=0, le=1000, description="exploration constant of Eq. 1")
     formula: Literal["puct", "printed"] = Field("puct", description="Eq. 1: standard PUCT or as printed in JFA")
@@ -190,9 +190,9 @@ class SearchConfig(BaseModel):
     expansion_pruner: str | None = Field("prune.expansion", description="expansion pruner plugin of the battle search (prune.expansion: JFA Table 1; prune.expert:top=N: the expert's N best paths), or none")
     capture_pruner: str | None = Field("prune.capture", description="capture pruner plugin giving the candidate victim sets (JFA Eq. 7-9), or none")
     victim_candidates: int = Field(8, ge=0, le=100_000, validation_alias=_alias("victim_candidates", "victims"),
-                                   description="the victim chooser (victim_evaluator or the lower net) ranks the capture pruner's best N victim sets (0: all; 1: the pruner's best set)")
+                                   description="the victim chooser (victim_evaluator or the lower net) ranks the capture pruner's best N victim sets (0: all; 1: the pruner's best set; old name: victims)")
     victim_evaluator: str | None = Field(None, validation_alias=_alias("victim_evaluator", "victim_eval"),
-                                         description="evaluator plugin choosing the searched battle's square victims: among the pruner's best victim_candidates sets, the one after which its value for the opponent is lowest (e.g. eval.expert); none: the lower net, or the pruner's best set")
+                                         description="evaluator plugin choosing the searched battle's square victims: among the pruner's best victim_candidates sets, the one after which its value for the opponent is lowest (e.g. eval.expert); none: the lower net, or the pruner's best set (old name: victim_eval)")
     max_nodes: int = Field(300_000, ge=16, le=MAX_NODES, description="tree capacity (nodes)")
     reuse_tree: bool = Field(True, description="keep the subtree of the move played for the next search")
     seed: int = Field(0, ge=0, le=SEED_MAX, description="seed of the search's noise and move sampling (same seed and positions, same moves)")
@@ -205,10 +205,10 @@ class SearchConfig(BaseModel):
     feedback_evaluator: str = Field("eval.shape", description="evaluator plugin giving the TD backups' Eq. 9 feedback")
     layout_prior: str | None = Field("prior.gaussian", description="layout_prior plugin blended into the layout priors by layout_prior_mix (prior.gaussian: papers/001 Eq. 10; prior.expert_layout: the expert's layout scores), and the TD backups' Eq. 10 feedback; none: no blend")
     value_evaluator: str | None = Field(None, validation_alias=_alias("value_evaluator", "value_eval"),
-                                        description="evaluator plugin blended into battle leaf values (e.g. eval.expert:plies=2), or none")
+                                        description="evaluator plugin blended into battle leaf values (e.g. eval.expert:plies=2), or none (old name: value_eval)")
     value_mix: float = Field(0.5, ge=0, le=1, description="weight of value_evaluator in a battle leaf's value: (1 - w) evaluator + w plugin")
     layout_value_evaluator: str | None = Field(None, validation_alias=_alias("layout_value_evaluator", "layout_value_eval"),
-                                               description="evaluator plugin blended into a layout search's leaf values from ply layout_value_from on (e.g. eval.rollout: AlphaGo's rollouts, the expert as rollout policy), or none")
+                                               description="evaluator plugin blended into a layout search's leaf values from ply layout_value_from on (e.g. eval.rollout: AlphaGo's rollouts, the expert as rollout policy), or none (old name: layout_value_eval)")
     layout_value_mix: float = Field(0.5, ge=0, le=1, description="weight of layout_value_evaluator in a layout leaf's value: (1 - w) evaluator + w plugin")
     layout_value_from: int = Field(0, ge=0, le=NUM_POINTS, description="layout ply (placements made) from which layout moves are searched with layout_value_evaluator; earlier ones get one simulation (the policy's best placement)")
     battle_prior: str | None = Field(None, description="battle_prior plugin blended into the battle priors (e.g. prior.expert), or none")
@@ -218,7 +218,7 @@ class SearchConfig(BaseModel):
     value_center: bool = Field(False, description="value_evaluator relative to the root's, so that a search far ahead still tells moves apart")
     terminal_bound: bool = Field(True, description="a battle leaf is worth at least its side's best move that ends the game, e.g. a draw by repetition")
     root_selection: Literal["puct", "gumbel"] = Field("puct", validation_alias=_alias("root_selection", "root"),
-                                                      description="root selection: Eq. 1 (puct) or Gumbel top-m with sequential halving (gumbel)")
+                                                      description="root selection: Eq. 1 (puct) or Gumbel top-m with sequential halving (gumbel) (old name: root)")
     gumbel_m: int = Field(16, ge=1, le=4096, description="root_selection=gumbel: children considered at the root")
     gumbel_scale: float = Field(0.0, ge=0, le=10, description="root_selection=gumbel: Gumbel noise scale (0: deterministic play; 1: self-play exploration)")
     gumbel_c_visit: float = Field(50.0, ge=0, le=1e6, description="root_selection=gumbel: c_visit of sigma(q) (mctx's 50)")

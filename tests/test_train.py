@@ -491,11 +491,11 @@ def test_minutes_budget_stops_at_a_resumable_point(tmp_path):
 @pytest.mark.parametrize("kind", ["slm", "upper", "lower"])
 def test_trained_checkpoint_plays_a_legal_full_game(cycle_run, kind):
     from train.arena import play_game
-    from train.selfplay import net_agent_spec
+    from train.selfplay import net_agent
 
     run, cfg, _, _ = cycle_run
     it = {"slm": 1, "upper": 2, "lower": 3}[kind]
-    spec = net_agent_spec(kind, run / "checkpoints" / f"{kind}-i{it:04d}.safetensors", cfg)
+    spec = net_agent(kind, run / "checkpoints" / f"{kind}-i{it:04d}.safetensors", cfg)
     record = play_game(spec, "random", RULES, 1, 2)
     assert record.reason != "illegal-move"
     final = record.final_state()  # replays and validates every move
@@ -1121,6 +1121,7 @@ def test_curve_points_and_joint_fit(cycle_run):
     assert points[0]["player"] == "slm@i0000" and (points[0]["games"], points[0]["hours"]) == (0, 0.0)
     assert [r["b"] for r in points[0]["results"]] == ["random", "greedy"]
     assert "checkpoints/slm-i0000.safetensors" in points[0]["spec"]
+    assert points[0]["recipe"]["agent"] == "slm" and points[0]["recipe"]["options"]["slm"].endswith("slm-i0000.safetensors")
     for p in points:
         assert {r["b"] for r in p["results"]} >= {"random", "greedy"}
         assert all(r["wins"] + r["draws"] + r["losses"] == 2 for r in p["results"])
@@ -1573,17 +1574,18 @@ def test_upper_selfplay_with_value_drift_targets_the_margins_change(monkeypatch)
 
 def test_the_upper_value_target_is_the_drift_by_default_in_selfplay_and_its_pretrain(tmp_path, monkeypatch):
     """``TrainConfig.drift_target``: the upper net's value target is the drift of the net search's leaf
-    value over ``search.mcts.NET_VALUE_DRIFT`` plies by default (the value the net agents blend in), the
+    value over ``selfplay.value_drift`` (8) plies by default (the value the net agents blend in), the
     result with ``value_drift = 0`` and for the other nets; the pipeline's pretrain phase trains the
     same target as self-play."""
     import train.supervised as supervised
-    from search.mcts import NET_VALUE_DRIFT, NET_VALUE_EVAL, NET_VALUE_MIX
+    from search.config import preset
     from train.supervised import DriftTarget
 
-    assert NET_VALUE_MIX < 1  # else the net's value would not be in the leaf value, nor worth a drift target
+    shipped_value = preset("shipped").value_evaluator
+    assert preset("shipped").value_mix < 1  # else the net's value would not be in the leaf value, nor worth a drift target
     cfg = micro_config()
-    assert cfg.drift_target("upper") == DriftTarget(NET_VALUE_DRIFT, NET_VALUE_EVAL)
-    assert micro_config("selfplay.value_drift=6").drift_target("upper") == DriftTarget(6, NET_VALUE_EVAL)
+    assert cfg.drift_target("upper") == DriftTarget(8, shipped_value)
+    assert micro_config("selfplay.value_drift=6").drift_target("upper") == DriftTarget(6, shipped_value)
     assert cfg.drift_target("slm") is None and cfg.drift_target("lower") is None
     assert micro_config("selfplay.value_drift=0").drift_target("upper") is None
     with pytest.raises(ConfigError, match="value_drift = 0"):
@@ -1599,7 +1601,7 @@ def test_the_upper_value_target_is_the_drift_by_default_in_selfplay_and_its_pret
     run_pipeline(micro_config("model=upper", "iterations=1", "gate.max_games=0",
                               "gate.expert_games=0", "curve.every=0", "selfplay.value_drift=4"),
                  tmp_path / "run", progress=False)
-    assert seen == [("upper", DriftTarget(4, NET_VALUE_EVAL))]
+    assert seen == [("upper", DriftTarget(4, shipped_value))]
 
 
 def test_upper_selfplay_with_gumbel_targets_the_improved_policy():
@@ -1609,7 +1611,7 @@ def test_upper_selfplay_with_gumbel_targets_the_improved_policy():
     from knowledge.registry import REGISTRY
     from nets.encoding import encode_paths
     from nets.model import build
-    from train.selfplay import net_agent_spec, play_upper_game
+    from train.selfplay import net_agent, play_upper_game
 
     cfg = micro_config("selfplay.search.root_selection=gumbel", "selfplay.search.gumbel_m=8")
     net = build(cfg.nets.net_config("upper")).eval()
@@ -1628,7 +1630,8 @@ def test_upper_selfplay_with_gumbel_targets_the_improved_policy():
             k += 1
         replay = replay.apply(text)
     assert k == len(samples) and spread > 0
-    assert "root=gumbel,gumbel_m=8" in net_agent_spec("upper", "/tmp/upper.safetensors", cfg)
+    options = net_agent("upper", "/tmp/upper.safetensors", cfg).options
+    assert (options.root_selection, options.gumbel_m, options.gumbel_scale) == ("gumbel", 8, 0.0)
 
 
 def test_upper_selfplay_with_playout_caps_samples_only_its_full_searches():
@@ -1666,7 +1669,7 @@ def test_upper_selfplay_chooses_the_victims_as_the_shipped_agent(victim_eval):
     from knowledge.registry import REGISTRY
     from nets.model import build
     from search.victims import after_path
-    from train.selfplay import net_agent_spec, play_upper_game
+    from train.selfplay import net_agent, play_upper_game
 
     cfg = micro_config(f"selfplay.search.victim_evaluator={victim_eval or 'none'}", "ruleset.max_battle_plies=120")
     assert cfg.selfplay.search.victim_evaluator == victim_eval
@@ -1689,7 +1692,7 @@ def test_upper_selfplay_chooses_the_victims_as_the_shipped_agent(victim_eval):
             captures += 1
         replay = replay.apply(text)
     assert captures > 0 and (evaluator is None or chosen > 0)  # the plugin's choice is not the pruner's first
-    assert f"victim_eval={victim_eval or 'none'}" in net_agent_spec("upper", "/tmp/upper.safetensors", cfg)
+    assert net_agent("upper", "/tmp/upper.safetensors", cfg).options.victim_evaluator == victim_eval
 
 
 @pytest.mark.parametrize("target", [None, "eval.expert:plies=1"])
