@@ -437,6 +437,25 @@ def test_upper_evaluation_agent_searches_with_the_selfplay_search(tmp_path):
         validate_config({"selfplay": {"c_puct": 0.5}})
 
 
+def test_selfplay_search_table_applies_over_the_selfplay_search():
+    """``[selfplay.search]``: keys (names or old aliases) over self-play's defaults or a ``preset``'s; a
+    moved flat key names its new place; ``gate.simulations``/``search_threads`` override the one search."""
+    from train.config import SELFPLAY_SEARCH, ConfigError, load_config
+    from train.selfplay import evaluation_search
+
+    cfg = load_config(None, ["selfplay.search.c_puct=0.5", "selfplay.search.sims=8"])
+    assert cfg.selfplay.search == SELFPLAY_SEARCH.model_copy(update={"c_puct": 0.5, "simulations": 8})
+    paper = load_config(None, ["selfplay.search.preset=paper", "selfplay.value_drift=0"])
+    assert paper.selfplay.search == preset("paper")
+    with pytest.raises(ConfigError, match=r"selfplay.search_threads is now selfplay.search.threads"):
+        load_config(None, ["selfplay.search_threads=2"])
+    with pytest.raises(ConfigError, match=r"search.preset: unknown search preset 'fast'"):
+        load_config(None, ["selfplay.search.preset=fast"])
+    assert (evaluation_search(cfg).simulations, evaluation_search(cfg).threads) == (8, 4)
+    gated = evaluation_search(load_config(None, ["gate.simulations=3", "gate.search_threads=1"]))
+    assert (gated.simulations, gated.threads, gated.dirichlet_epsilon, gated.gumbel_scale) == (3, 1, 0.0, 0.0)
+
+
 # ----------------------------------------------------------------------------- fuzz
 _NAMES = ["random", "greedy", "minimax", "expert", "mcts", "jfa", "slm", "hbm", "nope"]
 _KEYS = ["seed", "sims", "threads", "c_puct", "temperature", "top", "noise", "depth", "time", "victims", "layout",
