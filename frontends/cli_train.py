@@ -18,7 +18,7 @@ SetOption = Annotated[
 ]
 DriftEndsOption = Annotated[Optional[str], typer.Option(help="The --value-drift target of a position whose game ends "
                                                         "within K plies: 'result' (the game's result) or 'drop' "
-                                                        "(no target); default: the search net's (NET_DRIFT_ENDS).")]
+                                                        "(no target); default: 'result' (train.supervised.DriftTarget).")]
 
 
 def _drift_target(value_drift: int, value_eval: str | None, drift_ends: str | None, model: str):

@@ -18,8 +18,9 @@ from core.state import GameState
 from knowledge.registry import REGISTRY, register
 from lab.rollout import RolloutLayoutAgent, RolloutOptions
 from nets.config import Precision
-from search.agents import load_net, plugin_spec_or_none, weights_path
-from search.mcts import SearchConfig, blend_priors, normalised
+from search.agents import load_net, weights_path
+from search.config import SearchConfig, plugin_spec_or_none
+from search.mcts import blend_priors, normalised
 
 __all__ = ["SlmRolloutLayoutAgent", "SlmRolloutOptions", "make_slm_rollout"]
 

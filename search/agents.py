@@ -12,41 +12,45 @@ stack of every search-backed agent, for play, arena matches and the training pip
   in the battle (no nets).
 
 Options are typed (:class:`MctsOptions`, :class:`NetOptions`; ``python cli.py agents`` lists them with
-types, ranges and defaults). The search options' defaults (``c_puct``, ``formula``) are those of
-``search.mcts.SearchConfig``. The net agents take ``slm=PATH``, ``upper=PATH``, ``lower=PATH``
-(safetensors weights; default: the shipped model in ``models/default``) and ``layout``/``battle``:
-``search`` or the spec of an agent that plays that phase instead (``NAME[:k=v]``, one option at most
-since ``,`` separates the net agent's own options).
+types, ranges and defaults). The search options are the fields of ``search.config.SearchConfig``, not
+declared here: the option models subclass it (:class:`SearchOptions`) and take their defaults from a
+preset (``search.config.with_defaults``): ``mcts`` and ``shape`` the ``paper`` search (``mcts`` with 200
+simulations per move), ``jfa``, ``slm`` and ``hbm`` the shipped model's ``models/default/agent.toml``
+(the ``shipped`` preset), so ``search_config()`` is a plain copy of those fields. Their older names stay
+accepted (``sims``, ``root``, ``value_eval``, ``layout_value_eval``, ``victim_eval``, ``victims``). The net
+agents also take ``slm=PATH``, ``upper=PATH``, ``lower=PATH`` (safetensors weights; default: the shipped
+model in ``models/default``) and ``layout``/``battle``: ``search`` or the spec of an agent that plays that
+phase instead (``NAME[:k=v]``, one option at most since ``,`` separates the net agent's own options).
 
-Square victims. A chooser ranks the capture pruner's ``victims`` best sets (default 8; ``0``: all of
-them; ``1``: the pruner's best set, nothing to choose). In the searched battle the chooser is
-``victim_eval=EVALUATOR`` (default ``search.mcts.NET_VICTIM_EVAL``, the expert's one-ply value: the
-set after which the plugin's value for the opponent is lowest) unless ``lower=PATH`` is given;
+Square victims. A chooser ranks the capture pruner's ``victim_candidates`` best sets (default 8; ``0``:
+all of them; ``1``: the pruner's best set, nothing to choose). In the searched battle the chooser is
+``victim_evaluator=EVALUATOR`` (``victim_eval``; the shipped default ``eval.expert``, the expert's one-ply
+value: the set after which the plugin's value for the opponent is lowest) unless ``lower=PATH`` is given;
 ``victim_eval=none`` hands the choice to the lower net (JFA Eq. 6: the highest Q; the shipped one, or
 ``lower=PATH``), and ``victim_eval=none,lower=none`` takes the pruner's best set. Giving both
 ``lower=PATH`` and an evaluator is refused. With a ``battle`` agent, ``lower=PATH`` or
-``victim_eval=EVALUATOR`` is used only when given, and then chooses the victims of that agent's
+``victim_eval=EVALUATOR`` is used only when given in the spec, and then chooses the victims of that agent's
 square-forming moves (the lower net epsilon-greedy with ``epsilon``). ``final_victim_eval=EVALUATOR``
 re-chooses the victims of the capture the searched battle plays (``SearchAgent.final_victims``), for a
-chooser too slow for every tree node (``eval.expert:plies=2``). The training pipeline's
-evaluation agents are specs of these (``train.selfplay.net_agent_spec``): ``slm:slm=PATH,...`` (SLM search, expert battle),
-``hbm:upper=PATH,lower=none,victim_eval=...`` (upper-net search without lower net, expert layout) and
-``hbm:battle=expert,lower=PATH,victims=0`` (the expert's moves, victims by the lower net).
+chooser too slow for every tree node (``eval.expert:plies=2``). The training pipeline's evaluation agents
+are :class:`AgentRecipe` objects of these (``train.selfplay.net_agent``): ``slm`` with ``slm=PATH`` (SLM
+search, expert battle), ``hbm`` with ``upper=PATH,lower=none`` (upper-net search, expert layout) and
+``hbm`` with ``battle=expert,lower=PATH,victim_candidates=0`` (the expert's moves, victims by the lower net).
 
-The net agents' battle search uses the expert's knowledge by default (``search.mcts.NET_*``): the
-expansion pruner ``prune.expert:top=4`` (the 4 paths the expert's one-ply score with the reply check
-and its repetition check ranks best; the upper net's policy ranks them), the expert's two-ply search
-value ``eval.expert:plies=2`` taken relative to the root's (``value_center``) and blended half and half
-with the upper net's value (``value_mix=0.5``: ``(1 - w)`` net + ``w`` plugin), a value trained to
-predict the drift of that two-ply value (``search.mcts.NET_VALUE_DRIFT``), and ``c_puct`` 0.25 in both
-phases. The paper's HBM search is
-``c_puct=1.5,expansion_pruner=prune.expansion,value_eval=none`` (JFA Table 1 pruning, the net's
-value); the README's "The shipped model" has the matches that chose these defaults.
+The net agents' battle search uses the expert's knowledge by default (the ``shipped`` preset,
+``search.config``): the expansion pruner ``prune.expert:top=4`` (the 4 paths the expert's one-ply score
+with the reply check and its repetition check ranks best; the upper net's policy ranks them), the
+expert's two-ply search value ``eval.expert:plies=2`` taken relative to the root's (``value_center``) and
+blended half and half with the upper net's value (``value_mix=0.5``: ``(1 - w)`` net + ``w`` plugin), a
+value trained to predict the drift of that two-ply value (``selfplay.value_drift``), and ``c_puct`` 0.25
+in both phases. The paper's HBM search is ``c_puct=1.5,expansion_pruner=prune.expansion,value_eval=none``
+(JFA Table 1 pruning, the net's value; the ``paper`` preset); docs/knowledge-and-search.md, "The shipped agent's search and why", has the
+matches that chose these defaults.
 
 The expert's one-ply victims beat the pruner's best set inside ``jfa``'s search at no measurable cost,
 while no lower net has yet (the shipped one was trained by supervision on the expert's captures only;
 ``python cli.py selfplay --config configs/lower-eval.toml`` trains one towards the one-ply choice):
-README, "The shipped model", for the matches.
+docs/knowledge-and-search.md, "The shipped agent's search and why", for the matches.
 """
 
 from __future__ import annotations
@@ -55,21 +59,22 @@ import os
 import threading
 import time
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 from pydantic import Field, field_validator, model_validator
 
-from core.board import NUM_POINTS, PHASE_LAYOUT
+from core.board import PHASE_LAYOUT
 from core.notation import Move
 from core.state import GameState
-from knowledge.agents import AgentOptions, PhasedAgent, make_agent, validate_agent_spec
+from knowledge.agents import (AgentOptions, PhasedAgent, make_agent,
+                              validate_agent_spec)
 from knowledge.registry import REGISTRY, SpecError, register
 from nets.config import Precision
-from search.mcts import (NET_C_PUCT, NET_EXPANSION_PRUNER, NET_ROOT_SELECTION, NET_VALUE_CENTER, NET_VALUE_EVAL, NET_VALUE_MIX,
-                         NET_VICTIM_CANDIDATES, NET_VICTIM_EVAL, Search,
-                         SearchConfig, SearchResult)
+from search.config import SIMS_MAX, SearchConfig, model_search_config, plugin_spec_or_none, preset, with_defaults
+from search.mcts import Search, SearchResult
 
 MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
 
@@ -77,7 +82,6 @@ MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
 # without an upper net: value 0 there is by design (JFA trains the nets independently), so the
 # evaluator's one-time warning is noise.
 warnings.filterwarnings("ignore", message="NetEvaluator has no upper net", category=RuntimeWarning)
-SIMS_MAX = 1_000_000  # simulations per move an option accepts (a search keeps at most SearchConfig.max_nodes nodes)
 
 
 def _search_default(name: str) -> Any:
@@ -215,92 +219,30 @@ class LowerVictimsAgent:
 
 
 # ============================================================================ options
-# The search options that name a plugin (or none), and the plugin kind each names.
-_PLUGIN_KINDS = {"expansion_pruner": "expansion_pruner", "capture_pruner": "capture_pruner",
-                 "value_eval": "evaluator", "layout_value_eval": "evaluator", "battle_prior": "battle_prior",
-                 "layout_prior": "layout_prior"}
+class SearchOptions(SearchConfig, AgentOptions):
+    """Options of every search agent: every ``search.config.SearchConfig`` field (the agent's spec sets
+    them by name or by their old aliases, ``sims``, ``root``, ``value_eval``...), plus the agent's own
+    ``temperature`` and ``prune``. Each agent's defaults are its preset's (``search.config.with_defaults``:
+    ``paper`` for ``mcts`` and ``shape``, the shipped model's ``agent.toml`` for ``jfa``/``slm``/``hbm``)."""
 
-
-def plugin_spec_or_none(value: str, kind: str) -> str:
-    """An option naming a plugin of ``kind``: ``"none"`` (any case), or the spec unchanged if the registry accepts it.
-
-    Raises ValueError (pydantic reports it as the option's error) naming the kind and the registry's reason.
-    """
-    if value.strip().lower() == "none":
-        return "none"
-    try:
-        REGISTRY.check(value, kind)  # a name, or NAME:k=v with the plugin's own options
-    except SpecError as exc:
-        raise ValueError(f"a plugin spec ({kind.replace('_', ' ')}) or none: {exc}") from None
-    return value
-
-
-class SearchOptions(AgentOptions):
-    """Options of every search agent (defaults of ``c_puct`` and ``formula``: ``SearchConfig``'s)."""
-
-    sims: int = Field(200, ge=1, le=SIMS_MAX, description="simulations per move")
-    threads: int = Field(1, ge=1, le=256, description="WU-UCT search threads")
-    c_puct: float = Field(_search_default("c_puct"), gt=0, le=1000, description="exploration constant of Eq. 1")
-    formula: Literal["puct", "printed"] = Field(_search_default("formula"), description="Eq. 1: standard PUCT or as printed in JFA")
     temperature: float = Field(0.0, ge=0, le=100, description="move sampling temperature (0: the most visited move)")
-    prune: bool = Field(True, description="knowledge pruners in the search (false: neither, whatever the two below say)")
-    expansion_pruner: str = Field("prune.expansion", description="expansion pruner plugin of the search (JFA Table 1), or none")
-    capture_pruner: str = Field("prune.capture", description="capture pruner plugin of the search (JFA Eq. 7-9), or none")
+    prune: bool = Field(True, description="knowledge pruners in the search (false: neither, whatever expansion_pruner and capture_pruner say)")
 
-    backup: Literal["mean", "sarsa", "q", "hybrid"] = Field(_search_default("backup"), description="value backup: mean (JFA Eq. 3-5), sarsa, q or hybrid (papers/001 Eq. 2-5)")
-    sarsa_rate: float = Field(_search_default("sarsa_rate"), gt=0, le=1, description="SARSA(lambda) learning rate c1 (papers/001 Table 1)")
-    q_rate: float = Field(_search_default("q_rate"), gt=0, le=1, description="Q-learning learning rate c2 (papers/001 Table 1)")
-    trace_decay: float = Field(_search_default("trace_decay"), ge=0, le=1, description="SARSA(lambda) trace decay lambda (not given by the paper)")
-    discount: float = Field(_search_default("discount"), ge=0, le=1, description="discount gamma of papers/001 Eq. 2 (not given by the paper)")
-    reward_scale: float = Field(_search_default("reward_scale"), ge=0, le=10, description="weight of the Eq. 9-10 knowledge feedback in TD backups")
-    policy_temperature: float = Field(_search_default("policy_temperature"), ge=0.05, le=10, description="softmax temperature of the priors (< 1 sharpens, > 1 flattens)")
-    value_eval: str = Field("none", description="evaluator plugin blended into battle leaf values (e.g. eval.expert), or none")
-    value_mix: float = Field(0.5, ge=0, le=1, description="weight of value_eval in a battle leaf's value: (1 - w) evaluator + w plugin")
-    value_center: bool = Field(_search_default("value_center"), description="value_eval relative to the root's (SearchConfig.value_center)")
-    layout_value_eval: str = Field("none", description="evaluator plugin blended into a layout search's leaf values from ply layout_value_from on (e.g. eval.rollout: AlphaGo's rollouts, the expert as rollout policy), or none")
-    layout_value_mix: float = Field(0.5, ge=0, le=1, description="weight of layout_value_eval in a layout leaf's value: (1 - w) evaluator + w plugin")
-    layout_value_from: int = Field(_search_default("layout_value_from"), ge=0, le=NUM_POINTS, description="layout ply (placements made) from which layout moves are searched with layout_value_eval; earlier ones get one simulation (the policy's best placement)")
-    root: Literal["puct", "gumbel"] = Field(_search_default("root_selection"), description="root selection: Eq. 1 (puct) or Gumbel top-m with sequential halving (gumbel; SearchConfig.root_selection)")
-    gumbel_m: int = Field(_search_default("gumbel_m"), ge=1, le=4096, description="root=gumbel: children considered at the root")
-    gumbel_scale: float = Field(_search_default("gumbel_scale"), ge=0, le=10, description="root=gumbel: Gumbel noise scale (0: deterministic play)")
-    terminal_bound: bool = Field(_search_default("terminal_bound"), description="a battle leaf is worth at least its side's best move that ends the game, e.g. a draw by repetition (SearchConfig.terminal_bound)")
-    battle_prior: str = Field("none", description="battle_prior plugin blended into the battle priors (e.g. prior.expert), or none")
-    prior_mix: float = Field(0.5, ge=0, le=1, description="weight of battle_prior in a battle child's prior: (1 - w) policy + w plugin")
-    layout_prior: str = Field(_search_default("layout_prior"), description="layout_prior plugin blended into the layout priors by layout_prior_mix (prior.gaussian: papers/001 Eq. 10; prior.expert_layout: the expert's layout scores), and the TD backups' Eq. 10 feedback; none: no blend")
-    layout_prior_mix: float = Field(_search_default("layout_prior_mix"), ge=0, le=1, description="weight of layout_prior in a layout child's prior: (1 - w) policy + w plugin (0: the policy alone)")
-
-    @field_validator(*_PLUGIN_KINDS)
-    @classmethod
-    def _plugin_spec(cls, value: str, info) -> str:
-        return plugin_spec_or_none(value, _PLUGIN_KINDS[info.field_name])
-
-    def _plugin(self, name: str) -> str | None:
-        return None if not self.prune or name == "none" else name
-
-    def search_config(self, **extra: Any) -> SearchConfig:
-        return SearchConfig(simulations=self.sims, threads=self.threads, c_puct=self.c_puct, formula=self.formula,
-                            seed=self.seed, expansion_pruner=self._plugin(self.expansion_pruner),
-                            capture_pruner=self._plugin(self.capture_pruner), backup=self.backup,
-                            sarsa_rate=self.sarsa_rate, q_rate=self.q_rate, trace_decay=self.trace_decay,
-                            discount=self.discount, reward_scale=self.reward_scale,
-                            value_evaluator=None if self.value_eval == "none" else self.value_eval,
-                            value_mix=self.value_mix, value_center=self.value_center, terminal_bound=self.terminal_bound,
-                            layout_value_evaluator=None if self.layout_value_eval == "none" else self.layout_value_eval,
-                            layout_value_mix=self.layout_value_mix, layout_value_from=self.layout_value_from,
-                            root_selection=self.root, gumbel_m=self.gumbel_m, gumbel_scale=self.gumbel_scale,
-                            policy_temperature=self.policy_temperature,
-                            battle_prior=None if self.battle_prior == "none" else self.battle_prior,
-                            prior_mix=self.prior_mix, **self._layout_prior(), **extra)
-
-    def _layout_prior(self) -> dict[str, Any]:
-        """``layout_prior`` and ``layout_prior_mix`` of ``SearchConfig``: ``none`` blends nothing."""
-        if self.layout_prior == "none":
-            return {"layout_prior_mix": 0.0}
-        return {"layout_prior": self.layout_prior, "layout_prior_mix": self.layout_prior_mix}
+    def search_config(self) -> SearchConfig:
+        """The search's ``SearchConfig``: these options' fields of it (no pruners with ``prune=false``)."""
+        fields = {name: getattr(self, name) for name in SearchConfig.model_fields}
+        if not self.prune:
+            fields.update(expansion_pruner=None, capture_pruner=None)
+        return SearchConfig.model_validate(fields)
 
 
-class MctsOptions(SearchOptions):
+class _MctsOptions(SearchOptions):
+    """Options of ``mcts``: the ``paper`` search (200 simulations per move)."""
+
     eval: Literal["knowledge", "uniform"] = Field("knowledge", description="evaluator: eval.shape value or uniform (value 0)")
+
+
+MctsOptions = with_defaults(_MctsOptions, preset("paper").model_copy(update={"simulations": 200}), "MctsOptions")
 
 
 def _path_option(value: str | None, kind: str, none_ok: bool = False) -> str | None:
@@ -315,31 +257,33 @@ def _path_option(value: str | None, kind: str, none_ok: bool = False) -> str | N
     return value
 
 
-class NetOptions(SearchOptions):
-    """Options of the net agents ``jfa``, ``slm`` and ``hbm`` (module docstring)."""
+class _NetOptions(SearchOptions):
+    """Options of the net agents ``jfa``, ``slm`` and ``hbm`` (module docstring): the search's defaults
+    are the shipped model's (``models/default/agent.toml``)."""
 
-    sims: int = Field(16, ge=1, le=SIMS_MAX, description="simulations per move")
-    c_puct: float = Field(NET_C_PUCT, gt=0, le=1000, description="exploration constant of Eq. 1 (lower than mcts': the knowledge values decide)")
-    expansion_pruner: str = Field(NET_EXPANSION_PRUNER, description="expansion pruner plugin of the battle search (default: the expert's 4 best paths; prune.expansion: JFA Table 1), or none")
-    value_eval: str = Field(NET_VALUE_EVAL, description="evaluator plugin blended into battle leaf values (default: the expert's two-ply search value), or none")
-    value_mix: float = Field(NET_VALUE_MIX, ge=0, le=1, description="weight of value_eval in a battle leaf's value: (1 - w) net + w plugin")
-    value_center: bool = Field(NET_VALUE_CENTER, description="value_eval relative to the root's, so that a search far ahead still tells moves apart (SearchConfig.value_center)")
-    root: Literal["puct", "gumbel"] = Field(NET_ROOT_SELECTION, description="root selection: Gumbel top-m with sequential halving (gumbel, default) or Eq. 1 (puct; SearchConfig.root_selection)")
-    layout_sims: int | None = Field(None, ge=1, le=SIMS_MAX, description="simulations per layout move (default: sims; 1 plays the SLM policy's best placement)")
-    threads: int = Field(2, ge=1, le=256, description="WU-UCT search threads")
+    layout_sims: int | None = Field(None, ge=1, le=SIMS_MAX, description="simulations per layout move (default: simulations; 1 plays the SLM policy's best placement)")
     batch: int = Field(8, ge=1, le=4096, description="evaluator batch size (positions per forward pass)")
     inference_threads: int = Field(2, ge=1, le=64, description="threads running the nets (nets.evaluator)")
     torch_threads: int | None = Field(None, ge=1, le=256, description="torch intra-op threads (default: nets.evaluator.default_num_threads)")
     precision: Precision = Field("float32", description="net arithmetic: float32, bfloat16 (faster on a CPU with native bfloat16) or auto (bfloat16 where native; nets.inference)")
     slm: str | None = Field(None, description="SLM weights file (default: models/default/slm.safetensors)")
     upper: str | None = Field(None, description="HBM upper weights file (default: models/default/upper.safetensors)")
-    lower: str | None = Field(None, description="HBM lower weights file, or none (default: the shipped one for the searched battle, none for a battle agent)")
-    victims: int = Field(NET_VICTIM_CANDIDATES, ge=0, le=100_000, description="the victim chooser (victim_eval or the lower net) ranks the capture pruner's best N victim sets (0: all; 1: the pruner's best set)")
+    lower: str | None = Field(None, description="HBM lower weights file, or none (default: the shipped one for the searched battle when victim_evaluator is none, none for a battle agent); giving it makes the lower net choose the searched battle's victims (victim_evaluator none)")
     layout: str = Field("search", description="'search' (SLM search) or the spec of an agent playing the layout")
     battle: str = Field("search", description="'search' (HBM search) or the spec of an agent playing the battle")
     epsilon: float = Field(0.0, ge=0, le=1, description="battle agent with lower=PATH: chance of a random victim candidate")
-    final_victim_eval: str | None = Field(None, description="an evaluator plugin that re-chooses the square victims of the move the battle search plays (not those inside the tree), among the pruner's best `victims` sets: for a chooser too slow for every tree node (e.g. eval.expert:plies=2), or none")
-    victim_eval: str | None = Field(None, description=f"an evaluator plugin that chooses the square victims instead of the lower net: among the pruner's best `victims` sets, the one after which its value for the opponent is lowest (e.g. eval.expert:plies=2); none: the lower net chooses. Default: {NET_VICTIM_EVAL} in the searched battle unless lower=PATH is given; a battle agent's victims only when given")
+    final_victim_eval: str | None = Field(None, description="an evaluator plugin that re-chooses the square victims of the move the battle search plays (not those inside the tree), among the pruner's best victim_candidates sets: for a chooser too slow for every tree node (e.g. eval.expert:plies=2), or none")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _lower_chooses(cls, data: Any) -> Any:
+        """``lower=PATH`` without a victim evaluator given: the lower net chooses the searched battle's victims."""
+        if isinstance(data, dict):
+            lower = data.get("lower")
+            given = {"victim_evaluator", "victim_eval"} & set(data)
+            if isinstance(lower, str) and lower.strip().lower() != "none" and not given:
+                data = {**data, "victim_evaluator": None}
+        return data
 
     @field_validator("slm", "upper")
     @classmethod
@@ -351,31 +295,24 @@ class NetOptions(SearchOptions):
     def _lower(cls, value: str | None) -> str | None:
         return _path_option(value, "lower", none_ok=True)
 
-    @field_validator("victim_eval", "final_victim_eval")
+    @field_validator("final_victim_eval")
     @classmethod
-    def _victim_eval(cls, value: str | None, info) -> str | None:
+    def _final_victim_eval(cls, value: str | None) -> str | None:
         if value is None:
             return None
         value = plugin_spec_or_none(value, "evaluator")
-        return None if value == "none" and info.field_name == "final_victim_eval" else value
+        return None if value == "none" else value
 
     @model_validator(mode="after")
     def _one_victim_chooser(self):
-        if self.victim_eval not in (None, "none") and self.lower not in (None, "none"):
+        if self.victim_evaluator is not None and self.lower not in (None, "none"):
             raise ValueError("give lower=PATH or victim_eval, not both: one of them chooses the square victims")
         return self
 
-    def search_victim_eval(self) -> str | None:
-        """The evaluator spec choosing the searched battle's square victims, or ``None`` when the lower net
-        does (or, with ``lower=none`` too, the pruner's best set): ``victim_eval`` when given, else
-        ``search.mcts.NET_VICTIM_EVAL`` unless ``lower=PATH`` is given."""
-        if self.victim_eval is None:
-            return NET_VICTIM_EVAL if self.lower in (None, "none") else None
-        return None if self.victim_eval == "none" else self.victim_eval
-
     def agent_victim_eval(self) -> str | None:
-        """The evaluator spec choosing a ``battle=AGENT``'s square victims: only a given ``victim_eval``."""
-        return None if self.victim_eval in (None, "none") else self.victim_eval
+        """The evaluator spec choosing a ``battle=AGENT``'s square victims: only a ``victim_eval`` given in
+        the spec (the default chooses the searched battle's only)."""
+        return self.victim_evaluator if "victim_evaluator" in self.model_fields_set else None
 
     @field_validator("layout", "battle")
     @classmethod
@@ -387,6 +324,9 @@ class NetOptions(SearchOptions):
         except SpecError as exc:
             raise ValueError(f"'search' or an agent spec: {exc}") from None
         return value
+
+
+NetOptions = with_defaults(_NetOptions, model_search_config(MODELS_DIR / "default"), "NetOptions")
 
 
 class SlmOptions(NetOptions):
@@ -403,13 +343,14 @@ def make_mcts(o: MctsOptions) -> SearchAgent:
     from nets.evaluator import KnowledgeEvaluator, UniformEvaluator
 
     evaluator = KnowledgeEvaluator() if o.eval == "knowledge" else UniformEvaluator()
-    return SearchAgent(f"mcts:sims={o.sims}", Search(evaluator, o.search_config()), o.temperature, o.seed)
+    search = Search(evaluator, o.search_config(), victim_scorer=_victim_eval_scorer(o.victim_evaluator))
+    return SearchAgent(f"mcts:sims={o.simulations}", search, o.temperature, o.seed)
 
 
-class ShapeOptions(SearchOptions):
-    """Options of ``shape`` (ShapeAgent, JFA section 4.2)."""
+class _ShapeOptions(SearchOptions):
+    """Options of ``shape`` (ShapeAgent, JFA section 4.2): the ``paper`` search (400 simulations per
+    layout move, JFA Fig. 5)."""
 
-    sims: int = Field(400, ge=1, le=SIMS_MAX, description="simulations per layout move (JFA Fig. 5: 400)")
     prior: str = Field("prior.gaussian", description="layout prior plugin (papers/001 Eq. 10) as the search's policy, or none (uniform)")
     battle: str = Field("expert", description="the spec of the agent playing the battle")
     net: str | None = Field(None, description="SLM-kind weights trained with reward.shape (selfplay --model slm --reward reward.shape); default: no net")
@@ -440,6 +381,9 @@ class ShapeOptions(SearchOptions):
         return value
 
 
+ShapeOptions = with_defaults(_ShapeOptions, preset("paper"), "ShapeOptions")
+
+
 @register("shape", "agent", "ShapeAgent: layout search valued by the shape evaluation (Eq. 9), Gaussian prior (Eq. 10); expert battle",
           options=ShapeOptions)
 def make_shape(o: ShapeOptions) -> PhasedAgent:
@@ -456,7 +400,8 @@ def make_shape(o: ShapeOptions) -> PhasedAgent:
         evaluator = KnowledgeEvaluator("eval.shape", None if o.prior == "none" else o.prior)
     else:
         evaluator = NetEvaluator(load_net(weights_path(o.net, "slm"), "slm"), None, clients=o.threads)
-    layout = SearchAgent(f"shape:sims={o.sims}", Search(evaluator, o.search_config()), o.temperature, o.seed,
+    search = Search(evaluator, o.search_config(), victim_scorer=_victim_eval_scorer(o.victim_evaluator))
+    layout = SearchAgent(f"shape:sims={o.simulations}", search, o.temperature, o.seed,
                          owns_evaluator=o.net is not None)
     return PhasedAgent(layout, make_agent(o.battle, seed=o.seed))
 
@@ -482,7 +427,7 @@ def _battle_agent(o: NetOptions, agent=None):
         from nets.evaluator import NetVictimScorer
 
         scorer = NetVictimScorer(load_net(weights_path(o.lower, "lower"), "lower"), precision=o.precision)
-    return LowerVictimsAgent(agent, scorer, REGISTRY.create("prune.capture", "capture_pruner"), o.victims,
+    return LowerVictimsAgent(agent, scorer, REGISTRY.create("prune.capture", "capture_pruner"), o.victim_candidates,
                              o.epsilon, o.seed)
 
 
@@ -493,7 +438,7 @@ def make_net_agent(name: str, o: NetOptions):
     from nets.evaluator import NetEvaluator, NetVictimScorer
 
     layout_search, battle_search = o.layout == "search", o.battle == "search"
-    victim_eval = o.search_victim_eval()
+    victim_eval = o.victim_evaluator
     searcher = None
     if layout_search or battle_search:
         slm = load_net(weights_path(o.slm, "slm"), "slm") if layout_search else None
@@ -504,11 +449,11 @@ def make_net_agent(name: str, o: NetOptions):
                                  inference_threads=o.inference_threads, precision=o.precision)
         # The lower net runs on the evaluator's inference threads, not in the search threads.
         scorer = NetVictimScorer(lower, evaluator=evaluator) if lower is not None else _victim_eval_scorer(victim_eval)
-        search = Search(evaluator, o.search_config(victim_candidates=o.victims), victim_scorer=scorer)
+        search = Search(evaluator, o.search_config(), victim_scorer=scorer)
         final = _victim_eval_scorer(o.final_victim_eval) if battle_search else None
-        searcher = SearchAgent(f"{name}:sims={o.sims}", search, o.temperature, o.seed, owns_evaluator=True,
+        searcher = SearchAgent(f"{name}:sims={o.simulations}", search, o.temperature, o.seed, owns_evaluator=True,
                                layout_simulations=o.layout_sims,
-                               final_victims=None if final is None else (final, o.victims))
+                               final_victims=None if final is None else (final, o.victim_candidates))
     if layout_search and battle_search:
         return searcher
     if not layout_search and o.layout == o.battle:  # one agent plays both phases (one generator)
@@ -531,6 +476,55 @@ def make_slm(o: SlmOptions):
 @register("hbm", "agent", "the expert (layout=AGENT) in the layout, HBM search in the battle", options=HbmOptions)
 def make_hbm(o: HbmOptions):
     return make_net_agent("hbm", o)
+
+
+# ============================================================================ recipes
+@dataclass(frozen=True)
+class AgentRecipe:
+    """A registered agent and its validated options, built in any process (picklable): what the training
+    pipeline's gate and learning curve hand to the arena instead of a spec string. ``str(recipe)`` is a
+    spec-like text of the options given that differ from the agent's defaults (for records and progress
+    lines only; never parsed back: files keep :meth:`to_dict`)."""
+
+    name: str
+    options: AgentOptions
+
+    @classmethod
+    def of(cls, name: str, **options: Any) -> "AgentRecipe":
+        """The recipe of agent ``name`` with ``options`` (field names or aliases, typed values), validated
+        now: ``SpecError`` naming the agent and the option."""
+        from pydantic import ValidationError
+
+        from knowledge.registry import option_error
+
+        entry = REGISTRY.entry(name, "agent")
+        try:
+            return cls(name, entry.options.model_validate(options))
+        except ValidationError as exc:
+            raise SpecError(option_error(entry.what, entry.options, exc)) from None
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"agent": name, "options": the options given}`` (JSON types) for files: :meth:`from_dict`."""
+        return {"agent": self.name, "options": self.options.model_dump(mode="json", exclude_unset=True,
+                                                                       exclude={"seed"})}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "AgentRecipe":
+        """The recipe :meth:`to_dict` wrote (validated again)."""
+        return cls.of(data["agent"], **data["options"])
+
+    def build(self, seed: int = 0):
+        """The agent, seeded with ``seed``."""
+        return REGISTRY.entry(self.name, "agent").build(self.options.model_copy(update={"seed": int(seed)}))
+
+    def __str__(self) -> str:
+        def text(v: Any) -> str:
+            return "none" if v is None else str(v).lower() if isinstance(v, bool) else str(v)
+
+        fields = type(self.options).model_fields
+        given = [k for k in fields if k in self.options.model_fields_set and k != "seed"
+                 and getattr(self.options, k) != fields[k].default]  # the options that differ from the agent's defaults
+        return f"{self.name}:" + ",".join(f"{k}={text(getattr(self.options, k))}" for k in given)
 
 
 def searching_agent(agent, state: GameState) -> SearchAgent | None:

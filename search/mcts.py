@@ -31,12 +31,10 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Literal, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
-
-from core.board import DRAW, NUM_POINTS, PHASE_BATTLE, PHASE_LAYOUT
+from core.board import DRAW, PHASE_BATTLE, PHASE_LAYOUT
 from core.notation import Move
 from core.state import GameState
 from core.status import END_PLY_CAP, ONGOING
@@ -56,157 +54,11 @@ from search.tree import (
     shared_prior,
     write_children,
 )
+from search.config import TD_LAYOUT_PRIOR, SearchConfig
 from search.victims import choose_victims
 
 _NO_HISTORY = np.empty(0, np.uint64)
 _NO_HISTORY.setflags(write=False)
-
-# The search of the net agents (``search.agents.NetOptions``) and of self-play
-# (``train.config.SelfPlayConfig``): the expert's 4 best paths per battle node, every battle leaf valued
-# by the expert's own two-ply search from it, a lower exploration constant than ``SearchConfig``'s,
-# so that at 16 simulations those values, not the priors, decide the visits, and the Gumbel root search,
-# which visits every kept path at the root (docs/knowledge-and-search.md, "The shipped
-# agent's search and why", for the matches that chose them). The leaf value is half the expert's two-ply value and half
-# the upper net's, a net whose value is trained to predict how that two-ply value changes over the next
-# NET_VALUE_DRIFT plies (``train.supervised.DriftTarget``; ``selfplay.value_drift``), so the sum is
-# the two-ply value plus where the game takes it, at the scale the lower c_puct keeps. The paper's HBM
-# search is ``prune.expansion`` with no value plugin and ``c_puct`` 1.5, ``SearchConfig``'s own defaults.
-NET_EXPANSION_PRUNER = "prune.expert:top=4"
-NET_VALUE_EVAL = "eval.expert:plies=2"
-NET_VALUE_MIX = 0.5
-NET_VALUE_DRIFT = 8  # plies: the value target of the net that NET_VALUE_MIX blends in
-NET_DRIFT_ENDS = "result"  # that target within NET_VALUE_DRIFT plies of a game's end (DriftTarget.ends)
-NET_VALUE_CENTER = True
-NET_C_PUCT = 0.25
-NET_ROOT_SELECTION = "gumbel"  # Gumbel root search with sequential halving (SearchConfig.root_selection)
-# The net agents' square victims: the expert's one-ply value of the position after each of the capture
-# pruner's 8 best sets chooses (``knowledge.evaluation.EvaluatorVictimScorer``; docs/knowledge-and-search.md,
-# "The shipped agent's search and why", for the match), unless a lower net is given (``search.agents.NetOptions``).
-NET_VICTIM_EVAL = "eval.expert"
-NET_VICTIM_CANDIDATES = 8
-
-
-class SearchConfig(BaseModel):
-    """Search settings (validated, frozen).
-
-    ``simulations`` per move; ``threads`` workers; ``c_puct`` exploration constant; ``formula``
-    ``"puct"`` (default, standard PUCT with unobserved counts) or ``"printed"`` (JFA Eq. 1 as printed);
-    ``fpu_reduction`` (an unvisited child's Q is the parent's mean value minus this; ``None`` means 0.2
-    for ``puct`` and 0 for ``printed``: the printed form multiplies Q by the decaying exploration factor,
-    so an unvisited child with a negative Q would score below every visited one and never be tried);
-    root Dirichlet noise ``dirichlet_alpha``/``dirichlet_epsilon`` (0 = off; self-play
-    uses 0.25); ``expansion_pruner``/``capture_pruner`` plugin names or ``None``; ``victim_candidates``: the
-    lower net scores at most this many of the capture pruner's victim sets, best first by the pruner's
-    JFA Eq. 9 score (0: all of them; each set costs one lower-net position, about 1 ms for the tiny net on
-    one CPU core, and resolving victims dominated battle search time with all ~36 sets); ``max_nodes`` tree
-    capacity; ``reuse_tree`` between moves; ``seed`` for noise and move sampling.
-
-    ``backup`` (papers/001 and 003, Eq. 2-8): ``"mean"`` (default: ``W += v``, Q = W / N, JFA Eq. 3-5),
-    ``"sarsa"`` (SARSA(lambda) with the knowledge feedback of Eq. 9-10 as reward), ``"q"`` (Q-learning:
-    each node's Q moves towards the best child's Q) or ``"hybrid"`` (SARSA(lambda), then Q-learning in
-    the same backup). ``sarsa_rate`` c1 and ``q_rate`` c2 are the papers' Table 1 learning rates
-    (0.372, 0.628); the papers leave undefined the trace decay ``trace_decay`` (lambda, 0.9), the
-    discount ``discount`` (gamma of Eq. 2, 1.0) and the reward scale ``reward_scale`` (0.1: the
-    feedback is in [0, 1] in the layout and [-1, 1] in the battle before scaling, so that it shapes but
-    does not swamp game values in [-1, 1]); ``feedback_evaluator`` and ``layout_prior`` name the
-    plugins giving the feedback (Eq. 9 and Eq. 10). Details: :meth:`Search._backup_td`.
-
-    ``value_evaluator`` (an ``evaluator`` plugin name such as ``eval.expert``, or ``None``) and
-    ``value_mix`` (``lambda`` in ``[0, 1]``) blend a static evaluation into the value of every expanded
-    battle leaf: ``v = (1 - lambda) v_evaluator + lambda v_plugin`` (AlphaGo's mix of value net and
-    rollout, here with human knowledge; layout leaves keep the evaluator's value). Off by default.
-    ``layout_value_evaluator`` and ``layout_value_mix`` do the same for the leaves of a layout search
-    (a search whose root is a layout position: its layout leaves and the first battle positions) whose
-    ply is at least ``layout_value_from``; with ``eval.rollout`` (expert rollouts into the battle,
-    ``knowledge.agents.RolloutEvaluator``) this is AlphaGo's mix of value net and rollouts, with the
-    expert as the rollout policy (``SearchAgent`` plays earlier placements with one simulation). Off by
-    default.
-    ``battle_prior`` (a ``battle_prior`` plugin name such as ``prior.expert``, or ``None``) and
-    ``prior_mix`` (``beta``) blend a knowledge prior into the priors of a battle node's kept children:
-    ``P = (1 - beta) P_evaluator + beta P_plugin``, each renormalised over the kept paths first (before
-    root noise). Off by default. ``layout_prior_mix`` does the same for a layout node's children with
-    the ``layout_prior`` plugin (``prior.gaussian``, papers/001 Eq. 10, or the expert's
-    ``prior.expert_layout``): ``P = (1 - beta) P_evaluator + beta P_plugin`` over the legal
-    placements (0, the default: the evaluator's priors alone). ``policy_temperature`` (``tau``)
-    sharpens (``< 1``) or flattens (``> 1``) the evaluator's priors over a node's children:
-    ``P_i ∝ P_i ** (1 / tau)``, the same as ``softmax(logits / tau)`` restricted to the children
-    (Leela's policy softmax temperature); 1 leaves them as they are.
-
-    ``value_center`` takes the value plugin's evaluation relative to the root's: a battle leaf's plugin
-    value is ``tanh((margin(leaf) - margin(root)) / scale)`` for the leaf's side to move (``margin`` and
-    ``scale`` of the plugin, ``knowledge.evaluation``; the root's margin negated for the other side),
-    and a drawn battle leaf is worth ``tanh((0 - margin(root)) / scale)`` (the plugin's even position
-    against the root's); wins and losses stay +1 and -1. Without it a search far ahead or behind sees
-    every leaf near +1 or -1 (``tanh`` saturates: a lead of 12 stones is 0.995 with ``eval.expert``), so
-    it cannot tell moves apart nor see a draw by repetition as the loss of a won game (KataGo's score
-    utility is centred on the root's expected score for the same reason). Values stored in a tree kept
-    for the next move keep the old root's centre. Off by default; needs a plugin with ``margin``.
-
-    ``terminal_bound`` (on by default): an expanded battle leaf's value is at least the best result its
-    side to move reaches with one move among its kept children that ends the game (a win on stones or by
-    adjudication: +1; a draw by repetition or at the ply cap: 0, or the centred draw value above), found
-    with the rule book's terminal test on the children (``search.tree.children_status``), and those
-    children are marked terminal with their result, which selection uses as an unvisited child's Q in
-    place of first-play urgency. A static or net value cannot see that the side behind may repeat the
-    position at once, and at a few simulations the search rarely visits that reply when its prior is
-    low, so the move allowing it looked as good as any (docs/knowledge-and-search.md).
-
-    ``root_selection`` ``"gumbel"``: Gumbel root search (Danihelka et al. 2022, "Policy improvement by
-    planning with Gumbel", sections 3-4; mctx's ``gumbel_muzero_policy``). The root's ``gumbel_m`` best
-    children by ``g + logits`` (``logits = log P``; ``g`` Gumbel(0, 1) noise times ``gumbel_scale``, drawn
-    once per search: 0 for play, 1 for self-play exploration) share the simulations by sequential
-    halving: ``ceil(log2 m)`` phases, each giving every remaining child ``max(1, n / (phases * remaining))``
-    more visits of this search's ``n``, then keeping the better half by ``g + logits + sigma(q)``; the
-    move played is the survivor (when the search stops early: the best of the most visited remaining ones).
-    ``sigma(q) = (gumbel_c_visit + max_b N(b)) * gumbel_c_scale * q`` (50 and 0.1, mctx's defaults), ``q``
-    the *completed* Q (a visited
-    child's mean value, an unvisited one's the root's mean value: the paper's ``v_mix`` with the root's
-    mean in place of the net's value) rescaled to [0, 1] over the root's children. Below the root,
-    selection stays Eq. 1. The result also carries the improved policy
-    ``softmax(logits + sigma(completed q))`` over every root child, the paper's policy-training target
-    (``SearchResult.target``). Root Dirichlet noise is not used with it (the Gumbel noise explores).
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    simulations: int = Field(400, ge=1)
-    threads: int = Field(1, ge=1, le=256)
-    c_puct: float = Field(1.5, gt=0)
-    formula: Literal["puct", "printed"] = "puct"
-    fpu_reduction: float | None = None
-    dirichlet_alpha: float = Field(0.3, gt=0)
-    dirichlet_epsilon: float = Field(0.0, ge=0, le=1)
-    expansion_pruner: str | None = "prune.expansion"
-    capture_pruner: str | None = "prune.capture"
-    victim_candidates: int = Field(8, ge=0)
-    max_nodes: int = Field(300_000, ge=16)
-    reuse_tree: bool = True
-    seed: int = 0
-    backup: Literal["mean", "sarsa", "q", "hybrid"] = "mean"
-    sarsa_rate: float = Field(0.372, gt=0, le=1)
-    q_rate: float = Field(0.628, gt=0, le=1)
-    trace_decay: float = Field(0.9, ge=0, le=1)
-    discount: float = Field(1.0, ge=0, le=1)
-    reward_scale: float = Field(0.1, ge=0, le=10)
-    feedback_evaluator: str = "eval.shape"
-    layout_prior: str = "prior.gaussian"
-    value_evaluator: str | None = None
-    value_mix: float = Field(0.0, ge=0, le=1)
-    layout_value_evaluator: str | None = None
-    layout_value_mix: float = Field(0.0, ge=0, le=1)
-    layout_value_from: int = Field(0, ge=0, le=NUM_POINTS)
-    battle_prior: str | None = None
-    prior_mix: float = Field(0.5, ge=0, le=1)
-    layout_prior_mix: float = Field(0.0, ge=0, le=1)
-    policy_temperature: float = Field(1.0, ge=0.05, le=10)
-    value_center: bool = False
-    terminal_bound: bool = True
-    root_selection: Literal["puct", "gumbel"] = "puct"
-    gumbel_m: int = Field(16, ge=1, le=4096)
-    gumbel_scale: float = Field(0.0, ge=0, le=10)
-    gumbel_c_visit: float = Field(50.0, ge=0, le=1e6)
-    gumbel_c_scale: float = Field(0.1, gt=0, le=1e3)
-
 
 class SearchResult(NamedTuple):
     """Root statistics after a search: ``moves`` (root children), ``visits`` int32, ``q`` float64 (mean
@@ -306,10 +158,10 @@ class Search:
         self._prior_plugin = (REGISTRY.create(cfg.battle_prior, "battle_prior")
                               if cfg.battle_prior is not None and cfg.prior_mix > 0 else None)
         self._layout_prior_plugin = (REGISTRY.create(cfg.layout_prior, "layout_prior")
-                                     if cfg.layout_prior_mix > 0 else None)
+                                     if cfg.layout_prior is not None and cfg.layout_prior_mix > 0 else None)
         if cfg.backup != "mean":
             self._feedback = REGISTRY.create(cfg.feedback_evaluator, "evaluator")
-            self._prior = self._layout_prior_plugin or REGISTRY.create(cfg.layout_prior, "layout_prior")
+            self._prior = self._layout_prior_plugin or REGISTRY.create(cfg.layout_prior or TD_LAYOUT_PRIOR, "layout_prior")
 
     # ------------------------------------------------------------------ lifecycle
     def close(self) -> None:

@@ -26,7 +26,7 @@ from cli import app
 from knowledge.agents import ExpertAgent, PhasedAgent, validate_agent_spec, make_agent
 from knowledge.registry import REGISTRY, SpecError, UnknownNameError, parse_spec
 from search.agents import MODELS_DIR, LowerVictimsAgent, SearchAgent
-from search.mcts import SearchConfig
+from search.config import SearchConfig, model_search_config, preset
 
 # spec -> the message (exactly)
 BAD_SPECS = {
@@ -65,7 +65,7 @@ BAD_SPECS = {
     "random+random+random": "agent spec 'random+random+random': expected NAME[:k=v,...] or LAYOUT+BATTLE",
 }
 UNKNOWN = {  # spec -> the start of the message
-    "mcts:bogus=1": "agent 'mcts': unknown option 'bogus' (options: seed, sims, threads,",
+    "mcts:bogus=1": "agent 'mcts': unknown option 'bogus' (options: seed, simulations, threads,",
     "nope": "unknown agent 'nope'; available: ",
     "slm:battle=nope": "agent 'slm' option 'battle': 'search' or an agent spec: unknown agent 'nope'; available:",
 }
@@ -93,7 +93,7 @@ def test_unknown_options_and_names_list_the_choices(spec):
 
 def test_good_specs_parse_to_typed_options():
     _, opts = REGISTRY.check("mcts:sims=64,threads=2,c-puct=2.5,prune=false,temperature=0.5", "agent")
-    assert (opts.sims, opts.threads, opts.c_puct, opts.prune, opts.temperature) == (64, 2, 2.5, False, 0.5)
+    assert (opts.simulations, opts.threads, opts.c_puct, opts.prune, opts.temperature) == (64, 2, 2.5, False, 0.5)
     assert parse_spec("minimax:depth=3,time=0.5") == ("minimax", {"depth": "3", "time": "0.5"})
     agent = make_agent("expert:top=4,noise=0.5,victims=eq9", seed=9)
     assert isinstance(agent, ExpertAgent)
@@ -122,28 +122,60 @@ def test_every_agent_has_options_with_every_number_bounded():
 
 
 def test_search_defaults_live_in_search_config():
-    """``mcts`` searches with ``SearchConfig``'s defaults; the net agents and self-play with the net search's
-    ``search.mcts.NET_C_PUCT``, each written once."""
-    from search.mcts import NET_C_PUCT
+    """``mcts`` searches with the ``paper`` preset (``SearchConfig``'s defaults); the net agents with the
+    shipped model's ``agent.toml`` (the ``shipped`` preset) and self-play with it too, each written once;
+    the option models declare none of these fields again."""
+    from search import agents
     from train.config import SelfPlayConfig
 
-    default = SearchConfig()
-    assert NET_C_PUCT != default.c_puct  # else this test could not tell the two apart
-    for name, c_puct in (("mcts", default.c_puct), ("jfa", NET_C_PUCT), ("slm", NET_C_PUCT), ("hbm", NET_C_PUCT)):
+    paper, shipped = preset("paper"), preset("shipped")
+    assert paper == SearchConfig() and model_search_config(MODELS_DIR / "default") == shipped
+    assert shipped.c_puct != paper.c_puct and shipped.root_selection != paper.root_selection
+    for name, config in (("mcts", paper), ("jfa", shipped), ("slm", shipped), ("hbm", shipped)):
         _, opts = REGISTRY.check(name, "agent")
-        assert opts.c_puct == c_puct and opts.formula == default.formula
-        assert opts.search_config().c_puct == c_puct
-    assert SelfPlayConfig().c_puct == NET_C_PUCT
-    from search.mcts import NET_ROOT_SELECTION
-
-    assert NET_ROOT_SELECTION != default.root_selection
-    for name, root in (("mcts", default.root_selection), ("jfa", NET_ROOT_SELECTION), ("hbm", NET_ROOT_SELECTION)):
-        _, opts = REGISTRY.check(name, "agent")
-        assert opts.search_config().root_selection == root
-    assert SelfPlayConfig().root_selection == NET_ROOT_SELECTION
+        played = opts.search_config()
+        assert isinstance(played, SearchConfig) and type(played) is SearchConfig
+        for field in SearchConfig.model_fields:
+            if field not in ("simulations", "seed"):
+                assert getattr(played, field) == getattr(config, field), (name, field)
+    assert REGISTRY.check("mcts", "agent")[1].simulations == 200 and REGISTRY.check("jfa", "agent")[1].simulations == 16
+    for model in (agents.SearchOptions, agents._MctsOptions, agents._ShapeOptions, agents._NetOptions,
+                  agents.SlmOptions, agents.HbmOptions):  # declared once: the option models inherit the fields
+        assert not set(vars(model).get("__annotations__", {})) & set(SearchConfig.model_fields), model
+    search = SelfPlayConfig().search
+    assert (search.c_puct, search.root_selection, search.value_evaluator) == (shipped.c_puct, shipped.root_selection,
+                                                                             shipped.value_evaluator)
+    assert (search.simulations, search.threads, search.dirichlet_epsilon) == (32, 4, 0.25)
     agent = make_agent("mcts:sims=2")
-    assert agent.search.config.c_puct == default.c_puct
+    assert agent.search.config.c_puct == paper.c_puct
     agent.close()
+
+
+def test_old_option_names_are_aliases_of_the_search_fields():
+    """Every spec written before the one ``SearchConfig`` keeps its meaning."""
+    _, old = REGISTRY.check("jfa:sims=8,root=puct,value_eval=none,layout_value_eval=eval.shape,victim_eval=none,victims=3",
+                            "agent")
+    _, new = REGISTRY.check("jfa:simulations=8,root_selection=puct,value_evaluator=none,layout_value_evaluator=eval.shape,"
+                            "victim_evaluator=none,victim_candidates=3", "agent")
+    assert old == new and old.search_config() == new.search_config()
+    assert (old.simulations, old.root_selection, old.value_evaluator, old.victim_candidates) == (8, "puct", None, 3)
+    assert old.layout_value_evaluator == "eval.shape"
+    assert REGISTRY.check("mcts:expansion_pruner=NONE", "agent")[1].expansion_pruner is None
+
+
+def test_agent_toml_errors_name_the_file_and_field(tmp_path):
+    from search.config import AgentFileError
+
+    with pytest.raises(AgentFileError, match="agent.toml"):
+        model_search_config(tmp_path)
+    (tmp_path / "agent.toml").write_text('[search]\npreset = "shipped"\nc_puct = -1\n')
+    with pytest.raises(AgentFileError, match=r"agent.toml: field 'search.c_puct'"):
+        model_search_config(tmp_path)
+    (tmp_path / "agent.toml").write_text('[search]\npreset = "fast"\n')
+    with pytest.raises(AgentFileError, match=r"field 'search.preset': unknown search preset 'fast'"):
+        model_search_config(tmp_path)
+    (tmp_path / "agent.toml").write_text('[search]\npreset = "shipped"\nsims = 32\n')
+    assert model_search_config(tmp_path) == preset("shipped").model_copy(update={"simulations": 32})
 
 
 def test_catalogue_lists_every_agent_with_its_options():
@@ -317,16 +349,16 @@ def test_the_searched_battles_victim_chooser(options, searched, chooser):
     """Who chooses the searched battle's square victims (module docstring, "Square victims"): the
     resolved spec and the scorer the search holds, among the pruner's 8 best sets by default."""
     from search.agents import NetOptions
-    from search.mcts import NET_VICTIM_CANDIDATES, NET_VICTIM_EVAL
 
+    shipped = preset("shipped")
     spec = "jfa:sims=2,threads=1,inference_threads=1" + (f",{options}" if options else "")
     o = NetOptions.model_validate(dict(kv.split("=", 1) for kv in spec.split(":", 1)[1].split(",")))
-    assert o.search_victim_eval() == searched and o.victims == NET_VICTIM_CANDIDATES
-    assert NET_VICTIM_EVAL == "eval.expert"
+    assert o.victim_evaluator == searched and o.victim_candidates == shipped.victim_candidates
+    assert shipped.victim_evaluator == "eval.expert"
     agent = make_agent(spec)
     try:
         assert type(agent.search.victim_scorer).__name__ == (chooser or "NoneType")
-        assert agent.search.config.victim_candidates == NET_VICTIM_CANDIDATES
+        assert agent.search.config.victim_candidates == shipped.victim_candidates
     finally:
         agent.close()
 
@@ -346,38 +378,66 @@ def test_a_battle_agent_keeps_its_own_victims_unless_a_chooser_is_given():
         chosen.close()
 
 
-def test_training_evaluation_specs_are_valid_agent_specs(tmp_path):
+def test_training_evaluation_agents_are_recipes(tmp_path):
+    """The gate and curve agents are ``AgentRecipe`` objects (picklable, rebuilt from their dict), with a
+    text form for records only."""
+    import pickle
+
+    from search.agents import AgentRecipe
     from train.config import TrainConfig
-    from train.selfplay import net_agent_spec
+    from train.selfplay import net_agent
 
     cfg = TrainConfig()
-    for kind, prefix in (("slm", "slm:slm="), ("upper", "hbm:upper="), ("lower", "hbm:battle=expert,lower=")):
-        spec = net_agent_spec(kind, tmp_path / f"{kind}.safetensors", cfg)
-        assert spec.startswith(prefix)
-        validate_agent_spec(spec)
+    for kind, name in (("slm", "slm"), ("upper", "hbm"), ("lower", "hbm")):
+        recipe = net_agent(kind, tmp_path / f"{kind}.safetensors", cfg)
+        assert isinstance(recipe, AgentRecipe) and recipe.name == name and str(recipe).startswith(f"{name}:")
+        assert pickle.loads(pickle.dumps(recipe)) == recipe
+        assert AgentRecipe.from_dict(json.loads(json.dumps(recipe.to_dict()))) == recipe
+    lower = net_agent("lower", tmp_path / "lower.safetensors", cfg).options
+    assert (lower.battle, lower.victim_candidates, lower.victim_evaluator) == ("expert", 0, None)
 
 
-def test_upper_evaluation_spec_searches_with_the_selfplay_knowledge(tmp_path):
-    from knowledge.registry import REGISTRY, parse_spec
+def test_upper_evaluation_agent_searches_with_the_selfplay_search(tmp_path):
     from train.config import ConfigError, TrainConfig, validate_config
-    from train.selfplay import net_agent_spec, search_config
+    from train.selfplay import net_agent, search_config
 
-    cfg = TrainConfig.model_validate({"selfplay": {"expansion_pruner": "prune.expert:top=3", "value_eval": "eval.expert",
-                                                   "value_mix": 0.75, "c_puct": 0.8}})
-    name, raw = parse_spec(net_agent_spec("upper", tmp_path / "upper.safetensors", cfg))
-    options = REGISTRY.entry(name, "agent").parse(raw)
+    cfg = TrainConfig.model_validate({"selfplay": {"search": {"expansion_pruner": "prune.expert:top=3",
+                                                              "value_eval": "eval.expert", "value_mix": 0.75,
+                                                              "c_puct": 0.8}}})
+    options = net_agent("upper", tmp_path / "upper.safetensors", cfg).options
     played, selfplay = options.search_config(), search_config(cfg, seed=0)
-    for field in ("expansion_pruner", "capture_pruner", "value_evaluator", "value_mix", "c_puct"):
-        assert getattr(played, field) == getattr(selfplay, field), field
+    for field in SearchConfig.model_fields:
+        if field not in ("seed", "dirichlet_epsilon", "gumbel_scale"):  # the gate plays without exploration noise
+            assert getattr(played, field) == getattr(selfplay, field), field
     assert played.value_evaluator == "eval.expert" and played.value_mix == 0.75 and played.c_puct == 0.8
-    name, raw = parse_spec(net_agent_spec("slm", tmp_path / "slm.safetensors", cfg))
-    assert REGISTRY.entry(name, "agent").parse(raw).search_config().c_puct == 0.8
-    plain = TrainConfig.model_validate({"selfplay": {"value_eval": "none", "value_drift": 0}})
-    assert plain.selfplay.value_eval is None and search_config(plain, seed=0).value_evaluator is None
-    name, raw = parse_spec(net_agent_spec("upper", tmp_path / "upper.safetensors", plain))
-    assert REGISTRY.entry(name, "agent").parse(raw).search_config().value_evaluator is None
-    with pytest.raises((ConfigError, ValueError), match="value_eval|at most one option"):
-        validate_config({"selfplay": {"value_eval": "eval.expert:a=1,b=2"}})
+    assert played.gumbel_scale == 0 and played.dirichlet_epsilon == 0
+    assert net_agent("slm", tmp_path / "slm.safetensors", cfg).options.search_config().c_puct == 0.8
+    plain = TrainConfig.model_validate({"selfplay": {"search": {"value_eval": "none"}, "value_drift": 0}})
+    assert plain.selfplay.search.value_evaluator is None and search_config(plain, seed=0).value_evaluator is None
+    assert net_agent("upper", tmp_path / "upper.safetensors", plain).options.search_config().value_evaluator is None
+    with pytest.raises(ConfigError, match="selfplay.search.value_evaluator"):
+        validate_config({"selfplay": {"search": {"value_eval": "eval.nope"}}})
+    with pytest.raises(ConfigError, match=r"selfplay.c_puct is now selfplay.search.c_puct"):
+        validate_config({"selfplay": {"c_puct": 0.5}})
+
+
+def test_selfplay_search_table_applies_over_the_selfplay_search():
+    """``[selfplay.search]``: keys (names or old aliases) over self-play's defaults or a ``preset``'s; a
+    moved flat key names its new place; ``gate.simulations``/``search_threads`` override the one search."""
+    from train.config import SELFPLAY_SEARCH, ConfigError, load_config
+    from train.selfplay import evaluation_search
+
+    cfg = load_config(None, ["selfplay.search.c_puct=0.5", "selfplay.search.sims=8"])
+    assert cfg.selfplay.search == SELFPLAY_SEARCH.model_copy(update={"c_puct": 0.5, "simulations": 8})
+    paper = load_config(None, ["selfplay.search.preset=paper", "selfplay.value_drift=0"])
+    assert paper.selfplay.search == preset("paper")
+    with pytest.raises(ConfigError, match=r"selfplay.search_threads is now selfplay.search.threads"):
+        load_config(None, ["selfplay.search_threads=2"])
+    with pytest.raises(ConfigError, match=r"search.preset: unknown search preset 'fast'"):
+        load_config(None, ["selfplay.search.preset=fast"])
+    assert (evaluation_search(cfg).simulations, evaluation_search(cfg).threads) == (8, 4)
+    gated = evaluation_search(load_config(None, ["gate.simulations=3", "gate.search_threads=1"]))
+    assert (gated.simulations, gated.threads, gated.dirichlet_epsilon, gated.gumbel_scale) == (3, 1, 0.0, 0.0)
 
 
 # ----------------------------------------------------------------------------- fuzz

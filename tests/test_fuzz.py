@@ -196,7 +196,7 @@ def test_fuzz_rule_options(items):
 
 
 _CONFIG_KEYS = ["model", "iterations", "workers", "seed", "backend", "minutes", "selfplay.games",
-                "selfplay.simulations", "selfplay.temperature_plies", "nets.blocks", "nets.channels", "nets.preset",
+                "selfplay.search.simulations", "selfplay.temperature_plies", "nets.blocks", "nets.channels", "nets.preset",
                 "learner.lr", "learner.steps", "replay.window", "ruleset.loss_below", "ruleset.max_battle_plies",
                 "gate.max_games", "curve.games", "pretrain.steps", "bogus.key", "selfplay", "a..b"]
 

@@ -41,7 +41,7 @@ from train.selfplay import game_seed
 ROOT = Path(__file__).resolve().parent.parent
 MICRO = [
     "nets.blocks=1", "nets.channels=8", "nets.value_hidden=8",
-    "selfplay.games=2", "selfplay.simulations=2", "selfplay.search_threads=1", "selfplay.temperature_plies=4",
+    "selfplay.games=2", "selfplay.search.simulations=2", "selfplay.search.threads=1", "selfplay.temperature_plies=4",
     "pretrain.games=2", "pretrain.steps=2", "pretrain.batch_size=8",
     "learner.steps=2", "learner.batch_size=8",
     "gate.simulations=2", "gate.search_threads=1", "gate.max_games=2", "gate.batch=2",
@@ -115,9 +115,9 @@ def test_config_is_frozen_and_round_trips_json(tmp_path):
 
 
 def test_cli_bad_config_exits_2_naming_the_field(tmp_path):
-    result = runner.invoke(app, ["selfplay", "--run-dir", str(tmp_path / "r"), "--set", "selfplay.simulations=0"])
+    result = runner.invoke(app, ["selfplay", "--run-dir", str(tmp_path / "r"), "--set", "selfplay.search.simulations=0"])
     assert result.exit_code == 2
-    assert "selfplay.simulations" in result.output and "Traceback" not in result.output
+    assert "selfplay.search.simulations" in result.output and "Traceback" not in result.output
     result = runner.invoke(app, ["selfplay", "--run-dir", str(tmp_path / "r"), "--set", "nonsense"])
     assert result.exit_code == 2 and "KEY=VALUE" in result.output
 
@@ -491,11 +491,11 @@ def test_minutes_budget_stops_at_a_resumable_point(tmp_path):
 @pytest.mark.parametrize("kind", ["slm", "upper", "lower"])
 def test_trained_checkpoint_plays_a_legal_full_game(cycle_run, kind):
     from train.arena import play_game
-    from train.selfplay import net_agent_spec
+    from train.selfplay import net_agent
 
     run, cfg, _, _ = cycle_run
     it = {"slm": 1, "upper": 2, "lower": 3}[kind]
-    spec = net_agent_spec(kind, run / "checkpoints" / f"{kind}-i{it:04d}.safetensors", cfg)
+    spec = net_agent(kind, run / "checkpoints" / f"{kind}-i{it:04d}.safetensors", cfg)
     record = play_game(spec, "random", RULES, 1, 2)
     assert record.reason != "illegal-move"
     final = record.final_state()  # replays and validates every move
@@ -924,8 +924,8 @@ def test_shards_carry_their_format_and_encoding_version(tmp_path, states):
     (["--reward", "bogus"], "selfplay.reward"),
     (["--set", "selfplay.aux_agent=nobody"], "selfplay.aux_agent"),
     (["--set", "gate.expert=expert:bogus=1"], "gate.expert"),
-    (["--set", "selfplay.capture_pruner=prune.nothing"], "selfplay.capture_pruner"),
-    (["--set", "selfplay.victim_eval=eval.nothing"], "selfplay.victim_eval"),
+    (["--set", "selfplay.search.capture_pruner=prune.nothing"], "selfplay.search.capture_pruner"),
+    (["--set", "selfplay.search.victim_evaluator=eval.nothing"], "selfplay.search.victim_evaluator"),
     (["--set", 'curve.anchors=["random","nope"]', "--set", "curve.anchor=random"], "curve.anchors"),
 ])
 def test_names_are_resolved_before_any_work(tmp_path, args, field):
@@ -1121,6 +1121,7 @@ def test_curve_points_and_joint_fit(cycle_run):
     assert points[0]["player"] == "slm@i0000" and (points[0]["games"], points[0]["hours"]) == (0, 0.0)
     assert [r["b"] for r in points[0]["results"]] == ["random", "greedy"]
     assert "checkpoints/slm-i0000.safetensors" in points[0]["spec"]
+    assert points[0]["recipe"]["agent"] == "slm" and points[0]["recipe"]["options"]["slm"].endswith("slm-i0000.safetensors")
     for p in points:
         assert {r["b"] for r in p["results"]} >= {"random", "greedy"}
         assert all(r["wins"] + r["draws"] + r["losses"] == 2 for r in p["results"])
@@ -1522,7 +1523,7 @@ def test_upper_selfplay_with_value_drift_targets_the_margins_change(monkeypatch)
     from train.selfplay import play_upper_game
     from train.supervised import DriftTarget, drift_values
 
-    cfg = micro_config("selfplay.value_drift=2", "selfplay.value_eval=eval.expert")
+    cfg = micro_config("selfplay.value_drift=2", "selfplay.search.value_evaluator=eval.expert")
     resolve_names(cfg)
     net = build(cfg.nets.net_config("upper")).eval()
     game, builder, _ = play_upper_game(cfg, net, seed=4)
@@ -1535,7 +1536,7 @@ def test_upper_selfplay_with_value_drift_targets_the_margins_change(monkeypatch)
     np.testing.assert_allclose(samples.z, want[rows], atol=1e-6)
     assert len(set(np.round(samples.z, 4))) > 2  # not the result
     # value_drift_ends = "drop": the same game, no value target (NaN) within K plies of its end
-    cut_cfg = micro_config("selfplay.value_drift=2", "selfplay.value_eval=eval.expert", "selfplay.value_drift_ends=drop")
+    cut_cfg = micro_config("selfplay.value_drift=2", "selfplay.search.value_evaluator=eval.expert", "selfplay.value_drift_ends=drop")
     assert cut_cfg.drift_target("upper") == DriftTarget(2, "eval.expert", "drop")
     cut_game, cut_builder, _ = play_upper_game(cut_cfg, net, seed=4)
     cut = cut_builder.build()
@@ -1555,7 +1556,7 @@ def test_upper_selfplay_with_value_drift_targets_the_margins_change(monkeypatch)
     with pytest.raises(ConfigError, match="value_drift"):
         micro_config("selfplay.value_drift=3")
     with pytest.raises(ConfigError, match="value_eval"):
-        micro_config("selfplay.value_drift=2", "selfplay.value_eval=none")
+        micro_config("selfplay.value_drift=2", "selfplay.search.value_evaluator=none")
     from knowledge.registry import REGISTRY, Entry
 
     class NoMargin:  # an evaluator without a margin
@@ -1567,27 +1568,28 @@ def test_upper_selfplay_with_value_drift_targets_the_margins_change(monkeypatch)
     REGISTRY.names()  # the knowledge plugins are registered first
     monkeypatch.setitem(REGISTRY._entries, "eval.no-margin", Entry("eval.no-margin", "evaluator", NoMargin, ""))
     with pytest.raises(ConfigError, match="selfplay.value_drift.*no margin"):
-        resolve_names(micro_config("selfplay.value_drift=2", "selfplay.value_eval=eval.no-margin",
-                                   "selfplay.value_center=false"))
+        resolve_names(micro_config("selfplay.value_drift=2", "selfplay.search.value_evaluator=eval.no-margin",
+                                   "selfplay.search.value_center=false"))
 
 
 def test_the_upper_value_target_is_the_drift_by_default_in_selfplay_and_its_pretrain(tmp_path, monkeypatch):
     """``TrainConfig.drift_target``: the upper net's value target is the drift of the net search's leaf
-    value over ``search.mcts.NET_VALUE_DRIFT`` plies by default (the value the net agents blend in), the
+    value over ``selfplay.value_drift`` (8) plies by default (the value the net agents blend in), the
     result with ``value_drift = 0`` and for the other nets; the pipeline's pretrain phase trains the
     same target as self-play."""
     import train.supervised as supervised
-    from search.mcts import NET_VALUE_DRIFT, NET_VALUE_EVAL, NET_VALUE_MIX
+    from search.config import preset
     from train.supervised import DriftTarget
 
-    assert NET_VALUE_MIX < 1  # else the net's value would not be in the leaf value, nor worth a drift target
+    shipped_value = preset("shipped").value_evaluator
+    assert preset("shipped").value_mix < 1  # else the net's value would not be in the leaf value, nor worth a drift target
     cfg = micro_config()
-    assert cfg.drift_target("upper") == DriftTarget(NET_VALUE_DRIFT, NET_VALUE_EVAL)
-    assert micro_config("selfplay.value_drift=6").drift_target("upper") == DriftTarget(6, NET_VALUE_EVAL)
+    assert cfg.drift_target("upper") == DriftTarget(8, shipped_value)
+    assert micro_config("selfplay.value_drift=6").drift_target("upper") == DriftTarget(6, shipped_value)
     assert cfg.drift_target("slm") is None and cfg.drift_target("lower") is None
     assert micro_config("selfplay.value_drift=0").drift_target("upper") is None
     with pytest.raises(ConfigError, match="value_drift = 0"):
-        micro_config("selfplay.value_eval=none")
+        micro_config("selfplay.search.value_evaluator=none")
     seen = []
     real = supervised.samples_from_records
 
@@ -1599,23 +1601,23 @@ def test_the_upper_value_target_is_the_drift_by_default_in_selfplay_and_its_pret
     run_pipeline(micro_config("model=upper", "iterations=1", "gate.max_games=0",
                               "gate.expert_games=0", "curve.every=0", "selfplay.value_drift=4"),
                  tmp_path / "run", progress=False)
-    assert seen == [("upper", DriftTarget(4, NET_VALUE_EVAL))]
+    assert seen == [("upper", DriftTarget(4, shipped_value))]
 
 
 def test_upper_selfplay_with_gumbel_targets_the_improved_policy():
-    """``selfplay.root_selection=gumbel``: each searched battle sample's policy target is the Gumbel
+    """``selfplay.search.root_selection=gumbel``: each searched battle sample's policy target is the Gumbel
     search's improved policy, positive on every root child (kept path) although two simulations visit
     one of them; the gate and curve agents search the same way (without noise)."""
     from knowledge.registry import REGISTRY
     from nets.encoding import encode_paths
     from nets.model import build
-    from train.selfplay import net_agent_spec, play_upper_game
+    from train.selfplay import net_agent, play_upper_game
 
-    cfg = micro_config("selfplay.root_selection=gumbel", "selfplay.gumbel_m=8")
+    cfg = micro_config("selfplay.search.root_selection=gumbel", "selfplay.search.gumbel_m=8")
     net = build(cfg.nets.net_config("upper")).eval()
     game, builder, _ = play_upper_game(cfg, net, seed=4)
     samples = builder.build()
-    pruner = REGISTRY.create(cfg.selfplay.expansion_pruner, "expansion_pruner")
+    pruner = REGISTRY.create(cfg.selfplay.search.expansion_pruner, "expansion_pruner")
     replay, k, spread = GameState.initial(cfg.ruleset), 0, 0
     for text, info in zip(game.moves, game.search):
         if info is not None and replay.phase == 1:
@@ -1628,7 +1630,8 @@ def test_upper_selfplay_with_gumbel_targets_the_improved_policy():
             k += 1
         replay = replay.apply(text)
     assert k == len(samples) and spread > 0
-    assert "root=gumbel,gumbel_m=8" in net_agent_spec("upper", "/tmp/upper.safetensors", cfg)
+    options = net_agent("upper", "/tmp/upper.safetensors", cfg).options
+    assert (options.root_selection, options.gumbel_m, options.gumbel_scale) == ("gumbel", 8, 0.0)
 
 
 def test_upper_selfplay_with_playout_caps_samples_only_its_full_searches():
@@ -1638,7 +1641,7 @@ def test_upper_selfplay_with_playout_caps_samples_only_its_full_searches():
     from nets.model import build
     from train.selfplay import play_upper_game
 
-    cfg = micro_config("selfplay.simulations=2", "selfplay.full_simulations=5", "selfplay.full_fraction=0.5",
+    cfg = micro_config("selfplay.search.simulations=2", "selfplay.full_simulations=5", "selfplay.full_fraction=0.5",
                        "ruleset.max_battle_plies=40")
     net = build(cfg.nets.net_config("upper")).eval()
     game, builder, _ = play_upper_game(cfg, net, seed=4)
@@ -1655,23 +1658,23 @@ def test_upper_selfplay_with_playout_caps_samples_only_its_full_searches():
     assert k == len(samples) == counts[5] and counts[2] > 0 and counts[5] > 0
     assert game.searched == counts[2] + counts[5]
     with pytest.raises(ConfigError, match="full_simulations"):
-        micro_config("selfplay.simulations=4", "selfplay.full_simulations=3")
+        micro_config("selfplay.search.simulations=4", "selfplay.full_simulations=3")
 
 
 @pytest.mark.parametrize("victim_eval", [None, "eval.expert"])
 def test_upper_selfplay_chooses_the_victims_as_the_shipped_agent(victim_eval):
-    """``selfplay.victim_eval``: every square-forming move of the upper net's self-play takes, among the
+    """``selfplay.search.victim_evaluator``: every square-forming move of the upper net's self-play takes, among the
     capture pruner's 8 best sets, the one after which the plugin's value for the opponent is lowest
     (``None``: the pruner's best set), searched or forced; the gate's agent spec chooses the same way."""
     from knowledge.registry import REGISTRY
     from nets.model import build
     from search.victims import after_path
-    from train.selfplay import net_agent_spec, play_upper_game
+    from train.selfplay import net_agent, play_upper_game
 
-    cfg = micro_config(f"selfplay.victim_eval={victim_eval or 'none'}", "ruleset.max_battle_plies=120")
-    assert cfg.selfplay.victim_eval == victim_eval
+    cfg = micro_config(f"selfplay.search.victim_evaluator={victim_eval or 'none'}", "ruleset.max_battle_plies=120")
+    assert cfg.selfplay.search.victim_evaluator == victim_eval
     game, _, _ = play_upper_game(cfg, build(cfg.nets.net_config("upper")).eval(), seed=5)
-    pruner = REGISTRY.create(cfg.selfplay.capture_pruner, "capture_pruner")
+    pruner = REGISTRY.create(cfg.selfplay.search.capture_pruner, "capture_pruner")
     evaluator = REGISTRY.create(victim_eval, "evaluator") if victim_eval else None
     replay, captures, chosen = GameState.initial(cfg.ruleset), 0, 0
     for text in game.moves:
@@ -1689,7 +1692,7 @@ def test_upper_selfplay_chooses_the_victims_as_the_shipped_agent(victim_eval):
             captures += 1
         replay = replay.apply(text)
     assert captures > 0 and (evaluator is None or chosen > 0)  # the plugin's choice is not the pruner's first
-    assert f"victim_eval={victim_eval or 'none'}" in net_agent_spec("upper", "/tmp/upper.safetensors", cfg)
+    assert net_agent("upper", "/tmp/upper.safetensors", cfg).options.victim_evaluator == victim_eval
 
 
 @pytest.mark.parametrize("target", [None, "eval.expert:plies=1"])
@@ -1710,7 +1713,7 @@ def test_lower_selfplay_values_every_candidate_with_lower_eval(target):
     net = build(cfg.nets.net_config("lower")).eval()
     game, builder, info = play_lower_game(cfg, net, seed=5)
     samples = builder.build()
-    pruner = REGISTRY.create(cfg.selfplay.capture_pruner, "capture_pruner")
+    pruner = REGISTRY.create(cfg.selfplay.search.capture_pruner, "capture_pruner")
     evaluator = REGISTRY.create(target, "evaluator") if target else None
     returns = game.state.returns()
     replay, k, captures, wider = GameState.initial(cfg.ruleset), 0, 0, 0

@@ -13,7 +13,9 @@ are version 2.)
 
 Agents are built by spec in the process that plays the game (``knowledge.agents.make_agent``, which
 understands ``NAME[:k=v,...]`` and ``LAYOUT+BATTLE``, with the agents of ``catalog`` registered),
-fresh for every game. ``workers >= 1`` plays in that many worker processes (the project's one pool,
+fresh for every game. A player may also be a ``search.agents.AgentRecipe`` (an agent name with its
+validated options, picklable: the training pipeline's gate and learning curve), built by its ``build``;
+files and records then name it by its text (:func:`player_text`). ``workers >= 1`` plays in that many worker processes (the project's one pool,
 ``train.workers``); ``workers = 0`` plays in the calling process (debugging, tests). The run directory
 is locked for the match (``train.rundir.lock_dir``): a second match into it is refused at once.
 
@@ -97,14 +99,23 @@ def record_path(out_dir: str | os.PathLike, index: int) -> Path:
 
 
 # ============================================================================ agents
-def build_agent(spec: str, seed: int = 0):
-    """An agent from a spec string (``NAME[:k=v,...]`` or ``LAYOUT+BATTLE``) seeded with ``seed``,
-    through ``knowledge.agents.make_agent`` with every built-in agent registered (``catalog``). Raises
-    ``knowledge.registry.SpecError`` (one line: bad syntax, unknown option, value of the wrong type or
-    out of range) or ``UnknownNameError`` (also a ``KeyError``, listing the available agents)."""
+def player_text(player) -> str:
+    """How records, ``arena.json`` and progress lines name a player: a spec string itself, or the text of
+    a ``search.agents.AgentRecipe`` (display only: a recipe is never rebuilt from it)."""
+    return player if isinstance(player, str) else str(player)
+
+
+def build_agent(spec, seed: int = 0):
+    """An agent seeded with ``seed`` from a spec string (``NAME[:k=v,...]`` or ``LAYOUT+BATTLE``, through
+    ``knowledge.agents.make_agent`` with every built-in agent registered, ``catalog``) or from a
+    ``search.agents.AgentRecipe`` (its ``build``). Raises ``knowledge.registry.SpecError`` (one line: bad
+    syntax, unknown option, value of the wrong type or out of range) or ``UnknownNameError`` (also a
+    ``KeyError``, listing the available agents)."""
     import catalog  # noqa: F401 - registers the built-in agents
     from knowledge.agents import make_agent
 
+    if not isinstance(spec, str):
+        return spec.build(seed)
     return make_agent(spec, seed=seed)
 
 
@@ -118,16 +129,19 @@ def check_agent_spec(spec: str, what: str = "agent") -> None:
     from knowledge.agents import validate_agent_spec
     from knowledge.registry import SpecError
 
-    if not isinstance(spec, str) or not spec.strip():
-        raise ArenaError(f"{what}: empty agent spec")
-    try:
-        validate_agent_spec(spec)
-    except SpecError as exc:
-        raise ArenaError(str(exc)) from None
+    if isinstance(spec, str):
+        if not spec.strip():
+            raise ArenaError(f"{what}: empty agent spec")
+        try:
+            validate_agent_spec(spec)
+        except SpecError as exc:
+            raise ArenaError(str(exc)) from None
+    elif not callable(getattr(spec, "build", None)):
+        raise ArenaError(f"{what}: empty agent spec" if spec is None else f"{what}: not an agent spec ({type(spec).__name__})")
     try:
         agent = build_agent(spec, seed=0)
     except (ValueError, TypeError, OSError) as exc:
-        raise ArenaError(f"{what} {spec!r}: {exc}") from None
+        raise ArenaError(f"{what} {player_text(spec)!r}: {exc}") from None
     close = getattr(agent, "close", None)
     if callable(close):
         close()
@@ -211,7 +225,7 @@ def play_game(
             if callable(close):
                 close()
     meta["duration_seconds"] = time.perf_counter() - start
-    fields: dict[str, Any] = {"white": white, "black": black, "start_time": started_at,
+    fields: dict[str, Any] = {"white": player_text(white), "black": player_text(black), "start_time": started_at,
                               "search": tuple(search), "metadata": meta}
     if reason is not None:
         fields.update(result=result, reason=reason)
@@ -227,7 +241,7 @@ def _game_task(task: dict[str, Any]) -> dict[str, Any]:
     a_white = s["a_colour"] == "w"
     white, black = (task["a"], task["b"]) if a_white else (task["b"], task["a"])
     white_seed, black_seed = (s["seed_a"], s["seed_b"]) if a_white else (s["seed_b"], s["seed_a"])
-    meta = {"arena": {"a": task["a"], "b": task["b"], "seed": task["seed"]}, "game_index": task["index"],
+    meta = {"arena": {"a": player_text(task["a"]), "b": player_text(task["b"]), "seed": task["seed"]}, "game_index": task["index"],
             "pair": s["pair"], "game_seed": s["game_seed"], "a_colour": s["a_colour"]}
     record = play_game(white, black, Ruleset.parse(task["ruleset"]), white_seed, black_seed, meta)
     path = record_path(task["out_dir"], task["index"])
@@ -433,8 +447,8 @@ def sprt_of_games(games: dict[int, float], elo0: float, elo1: float, alpha: floa
 
 
 def run_arena(
-    spec_a: str,
-    spec_b: str,
+    spec_a: str | Any,
+    spec_b: str | Any,
     games: int,
     workers: int = 1,
     seed: int = 0,
@@ -445,7 +459,8 @@ def run_arena(
     executor: Executor | None = None,
     sprt: tuple[float, float, float, float] | None = None,
 ) -> ArenaSummary:
-    """Play (or finish) a colour-balanced match of ``games`` games between ``spec_a`` and ``spec_b``
+    """Play (or finish) a colour-balanced match of ``games`` games between ``spec_a`` and ``spec_b`` (spec
+    strings or ``search.agents.AgentRecipe``)
     and return its :class:`ArenaSummary` (also written to ``out_dir/summary.json``).
 
     ``games``: even, 2..``MAX_GAMES``. ``workers``: processes (``0`` = play in this process). ``seed``: base
@@ -485,8 +500,9 @@ def run_arena(
         return _run_locked(spec_a, spec_b, games, workers, seed, out, ruleset, progress, imports, executor, sprt)
 
 
-def _run_locked(spec_a, spec_b, games, workers, seed, out: Path, ruleset, progress, imports, executor,
+def _run_locked(player_a, player_b, games, workers, seed, out: Path, ruleset, progress, imports, executor,
                 sprt=None) -> ArenaSummary:
+    spec_a, spec_b = player_text(player_a), player_text(player_b)  # the players' names in files and lines
     version = check_run_dir(out, spec_a, spec_b, seed, ruleset)
     games_dir = out / GAMES_DIR
     games_dir.mkdir(parents=True, exist_ok=True)
@@ -494,7 +510,7 @@ def _run_locked(spec_a, spec_b, games, workers, seed, out: Path, ruleset, progre
     atomic_write_json(out / CONFIG_FILE, _config(spec_a, spec_b, seed, ruleset, games, version))
     done = load_records(out, games, spec_a, spec_b, seed)
     todo = [i for i in range(games) if i not in done]
-    task_base = {"a": spec_a, "b": spec_b, "seed": seed, "version": version, "ruleset": ruleset.model_dump(),
+    task_base = {"a": player_a, "b": player_b, "seed": seed, "version": version, "ruleset": ruleset.model_dump(),
                  "out_dir": str(out)}
     start = time.perf_counter()
     score = Counter({"w": 0, "d": 0, "l": 0})

@@ -36,25 +36,44 @@ field                           default                     meaning
                                                             widened when loaded (``nets.io.load``: the same
                                                             function until trained)
 ``selfplay.games``              ``4``                       self-play games per iteration
-``selfplay.simulations``        ``32``                      MCTS simulations per searched move
+``selfplay.search``             the ``shipped`` preset,     the self-play search (``search.config.SearchConfig``)
+                                32 simulations, 4 threads,  (the ``[selfplay.search]`` table: every field of
+                                Dirichlet epsilon 0.25,     it, by name or old alias, applied over these
+                                Gumbel scale 1              defaults, or over ``preset = "NAME"``'s). The
+                                                            shipped ``jfa``'s search (``prune.expert:top=4``,
+                                                            ``eval.expert:plies=2`` leaf values mixed half
+                                                            and half with the net's, relative to the root's,
+                                                            ``c_puct`` 0.25, Gumbel root search, victims by
+                                                            ``eval.expert`` among the pruner's 8 best sets)
+                                                            with self-play's budget and exploration noise:
+                                                            root Dirichlet noise (PUCT root; ``alpha`` 0.3)
+                                                            or Gumbel noise of scale 1 (Gumbel root); the
+                                                            Gumbel root's improved policy is the policy
+                                                            target. The gate and curve agents play it too
+                                                            (without noise). Moved here from ``selfplay``:
+                                                            ``simulations``, ``search_threads`` (now
+                                                            ``threads``), ``c_puct``, ``dirichlet_alpha``,
+                                                            ``dirichlet_epsilon``, ``capture_pruner``,
+                                                            ``victim_eval`` (``victim_evaluator``),
+                                                            ``expansion_pruner``, ``value_eval``
+                                                            (``value_evaluator``), ``value_mix``,
+                                                            ``value_center``, ``root_selection``,
+                                                            ``gumbel_m``: the old key is an error naming
+                                                            the new one
 ``selfplay.full_simulations``   ``None``                    playout-cap randomization (KataGo): with a number,
                                                             a searched move is a full search of this many
                                                             simulations with probability
                                                             ``selfplay.full_fraction`` and gives a training
-                                                            sample; the others search ``simulations`` (fast)
-                                                            and only play. ``None``: every searched move
-                                                            searches ``simulations`` and gives a sample
+                                                            sample; the others search ``search.simulations``
+                                                            (fast) and only play. ``None``: every searched
+                                                            move searches ``search.simulations`` and gives a
+                                                            sample
 ``selfplay.full_fraction``      ``0.25``                    the share of full searches (KataGo's 0.25)
-``selfplay.search_threads``     ``4``                       WU-UCT threads per game (batched evaluation)
 ``selfplay.max_batch``          ``8``                       evaluator batch size
 ``selfplay.precision``          ``"auto"``                  net arithmetic of the self-play searches and the
                                                             gate/curve agents: ``float32``, ``bfloat16`` or
                                                             ``auto`` (bfloat16 on a CPU that has it natively;
                                                             ``nets.inference``)
-``selfplay.c_puct``             ``0.25``                    the net agents' (``search.mcts.NET_C_PUCT``; the
-                                                            gate and curve agents search with it too)
-``selfplay.dirichlet_alpha``    ``0.3``                     root noise (AlphaZero style)
-``selfplay.dirichlet_epsilon``  ``0.25``
 ``selfplay.temperature``        ``1.0``                     move sampling temperature for the first
 ``selfplay.temperature_plies``  ``30``                      plies of the searched phase; then most visited
 ``selfplay.aux_agent``          ``"expert"``                the JFA auxiliary agent (any agent spec): plays
@@ -80,44 +99,19 @@ field                           default                     meaning
                                                             into each sample's policy target: the auxiliary
                                                             agent's knowledge distilled with the visits
 ``selfplay.teacher_mix``        ``0.5``                     weight of the teacher in that target
-``selfplay.capture_pruner``     ``"prune.capture"``         candidate victim sets (JFA Eq. 7-9)
-``selfplay.victim_eval``        ``"eval.expert"``           the searched battle's square victims: the set among
-                                                            the pruner's 8 best after which this ``evaluator``
-                                                            plugin's value for the opponent is lowest, as the
-                                                            shipped ``jfa`` (``search.mcts.NET_VICTIM_EVAL``);
-                                                            ``None``: the pruner's best set
-``selfplay.expansion_pruner``   ``"prune.expert:top=4"``    the battle search's expansion pruner: the expert's
-                                                            4 best paths, as the shipped ``jfa``
-                                                            (``search.mcts.NET_EXPANSION_PRUNER``);
-                                                            ``prune.expansion``: JFA Table 1; or ``None``
-``selfplay.value_eval``         ``"eval.expert:plies=2"``   an ``evaluator`` plugin blended into every battle
-                                                            leaf's value (``search.mcts.NET_VALUE_EVAL``: the
-                                                            expert's two-ply search value; ``None``: the net's
-                                                            value alone)
-``selfplay.value_mix``          ``0.5``                     its weight: ``(1 - w) v_net + w v_plugin``
-                                                            (``search.mcts.NET_VALUE_MIX``)
 ``selfplay.value_drift``        ``8``                       ``upper`` games: ``K > 0`` (even) makes a sample's
-                                                            value target the change of ``value_eval``'s
+                                                            value target the change of
+                                                            ``search.value_evaluator``'s
                                                             margin over the game's next ``K`` plies (near
                                                             the end: ``value_drift_ends``;
                                                             ``train.supervised.drift_values``) instead of the
                                                             result: the net's value then adds what comes
                                                             after the leaf to the leaf value (``value_mix``
-                                                            below 1; ``search.mcts.NET_VALUE_DRIFT``); ``0``:
-                                                            the result
+                                                            below 1); ``0``: the result
 ``selfplay.value_drift_ends``   ``"result"``                that target within ``K`` plies of a finished
                                                             game's end: ``"result"`` (the result) or
                                                             ``"drop"`` (no value target: the sample trains
-                                                            the policy only; ``nets.losses.value_mse``;
-                                                            ``search.mcts.NET_DRIFT_ENDS``)
-``selfplay.value_center``       ``true``                    the plugin's value relative to the root's
-                                                            (``search.mcts.SearchConfig.value_center``)
-``selfplay.root_selection``     ``"gumbel"``                the net agents' (``search.mcts.NET_ROOT_SELECTION``):
-                                                            Gumbel root search with sequential
-                                                            halving (``search.mcts.SearchConfig``; noise scale
-                                                            1 in self-play, 0 in the gate and the curve) and
-                                                            its improved policy as the policy target
-``selfplay.gumbel_m``           ``16``                      ``gumbel``: children considered at the root
+                                                            the policy only; ``nets.losses.value_mse``)
 ``replay.window``               ``20000``                   the learner samples the most recent N samples
 ``replay.symmetries``           ``[0, 1, 2, 3]``            board symmetries drawn per sample at training
                                                             time (``nets.symmetry``; ``[0, 1]`` = the paper's
@@ -178,8 +172,9 @@ field                           default                     meaning
                                                             SPRT that accepts H1 ships a net) or
                                                             ``threshold`` (a score above ``gate.threshold``
                                                             passes, as the run's own gate does)
-``gate.simulations``            ``32``                      search simulations in evaluation games
-``gate.search_threads``         ``4``
+``gate.simulations``            ``None``                    search simulations of the evaluation agents
+                                                            (``None``: ``selfplay.search.simulations``)
+``gate.search_threads``         ``None``                    their threads (``None``: ``selfplay.search.threads``)
 ``gate.expert``                 ``"expert"``                the reference opponent (agent spec)
 ``curve.every``                 ``1``                       learning curve: every N iterations (0: never) the
                                                             best net plays the anchor pool (``train.curve``)
@@ -221,8 +216,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 from core.errors import JiuError
 from core.rules import Ruleset
 from nets.config import Precision
-from search.mcts import (NET_C_PUCT, NET_DRIFT_ENDS, NET_EXPANSION_PRUNER, NET_ROOT_SELECTION, NET_VALUE_CENTER, NET_VALUE_DRIFT, NET_VALUE_EVAL,
-                         NET_VALUE_MIX, NET_VICTIM_EVAL)
+from search.config import SearchConfig, merged_table, preset
 from train.supervised import DriftEnds, DriftTarget
 
 KINDS: tuple[str, ...] = ("slm", "upper", "lower")
@@ -280,17 +274,30 @@ class NetsConfig(_Section):
         return base.model_copy(update=updates) if updates else base
 
 
+# The self-play search: the shipped model's (search.config preset ``shipped``) with self-play's own
+# budget and exploration: 32 simulations on 4 threads, root Dirichlet noise 0.25 (PUCT root) or Gumbel
+# noise of scale 1 (Gumbel root), as before the search was nested (issue 61).
+SELFPLAY_SEARCH = preset("shipped").model_copy(update={"simulations": 32, "threads": 4, "dirichlet_epsilon": 0.25,
+                                                       "gumbel_scale": 1.0})
+# Keys of SelfPlayConfig that moved into its ``search`` table (old flat key -> SearchConfig field).
+MOVED_TO_SEARCH = {"simulations": "simulations", "search_threads": "threads", "c_puct": "c_puct",
+                   "dirichlet_alpha": "dirichlet_alpha", "dirichlet_epsilon": "dirichlet_epsilon",
+                   "capture_pruner": "capture_pruner", "victim_eval": "victim_evaluator",
+                   "expansion_pruner": "expansion_pruner", "value_eval": "value_evaluator", "value_mix": "value_mix",
+                   "value_center": "value_center", "root_selection": "root_selection", "gumbel_m": "gumbel_m"}
+
+
 class SelfPlayConfig(_Section):
+    """Self-play: ``search`` (a ``search.config.SearchConfig``, the ``[selfplay.search]`` table; a table
+    given is applied over :data:`SELFPLAY_SEARCH`, or over ``preset = "NAME"``'s fields) and the settings
+    of self-play alone (module docstring)."""
+
     games: int = Field(4, ge=1)
-    simulations: int = Field(32, ge=1)
+    search: SearchConfig = SELFPLAY_SEARCH
     full_simulations: int | None = Field(None, ge=1)
     full_fraction: float = Field(0.25, gt=0, le=1)
-    search_threads: int = Field(4, ge=1, le=64)
     max_batch: int = Field(8, ge=1)
     precision: Precision = "auto"
-    c_puct: float = Field(NET_C_PUCT, gt=0, le=1000)
-    dirichlet_alpha: float = Field(0.3, gt=0)
-    dirichlet_epsilon: float = Field(0.25, ge=0, le=1)
     temperature: float = Field(1.0, ge=0)
     temperature_plies: int = Field(30, ge=0)
     aux_agent: str = "expert"
@@ -298,54 +305,54 @@ class SelfPlayConfig(_Section):
     lower_epsilon: float = Field(0.1, ge=0, le=1)
     lower_eval: str | None = None
     lower_eval_scale: float = Field(0.1, gt=0, le=10)
-    capture_pruner: str = "prune.capture"
-    victim_eval: str | None = NET_VICTIM_EVAL
-    expansion_pruner: str | None = NET_EXPANSION_PRUNER
-    value_eval: str | None = NET_VALUE_EVAL
-    value_mix: float = Field(NET_VALUE_MIX, ge=0, le=1)
-    value_drift: int = Field(NET_VALUE_DRIFT, ge=0, le=1000)
-    value_drift_ends: DriftEnds = NET_DRIFT_ENDS
-    value_center: bool = NET_VALUE_CENTER
-    root_selection: Literal["puct", "gumbel"] = NET_ROOT_SELECTION
-    gumbel_m: int = Field(16, ge=1, le=4096)
+    value_drift: int = Field(8, ge=0, le=1000)
+    value_drift_ends: DriftEnds = "result"
     teacher: str | None = None
     teacher_mix: float = Field(0.5, ge=0, le=1)
 
     _specs = field_validator("reward", "teacher", "lower_eval")(_spec)
     _agents = field_validator("aux_agent")(_agent_spec)
 
-    @field_validator("capture_pruner", "expansion_pruner", "value_eval", "victim_eval")
+    @model_validator(mode="before")
     @classmethod
-    def _search_plugin(cls, value: str | None) -> str | None:
-        """A plugin of the self-play search: the gate and the curve play the same search through an agent
-        spec (``train.selfplay.net_agent_spec``), whose options are separated by commas, so the plugin
-        spec holds at most one option of its own."""
-        _spec(value)
-        if value is not None and "," in value:
-            raise ValueError(f"{value!r}: a search plugin takes at most one option here (the gate's agent spec holds it)")
-        return value
+    def _search_table(cls, data: Any) -> Any:
+        """A moved flat key is an error naming its new place; a ``search`` table is merged over the
+        self-play search (:data:`SELFPLAY_SEARCH`) or its ``preset``."""
+        if not isinstance(data, dict):
+            return data
+        for key in data:
+            moved = MOVED_TO_SEARCH.get(str(key).replace("-", "_"))
+            if moved is not None:
+                raise ValueError(f"selfplay.{key} is now selfplay.search.{moved} (the [selfplay.search] table)")
+        table = data.get("search")
+        if isinstance(table, dict):
+            try:
+                data = {**data, "search": merged_table(table, SELFPLAY_SEARCH)}
+            except ValueError as exc:
+                raise ValueError(f"search.preset: {exc}") from None
+        return data
 
     @model_validator(mode="after")
     def _drift(self) -> "SelfPlayConfig":
-        """``value_drift``: even and with a ``value_eval`` (its margin is checked by :func:`resolve_names`)."""
+        """``value_drift``: even and with a ``search.value_evaluator`` (its margin is checked by :func:`resolve_names`)."""
         if self.value_drift:
-            if self.value_eval is None:
-                raise ValueError(f"value_drift = {self.value_drift} measures the change of value_eval's margin: "
-                                 "give selfplay.value_eval, or value_drift = 0 (the result)")
+            if self.search.value_evaluator is None:
+                raise ValueError(f"value_drift = {self.value_drift} measures the change of search.value_evaluator's margin: "
+                                 "give selfplay.search.value_evaluator, or value_drift = 0 (the result)")
             try:
-                DriftTarget(self.value_drift, self.value_eval).check_plies()
+                DriftTarget(self.value_drift, self.search.value_evaluator).check_plies()
             except ValueError as exc:
                 raise ValueError(f"value_drift: {exc}") from None
         return self
 
     @model_validator(mode="after")
     def _full_search(self) -> "SelfPlayConfig":
-        if self.full_simulations is not None and self.full_simulations < self.simulations:
-            raise ValueError(f"full_simulations ({self.full_simulations}) is below simulations ({self.simulations}): "
-                             "a full search is the longer one")
+        if self.full_simulations is not None and self.full_simulations < self.search.simulations:
+            raise ValueError(f"full_simulations ({self.full_simulations}) is below search.simulations "
+                             f"({self.search.simulations}): a full search is the longer one")
         return self
 
-    @field_validator("value_eval", "teacher", "lower_eval", "victim_eval", mode="before")
+    @field_validator("teacher", "lower_eval", mode="before")
     @classmethod
     def _none_word(cls, value):
         """``"none"`` (a TOML file has no null) means no plugin."""
@@ -413,8 +420,8 @@ class GateConfig(_Section):
     expert_games: int = Field(0, ge=0, le=100_000)
     export_games: int = Field(200, ge=0, le=100_000)
     export_at_cap: Literal["fail", "threshold"] = "fail"
-    simulations: int = Field(32, ge=1)
-    search_threads: int = Field(4, ge=1, le=64)
+    simulations: int | None = Field(None, ge=1, le=1_000_000)
+    search_threads: int | None = Field(None, ge=1, le=64)
     expert: str = "expert"
 
     _agents = field_validator("expert")(_agent_spec)
@@ -497,6 +504,9 @@ class TrainConfig(BaseModel):
         if self.iterations is None and self.minutes is None:
             raise ValueError("fields 'iterations' and 'minutes' are both null; give a budget (one or both)")
         lower = self.model in ("lower", "cycle")
+        if lower and self.selfplay.search.capture_pruner is None:
+            raise ValueError("model = 'lower' chooses among the capture pruner's victim sets: give "
+                             "selfplay.search.capture_pruner (e.g. prune.capture)")
         if self.learner.dqn_loss in GROUP_DQN_LOSSES and lower and not self.selfplay.lower_eval:
             raise ValueError(f"learner.dqn_loss = {self.learner.dqn_loss!r} compares a capture's victim sets: it needs "
                              "selfplay.lower_eval (every candidate set a sample)")
@@ -506,12 +516,12 @@ class TrainConfig(BaseModel):
 
     def drift_target(self, kind: str):
         """The value target of a ``kind`` net's samples, self-play's and the pretrain phase's: a
-        ``train.supervised.DriftTarget`` (``selfplay.value_drift`` plies of ``selfplay.value_eval``'s
+        ``train.supervised.DriftTarget`` (``selfplay.value_drift`` plies of ``selfplay.search.value_evaluator``'s
         margin, ``selfplay.value_drift_ends`` near a game's end) for ``upper`` when ``value_drift > 0``, else
         ``None`` (the result)."""
         if kind != "upper" or not self.selfplay.value_drift:
             return None
-        return DriftTarget(self.selfplay.value_drift, self.selfplay.value_eval, self.selfplay.value_drift_ends)
+        return DriftTarget(self.selfplay.value_drift, self.selfplay.search.value_evaluator, self.selfplay.value_drift_ends)
 
     def kind_for(self, iteration: int) -> str:
         """The net trained in ``iteration`` (1-based)."""
@@ -657,11 +667,12 @@ def resolve_names(config: TrainConfig) -> None:
     import catalog  # noqa: F401 - registers every built-in agent and plugin
     from knowledge.registry import REGISTRY
 
+    search = config.selfplay.search
     plugins = [("selfplay.reward", config.selfplay.reward, "reward"),
-               ("selfplay.capture_pruner", config.selfplay.capture_pruner, "capture_pruner"),
-               ("selfplay.expansion_pruner", config.selfplay.expansion_pruner, "expansion_pruner"),
-               ("selfplay.value_eval", config.selfplay.value_eval, "evaluator"),
-               ("selfplay.victim_eval", config.selfplay.victim_eval, "evaluator"),
+               ("selfplay.search.capture_pruner", search.capture_pruner, "capture_pruner"),
+               ("selfplay.search.expansion_pruner", search.expansion_pruner, "expansion_pruner"),
+               ("selfplay.search.value_evaluator", search.value_evaluator, "evaluator"),
+               ("selfplay.search.victim_evaluator", search.victim_evaluator, "evaluator"),
                ("selfplay.teacher", config.selfplay.teacher, "battle_prior"),
                ("selfplay.lower_eval", config.selfplay.lower_eval, "evaluator")]
     for field, spec, kind in plugins:

@@ -1,13 +1,14 @@
 """The learning curve of a training run: Elo with a 95% interval against a fixed anchor pool.
 
 Every ``curve.every`` iterations (``train.pipeline``, after the gate) the **best** net of the iteration's
-kind (its evaluation agent, ``train.selfplay.net_agent_spec``) plays ``curve.games`` colour-balanced games
+kind (its evaluation agent, ``train.selfplay.net_agent``) plays ``curve.games`` colour-balanced games
 against each anchor of ``curve.anchors`` (default ``random``, ``greedy``, ``expert``,
 ``minimax:time=0.05``) and against the best nets of the last ``curve.checkpoints`` earlier curve points
 (of the same kind, when they differ from the current one). Each match is an arena run directory
 ``RUN/curve/iNNNN/<opponent>/``; the point's results go to ``RUN/curve/iNNNN/results.json``::
 
     {"format": "jiu-curve-point", "version": 1, "iteration", "kind", "player": "slm@i0003", "spec",
+     "recipe": the player's agent (``search.agents.AgentRecipe.to_dict``; "spec" is its text),
      "games": self-play games of the run so far, "hours": run time so far (elapsed, hours),
      "results": [{"a": player, "b": opponent label, "b_spec", "wins", "draws", "losses"}, ...]}
 
@@ -70,11 +71,21 @@ def opponents(points: list[dict[str, Any]], anchors: tuple[str, ...], kind: str,
     earlier: list[tuple[str, str]] = []
     for p in points:
         if p["kind"] == kind and p["player"] != player and all(p["player"] != e[0] for e in earlier):
-            earlier.append((p["player"], p["spec"]))
+            earlier.append((p["player"], _player(p)))
     return out + (earlier[-checkpoints:] if checkpoints else [])
 
 
-def run_point(run_arena, curve_dir: Path, iteration: int, kind: str, player: str, spec: str,
+def _player(point: dict[str, Any]):
+    """The agent of a stored point: its recipe (``search.agents.AgentRecipe``), or the spec string of a
+    point written before recipes (2026-12)."""
+    if isinstance(point.get("recipe"), dict):
+        from search.agents import AgentRecipe
+
+        return AgentRecipe.from_dict(point["recipe"])
+    return point["spec"]
+
+
+def run_point(run_arena, curve_dir: Path, iteration: int, kind: str, player: str, spec,
               opponents_: list[tuple[str, str]], games: int, seed: int, run_games: int, hours: float,
               **arena_kwargs) -> dict[str, Any]:
     """Play the point's matches (``run_arena(spec_a, spec_b, games, seed=, out_dir=, **arena_kwargs)``,
@@ -83,10 +94,12 @@ def run_point(run_arena, curve_dir: Path, iteration: int, kind: str, player: str
     for j, (label, opp_spec) in enumerate(opponents_):
         summary = run_arena(spec, opp_spec, games, seed=seed + 1000 * j, out_dir=curve_dir / _slug(label),
                             **arena_kwargs)
-        results.append({"a": player, "b": label, "b_spec": opp_spec, "wins": summary.wins, "draws": summary.draws,
+        results.append({"a": player, "b": label, "b_spec": str(opp_spec), "wins": summary.wins, "draws": summary.draws,
                         "losses": summary.losses})
     data = {"format": POINT_FORMAT, "version": 1, "iteration": iteration, "kind": kind, "player": player,
-            "spec": spec, "games": run_games, "hours": hours, "results": results}
+            "spec": str(spec), "games": run_games, "hours": hours, "results": results}
+    if not isinstance(spec, str):
+        data["recipe"] = spec.to_dict()
     atomic_write_json(curve_dir / RESULTS_FILE, data)
     return data
 

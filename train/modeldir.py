@@ -112,7 +112,7 @@ def export_gate(run_dir: str | os.PathLike, model_dir: str | os.PathLike, worker
                 progress: Any = False, config=None) -> list[dict[str, Any]]:
     """The export gate: each best net of the run in ``run_dir`` that training changed (best iteration > 0)
     plays ``model_dir``'s net of its kind, colour-balanced, with the run's evaluation agent
-    (``train.selfplay.net_agent_spec``) and the pentanomial SPRT of the run's ``gate.elo0``, ``gate.elo1``,
+    (``train.selfplay.net_agent``) and the pentanomial SPRT of the run's ``gate.elo0``, ``gate.elo1``,
     ``gate.alpha``, ``gate.beta``, stopping when it decides or at ``gate.export_games`` games (an undecided test
     fails there, or with ``gate.export_at_cap = "threshold"`` the score decides against ``gate.threshold``); ``config`` (a ``TrainConfig``)
     replaces the run's stored one, e.g. with the command line's ``--set gate.*``. The games go to
@@ -125,7 +125,7 @@ def export_gate(run_dir: str | os.PathLike, model_dir: str | os.PathLike, worker
     or an evaluation that fails."""
     from train.arena import ArenaError, run_arena
     from train.rundir import load_run_config
-    from train.selfplay import net_agent_spec
+    from train.selfplay import net_agent
 
     paths = RunPaths(Path(run_dir))
     state = read_state(paths)
@@ -143,7 +143,7 @@ def export_gate(run_dir: str | os.PathLike, model_dir: str | os.PathLike, worker
             rows.append({**row, "passed": True, "decision": f"no gate ({why})"})
             continue
         try:
-            spec_cand, spec_inc = net_agent_spec(kind, paths.best(kind), config), net_agent_spec(kind, incumbent, config)
+            spec_cand, spec_inc = net_agent(kind, paths.best(kind), config), net_agent(kind, incumbent, config)
         except ValueError as exc:
             raise TrainError(str(exc)) from None
         seed = eval_seed(config.seed, best.iteration, 7)

@@ -40,7 +40,7 @@ phase:
    interval goes to ``metrics.jsonl`` (event ``curve``), TensorBoard (``curve/<kind>/elo``) and the
    display; with ``curve.baseline`` the start net plays the anchors first, as iteration 0's point (0
    games, 0 hours; a resumed run that lacks it plays it before its next phase). Evaluation agents:
-   specs of the search agents ``slm`` / ``hbm`` (``train.selfplay.net_agent_spec``).
+   the search agents ``slm`` / ``hbm`` as ``search.agents.AgentRecipe`` objects (``train.selfplay.net_agent``).
 
 Budget: ``iterations`` is the total for the run (a resumed run continues up to it; raise it to extend a
 finished run); ``minutes`` is the wall time of this invocation, after which no new phase or game starts
@@ -389,7 +389,7 @@ class Pipeline:
     def _log_match(self, it: int, kind: str, what: str, spec_a: str, spec_b: str, data: dict[str, Any]) -> None:
         row = {k: data.get(k) for k in ("games", "wins", "draws", "losses", "win_rate", "se", "ci95", "wilson_ci95",
                                        "elo", "mean_game_length", "reasons")}
-        self.log("evaluate", iteration=it, kind=kind, opponent=what, a=spec_a, b=spec_b, **row)
+        self.log("evaluate", iteration=it, kind=kind, opponent=what, a=str(spec_a), b=str(spec_b), **row)
         if self.tb:
             self.tb.scalars(it, **{f"eval/{kind}/win_rate_vs_{what}": data.get("win_rate")})
 
@@ -427,13 +427,13 @@ class Pipeline:
         return accepted, info
 
     def phase_evaluate(self, it: int, kind: str) -> None:
-        from train.selfplay import net_agent_spec
+        from train.selfplay import net_agent
 
         cfg = self.config
         cand = self.paths.checkpoint(kind, it)
         best = self.paths.best(kind)
         try:
-            spec_cand, spec_best = net_agent_spec(kind, cand, cfg), net_agent_spec(kind, best, cfg)
+            spec_cand, spec_best = net_agent(kind, cand, cfg), net_agent(kind, best, cfg)
         except ValueError as exc:
             raise TrainError(str(exc)) from None
         accepted, gate = self.sprt_gate(it, kind, spec_cand, spec_best)
@@ -477,17 +477,17 @@ class Pipeline:
         start net (``checkpoints/<kind>-i0000``), recorded at 0 self-play games and 0 hours whenever it is
         played (a resumed run that predates it plays it first)."""
         from train.curve import curve_text, fit_curve, opponents, player_label, read_points, run_point
-        from train.selfplay import net_agent_spec
+        from train.selfplay import net_agent
 
         cfg = self.config
         if it == 0:
             player = player_label(kind, 0)
-            spec = net_agent_spec(kind, self.paths.checkpoint(kind, 0), cfg)
+            spec = net_agent(kind, self.paths.checkpoint(kind, 0), cfg)
             run_games, hours = 0, 0.0
         else:
             best = self.state.best[kind]
             player = player_label(kind, best.iteration)
-            spec = net_agent_spec(kind, self.paths.root / best.checkpoint, cfg)
+            spec = net_agent(kind, self.paths.root / best.checkpoint, cfg)
             run_games, hours = self.state.games, round(self.elapsed() / 3600, 4)
         stored = read_points(self.paths.curve_root)
         points = [p for p in stored if p["iteration"] < it]

@@ -15,10 +15,10 @@ plays everything else, so that the three nets learn independently:
   the auxiliary agent finishes the game from there, so the record is a whole game whose opening battle
   is the reward's (``metadata.reward.plies``).
 - ``upper``: the auxiliary agent plays the layout; HBM-upper MCTS (upper net, no lower net: the square
-  victims of a path are chosen by ``selfplay.victim_eval`` among the capture pruner's 8 best sets, as
+  victims of a path are chosen by ``selfplay.search.victim_evaluator`` among the capture pruner's 8 best sets, as
   the shipped ``jfa``, or with ``None`` the pruner's best set, the expert's Eq. 9 choice) plays every
   **battle** move. Samples: (battle planes, visit policy over the 48,804 upper actions, ``z`` = game
-  result for the side to move, or with ``selfplay.value_drift = K`` the change of ``selfplay.value_eval``'s
+  result for the side to move, or with ``selfplay.value_drift = K`` the change of ``selfplay.search.value_evaluator``'s
   margin over the game's next ``K`` plies, ``train.supervised.drift_values``). With ``selfplay.teacher`` (a ``battle_prior`` plugin such as
   ``prior.expert``: the auxiliary agent's move scores) the policy target is ``(1 - teacher_mix)`` times
   the visit distribution plus ``teacher_mix`` times the teacher's prior over every legal path.
@@ -39,7 +39,7 @@ plays everything else, so that the three nets learn independently:
 Positions with a single candidate (one legal placement, or one path left by the expansion pruner) are
 played without a search and give no sample. With playout-cap randomization (``selfplay.full_simulations``,
 KataGo) a searched position gives a sample only when its search was a full one (drawn with the move
-sampling's generator at ``selfplay.full_fraction``); the fast searches (``selfplay.simulations``) only play. The search does not reuse its tree between moves in
+sampling's generator at ``selfplay.full_fraction``); the fast searches (``selfplay.search.simulations``) only play. The search does not reuse its tree between moves in
 self-play when root noise is on, so every root gets fresh Dirichlet noise.
 
 Game seeds: :func:`game_seed` derives the seed of game ``index`` of ``iteration`` from the run seed with
@@ -48,10 +48,12 @@ it, and the record's ``metadata["selfplay"]`` stores all of them. :func:`selfpla
 and writes its shard **before** its record (both atomic): a game counts as done once its record exists,
 so a run killed at any moment replays exactly the games without a record.
 
-The pipeline evaluates a net with the search agents of ``search.agents`` (:func:`net_agent_spec`):
-``slm:slm=PATH,...`` (SLM search in the layout, the ``expert`` in the battle), ``hbm:upper=PATH,lower=none,victim_eval=...,...``
-(the ``expert`` in the layout, upper-net search in the battle with the self-play search's victims) and
-``hbm:battle=expert,lower=PATH,victims=0`` (the ``expert``'s moves with the victims chosen by the lower net).
+The pipeline evaluates a net with the search agents of ``search.agents``, given to the arena as
+``search.agents.AgentRecipe`` objects (:func:`net_agent`): ``slm`` with ``slm=PATH`` (SLM search in the
+layout, the ``expert`` in the battle), ``hbm`` with ``upper=PATH,lower=none`` (the ``expert`` in the
+layout, upper-net search in the battle with the self-play search's victims) and ``hbm`` with
+``battle=expert,lower=PATH,victim_candidates=0`` (the ``expert``'s moves with the victims chosen by the
+lower net); the searching ones play ``selfplay.search`` (:func:`evaluation_search`).
 """
 
 from __future__ import annotations
@@ -91,18 +93,12 @@ def record_name(iteration: int, index: int) -> str:
 
 # ============================================================================ search helpers
 def search_config(cfg, seed: int):
-    """The ``SearchConfig`` of a self-play search from a ``TrainConfig`` (tree reuse unless Dirichlet root noise
-    is on; the Gumbel root search draws its noise afresh for each search)."""
-    from search.mcts import SearchConfig
-
-    sp = cfg.selfplay
-    return SearchConfig(simulations=sp.simulations, threads=sp.search_threads, c_puct=sp.c_puct,
-                        dirichlet_alpha=sp.dirichlet_alpha, dirichlet_epsilon=sp.dirichlet_epsilon,
-                        expansion_pruner=sp.expansion_pruner, capture_pruner=sp.capture_pruner,
-                        value_evaluator=sp.value_eval, value_mix=sp.value_mix, value_center=sp.value_center,
-                        root_selection=sp.root_selection, gumbel_m=sp.gumbel_m,
-                        gumbel_scale=1.0 if sp.root_selection == "gumbel" else 0.0,
-                        reuse_tree=sp.dirichlet_epsilon == 0 or sp.root_selection == "gumbel", seed=seed)
+    """The ``SearchConfig`` of a self-play game's search: ``selfplay.search`` with the game's ``seed``, and
+    no tree reuse while Dirichlet root noise is on (a PUCT root with ``dirichlet_epsilon > 0`` needs a
+    fresh root for its noise; the Gumbel root search draws its noise afresh for each search)."""
+    sp = cfg.selfplay.search
+    reuse = sp.reuse_tree and (sp.dirichlet_epsilon == 0 or sp.root_selection == "gumbel")
+    return sp.model_copy(update={"seed": seed, "reuse_tree": reuse})
 
 
 def _forced(search, state: GameState) -> Move | None:
@@ -154,7 +150,7 @@ class _Game:
     def searched_move(self, search, rng: np.random.Generator, cfg, builder, teacher=None) -> None:
         """Search the position, add a sample to ``builder`` and play the sampled move. ``teacher``: a
         ``battle_prior`` plugin blended into a battle sample's policy target (module docstring). With
-        playout-cap randomization (``selfplay.full_simulations``) a fast search (``selfplay.simulations``)
+        playout-cap randomization (``selfplay.full_simulations``) a fast search (``selfplay.search.simulations``)
         only plays; a full search, drawn with ``rng`` at ``selfplay.full_fraction``, also gives the sample."""
         from nets.features import state_planes
 
@@ -196,19 +192,19 @@ def _close(*things) -> None:
 def open_search(cfg, seed: int, slm_net, upper_net):
     """``(search, evaluator)``: the self-play search of a ``TrainConfig`` (``search_config``) over a
     ``nets.evaluator.NetEvaluator`` of the given nets (either may be ``None``), the victims of
-    square-forming paths chosen by ``selfplay.victim_eval`` among the capture pruner's sets when there is
+    square-forming paths chosen by ``selfplay.search.victim_evaluator`` among the capture pruner's sets when there is
     an upper net (else the pruner's best set; no lower net). The caller closes both (``_close``)."""
     from nets.evaluator import NetEvaluator
     from search.mcts import Search
 
     sp = cfg.selfplay
-    evaluator = NetEvaluator(slm_net, upper_net, max_batch=sp.max_batch, num_threads=1, clients=sp.search_threads,
+    evaluator = NetEvaluator(slm_net, upper_net, max_batch=sp.max_batch, num_threads=1, clients=sp.search.threads,
                              precision=sp.precision)
     scorer = None
-    if upper_net is not None and sp.victim_eval is not None:
+    if upper_net is not None and sp.search.victim_evaluator is not None:
         from knowledge.evaluation import EvaluatorVictimScorer
 
-        scorer = EvaluatorVictimScorer.from_spec(sp.victim_eval)
+        scorer = EvaluatorVictimScorer.from_spec(sp.search.victim_evaluator)
     return Search(evaluator, search_config(cfg, seed), victim_scorer=scorer), evaluator
 
 
@@ -239,7 +235,7 @@ def _searched_moves(cfg, game, rng, builder, seed: int, slm_net, upper_net, unti
 
 def _drift_z(cfg, game, plies: list[int]) -> list[float]:
     """The drift value targets (``selfplay.value_drift``, ``train.supervised.drift_values`` with
-    ``selfplay.value_eval``'s margin) of the game's positions ``plies``; the game has ended, so each is
+    ``selfplay.search.value_evaluator``'s margin) of the game's positions ``plies``; the game has ended, so each is
     defined, except within ``K`` plies of its end with ``selfplay.value_drift_ends = "drop"`` (NaN: no
     value target, ``nets.losses.value_mse``)."""
     from train.supervised import drift_values
@@ -282,7 +278,7 @@ def play_slm_game(cfg, slm_net, seed: int) -> tuple[_Game, Any, dict]:
     info = {"reward": {"plugin": cfg.selfplay.reward, "white": rewards[0], "black": rewards[1],
                        "seconds": round(reward_seconds, 3), "plies": len(reward_moves)},
             "seeds": {"search": s_search, "sample": s_sample, "aux": s_aux, "reward": s_reward},
-            "players": f"slm-mcts:sims={cfg.selfplay.simulations}+{cfg.selfplay.aux_agent}"}
+            "players": f"slm-mcts:sims={cfg.selfplay.search.simulations}+{cfg.selfplay.aux_agent}"}
     return game, builder, info
 
 
@@ -301,7 +297,7 @@ def play_upper_game(cfg, upper_net, seed: int) -> tuple[_Game, Any, dict]:
     sides, plies = _searched_moves(cfg, game, rng, builder, s_search, None, upper_net, lambda st: not st.is_terminal())
     builder.set_values(_drift_z(cfg, game, plies) if cfg.selfplay.value_drift else _outcome_z(game.state, sides))
     info = {"seeds": {"search": s_search, "sample": s_sample, "aux": s_aux},
-            "players": f"{cfg.selfplay.aux_agent}+upper-mcts:sims={cfg.selfplay.simulations}"}
+            "players": f"{cfg.selfplay.aux_agent}+upper-mcts:sims={cfg.selfplay.search.simulations}"}
     return game, builder, info
 
 
@@ -318,7 +314,7 @@ def play_lower_game(cfg, lower_net, seed: int) -> tuple[_Game, Any, dict]:
     rng = np.random.default_rng(s_sample)
     game = _Game(GameState.initial(cfg.ruleset))
     agents = (make_agent(cfg.selfplay.aux_agent, seed=s_aux), make_agent(cfg.selfplay.aux_agent, seed=s_aux + 1))
-    pruner = REGISTRY.create(cfg.selfplay.capture_pruner, "capture_pruner")
+    pruner = REGISTRY.create(cfg.selfplay.search.capture_pruner, "capture_pruner")
     scorer = NetVictimScorer(lower_net, precision=cfg.selfplay.precision)
     judge = EvaluatorVictimScorer.from_spec(cfg.selfplay.lower_eval) if cfg.selfplay.lower_eval else None
     builder = SampleBuilder("lower")
@@ -412,27 +408,33 @@ def _iso(text: str) -> str | None:
 
 
 # ============================================================================ evaluation agents
-def net_agent_spec(kind: str, path: str | os.PathLike, cfg) -> str:
-    """The arena spec of the evaluation agent playing with the net at ``path`` (greedy: temperature 0;
-    one inference and one torch thread per agent, as the self-play searches): ``slm:slm=PATH,...``,
-    ``hbm:upper=PATH,lower=none,victim_eval=...,...`` or ``hbm:battle=expert,lower=PATH,victims=0`` (``search.agents``).
-    The upper net's agent searches with the self-play search's knowledge (``selfplay.expansion_pruner``,
-    ``capture_pruner``, ``victim_eval``, ``value_eval``, ``value_mix``, ``value_center``), and both searching agents with its
-    exploration constant (``selfplay.c_puct``) and root selection (``selfplay.root_selection``, without
-    noise), so that the gate and the curve measure the search
-    that made the games. Raises ``ValueError`` if the path cannot go into a spec (it contains ``,`` or ``+``)."""
+def evaluation_search(cfg):
+    """The ``SearchConfig`` the gate and curve agents play with: ``selfplay.search`` (the search that made
+    the games) with ``gate.simulations`` and ``gate.search_threads`` when given, and no exploration noise
+    (``dirichlet_epsilon`` and ``gumbel_scale`` 0: they play their best move)."""
+    sp = cfg.selfplay.search
+    return sp.model_copy(update={"simulations": cfg.gate.simulations or sp.simulations,
+                                 "threads": cfg.gate.search_threads or sp.threads,
+                                 "dirichlet_epsilon": 0.0, "gumbel_scale": 0.0})
+
+
+def net_agent(kind: str, path: str | os.PathLike, cfg):
+    """The evaluation agent playing with the ``kind`` net at ``path``, as a ``search.agents.AgentRecipe``
+    that the arena's workers build (greedy: temperature 0; one inference and one torch thread per agent,
+    as the self-play searches): ``slm`` (SLM search, expert battle), ``hbm`` with ``lower=none`` (upper-net
+    search, expert layout) or ``hbm`` with ``battle=expert`` (the expert's moves, victims by the lower net
+    among all the pruner's sets). The searching agents play :func:`evaluation_search`, so that the gate and
+    the curve measure the search that made the games; the ``slm`` agent keeps its own battle victims."""
+    import catalog  # noqa: F401 - registers the net agents
+    from search.agents import AgentRecipe
+
     p = str(Path(path).resolve())
-    if "," in p or "+" in p:
-        raise ValueError(f"net path {p!r} contains ',' or '+', which agent specs cannot hold; use another run directory")
     if kind == "lower":
-        return f"hbm:battle=expert,lower={p},victims=0,precision={cfg.selfplay.precision}"
-    search = (f"sims={cfg.gate.simulations},threads={cfg.gate.search_threads},batch={cfg.selfplay.max_batch},"
-              f"inference_threads=1,torch_threads=1,precision={cfg.selfplay.precision},c_puct={cfg.selfplay.c_puct}")
-    search += f",root={cfg.selfplay.root_selection}" + (f",gumbel_m={cfg.selfplay.gumbel_m}"
-                                                        if cfg.selfplay.root_selection == "gumbel" else "")
+        return AgentRecipe.of("hbm", battle="expert", lower=p, victim_candidates=0, precision=cfg.selfplay.precision)
+    search = evaluation_search(cfg).model_dump(exclude={"seed"})
+    nets = {"batch": cfg.selfplay.max_batch, "inference_threads": 1, "torch_threads": 1,
+            "precision": cfg.selfplay.precision}
     if kind == "slm":
-        return f"slm:slm={p},{search}"
-    sp = cfg.selfplay
-    knowledge = (f"expansion_pruner={sp.expansion_pruner or 'none'},capture_pruner={sp.capture_pruner},"
-                 f"value_eval={sp.value_eval or 'none'},value_mix={sp.value_mix},value_center={sp.value_center}")
-    return f"hbm:upper={p},lower=none,victim_eval={sp.victim_eval or 'none'},{search},{knowledge}"
+        search.pop("victim_evaluator")  # the searched layout has no captures; the expert battle chooses its own
+        return AgentRecipe.of("slm", slm=p, **search, **nets)
+    return AgentRecipe.of("hbm", upper=p, lower="none", **search, **nets)

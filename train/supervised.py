@@ -49,7 +49,7 @@ import numpy as np
 
 from core.errors import JiuError
 from core.rules import DEFAULT_RULESET, Ruleset
-from search.mcts import NET_DRIFT_ENDS, NET_VALUE_EVAL
+from search.config import preset
 from train.samples import SampleBuilder, Samples, blend_teacher, concat
 
 RECORD_SUFFIXES = (".json", ".jiu", ".txt", ".csv")
@@ -102,13 +102,13 @@ DRIFT_ENDS: tuple[str, ...] = get_args(DriftEnds)
 class DriftTarget:
     """The drift value target (module docstring): ``plies`` (``K``, even, 2..1,000); ``evaluator``, a
     spec of an ``evaluator`` plugin with a ``margin`` and a ``scale``, by default the search's battle leaf
-    value (``search.mcts.NET_VALUE_EVAL``); ``ends``, the target of a position whose game ends within
-    ``K`` plies: ``"result"`` (the result) or ``"drop"`` (no target), by default
-    ``search.mcts.NET_DRIFT_ENDS``. :meth:`check` raises ``ValueError`` naming what is wrong."""
+    value of the ``shipped`` search (``search.config.preset("shipped").value_evaluator``); ``ends``, the
+    target of a position whose game ends within ``K`` plies: ``"result"`` (the result, the default) or
+    ``"drop"`` (no target). :meth:`check` raises ``ValueError`` naming what is wrong."""
 
     plies: int
-    evaluator: str = NET_VALUE_EVAL
-    ends: DriftEnds = NET_DRIFT_ENDS
+    evaluator: str = preset("shipped").value_evaluator
+    ends: DriftEnds = "result"
 
     def check_plies(self) -> None:
         """Raise ``ValueError`` unless ``plies`` is even and in 2..1,000 and ``ends`` is known (no plugin

@@ -90,11 +90,12 @@ def summarize(rows: list[dict[str, float]]) -> dict[str, Any]:
 
 def measure(cfg, upper_net, states, simulations: int, seed: int) -> list[dict[str, float]]:
     """``pair_stats`` of each of ``states`` searched twice (``open_search`` of ``cfg`` with
-    ``selfplay.simulations = simulations`` and one search thread, seeds drawn from ``seed`` per position
+    ``selfplay.search.simulations = simulations`` and one search thread, seeds drawn from ``seed`` per position
     and search); positions with fewer than two root children are skipped."""
     from train.selfplay import _close, open_search
 
-    sp = cfg.selfplay.model_copy(update={"simulations": simulations, "search_threads": 1})
+    search = cfg.selfplay.search.model_copy(update={"simulations": simulations, "threads": 1})
+    sp = cfg.selfplay.model_copy(update={"search": search})
     cfg = cfg.model_copy(update={"selfplay": sp})
     rows = []
     for i, state in enumerate(states):
