@@ -66,7 +66,8 @@ from core.notation import Move
 from core.state import GameState
 from knowledge.agents import (AgentOptions, PhasedAgent, RolloutLayoutAgent, RolloutOptions, make_agent,
                               validate_agent_spec)
-from knowledge.registry import REGISTRY, SpecError, register
+from knowledge.plugins import REGISTRY
+from knowledge.registry import SpecError, register
 from nets.config import Precision
 from search.mcts import (NET_C_PUCT, NET_EXPANSION_PRUNER, NET_ROOT_SELECTION, NET_VALUE_CENTER, NET_VALUE_EVAL, NET_VALUE_MIX,
                          NET_VICTIM_CANDIDATES, NET_VICTIM_EVAL, Search,

@@ -23,7 +23,8 @@ from core.rules import Ruleset
 from core.state import GameState
 from knowledge.agents import JITTER, ExpertAgent, PhasedAgent, make_agent
 from knowledge.protocols import Agent, Reward
-from knowledge.registry import REGISTRY, SpecError
+from knowledge.plugins import REGISTRY
+from knowledge.registry import SpecError
 from tests.strategies import battle_boards, layout_positions, played_positions
 
 FAST = Ruleset(max_battle_plies=60)

@@ -9,7 +9,7 @@ import catalog  # noqa: F401  registers the search agents
 from core import GameState
 from knowledge.agents import PhasedAgent, make_agent
 from knowledge.evaluation import ShapeEvaluator
-from knowledge.priors import gaussian_density
+from knowledge.formation import gaussian_density
 from knowledge.registry import SpecError
 from search.agents import SearchAgent
 
