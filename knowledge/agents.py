@@ -28,12 +28,13 @@ Agents (papers/004 section 2 for the baselines, papers/000 sections 3.4-3.5 for 
   terminal positions +-1e6 (sooner wins score higher). Inside the tree the repetition rule is the
   state's own (history is carried). Layout: the greedy layout policy (a tree over 196 placements with
   a shape evaluation says nothing the one-ply policy does not).
-- ``expert``: the JFA auxiliary agent from human knowledge; its scores are ``knowledge.expert.ExpertKnowledge``'s
-  (shared with the expert plugins), kernels and weights in ``knowledge/expert_kernels.py`` and
-  ``knowledge/layout_kernels.py`` (their module docstrings have the formulas). Layout: the greedy layout score (``eval.shape`` gain and
-  blocking, Gaussian prior: the centre first) plus ``layout_mix`` (0.3) times a knowledge kernel over
-  the cells around each point (own gates/squares, blocking the opponent's, Dalian geometry next to
-  own squares, the two centre holes the battle starts from). Battle: every path gets a one-ply score
+- ``expert``: the JFA auxiliary agent from human knowledge; its scores are
+  ``knowledge.expert.ExpertKnowledge``'s (shared with the expert plugins), kernels and weights in
+  ``knowledge/expert_kernels.py`` and ``knowledge/layout_kernels.py`` (their module docstrings have the
+  formulas). Layout: the greedy layout score (``eval.shape`` gain and blocking, Gaussian prior: the
+  centre first) plus ``layout_mix`` (0.3) times a knowledge kernel over the cells around each point
+  (own gates/squares, blocking the opponent's, Dalian geometry next to own squares, the two centre
+  holes the battle starts from). Battle: every path gets a one-ply score
   (stones taken, JFA Table 1 level bonus: Dalian shuttle > square-forming > jump/opening a square, a
   safety check of the opponent's best capture reply, our next threat, Dalians/squares/gates of both
   sides after the move); the best ``top`` (8) are then checked against the opponent's replies (all,

@@ -55,7 +55,7 @@ class ExpertKnowledge:
     ``layout_mix`` (0.3): weight of the knowledge layout kernel on top of the greedy layout score;
     ``prior`` (1): weight of the Gaussian prior scaled to max 1; ``weights`` / ``layout_weights`` /
     ``eval_weights``: arrays replacing ``expert_kernels.BATTLE_WEIGHTS`` / ``layout_kernels.LAYOUT_WEIGHTS``
-    / ``expert_kernels.EVAL_WEIGHTS`` (copied, read-only); ``cache`` (256): positions whose one-ply
+    / ``expert_kernels.EVAL_WEIGHTS`` (copied; not to be modified); ``cache`` (256): positions whose one-ply
     scores are remembered (0: none). Thread-safe.
     """
 
@@ -66,9 +66,9 @@ class ExpertKnowledge:
         self.k_full = int(k_full)
         self.layout_mix = float(layout_mix)
         self.prior_weight = float(prior)
-        self.weights = _frozen(BATTLE_WEIGHTS if weights is None else weights)
-        self.layout_weights = _frozen(LAYOUT_WEIGHTS if layout_weights is None else layout_weights)
-        self.eval_weights = _frozen(EVAL_WEIGHTS if eval_weights is None else eval_weights)
+        self.weights = _weights(BATTLE_WEIGHTS if weights is None else weights)
+        self.layout_weights = _weights(LAYOUT_WEIGHTS if layout_weights is None else layout_weights)
+        self.eval_weights = _weights(EVAL_WEIGHTS if eval_weights is None else eval_weights)
         self.evaluator = ShapeEvaluator()
         self.prior = GaussianPrior()
         self.cache = int(cache)
@@ -210,10 +210,9 @@ class ExpertKnowledge:
                 and np.array_equal(self.eval_weights, EVAL_WEIGHTS))
 
 
-def _frozen(weights) -> np.ndarray:
-    out = np.array(weights, np.float64)
-    out.setflags(write=False)
-    return out
+def _weights(weights) -> np.ndarray:
+    """A writable ``float64`` copy (as the kernels were always called with; do not modify it)."""
+    return np.array(weights, np.float64)
 
 
 _DEFAULT: ExpertKnowledge | None = None

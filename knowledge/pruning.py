@@ -82,8 +82,8 @@ class ExpertPruner:
     ``plies=2``: refined two plies deep; the Table 1 level is part of the score; one stone = 10 units;
     the one-ply scores come from its cache when the search's value plugin ``eval.expert`` has just
     scored the same position) with the expert's own repetition awareness
-    (``ExpertKnowledge.repetition_adjust``, from the state's history: a quiet path ending the game by repetition ranks first for a side behind and last
-    for a side ahead), so a search pruned by it sees the draw an opponent behind would take.
+    (``ExpertKnowledge.repetition_adjust``, from the state's history: a quiet path ending the game by
+    repetition ranks first for a side behind and last for a side ahead), so a search pruned by it sees the draw an opponent behind would take.
     ``keep(state, paths)`` -> ascending ``int64[min(top, m)]`` indices (ties broken by the
     lower index; ``arange(m)`` in the layout). ``paths`` must be ``state.paths()`` (same order); a
     different count raises ``ValueError``. ``top`` in 1..10,000, ``plies`` 1 or 2, else ``ValueError``.
