@@ -23,7 +23,10 @@ of the last ``cache`` (256) positions, most recently used first, keyed by the ex
 bytes, side to move, stone counts, rules vector; not a hash, so no collision can return another
 position's scores). One search leaf asks ``eval.expert:plies=2`` for its value (one-ply scores, then
 the refinement) and then ``prune.expert`` for its children (the same one-ply scores): the second ask is
-a cache hit. The scores do not depend on the repetition history (the adjustment is applied to a copy
+a cache hit (as is the root's: the search asks the value plugin for the root's margin first). The
+victim scorer of ``jfa`` (``eval.expert``, :meth:`~ExpertKnowledge.leaf_value` of the position after
+each candidate victim set) values other positions than the leaf, once each, so it has nothing to share
+and is not cached. The scores do not depend on the repetition history (the adjustment is applied to a copy
 by the caller), so the cache changes no result. The cache is shared by a search's threads (a lock
 guards the dictionary; kernels run outside it, so two threads may compute the same entry once each,
 with identical results); cached arrays are read-only.

@@ -108,7 +108,7 @@ def greedy_layout_scores(state: GameState, evaluator: ShapeEvaluator, prior: Gau
                          prior_weight: float) -> np.ndarray:
     """``float64[196]`` greedy layout scores of layout ``state`` (``-inf`` on illegal points):
     ``evaluator``'s (``eval.shape``) score difference after the placement plus ``prior_weight`` times
-    the Gaussian prior scaled to max 1 (the kernel ``knowledge.expert_kernels.shape_layout_scores``).
+    the Gaussian prior scaled to max 1 (the kernel ``knowledge.layout_kernels.shape_layout_scores``).
     Raises ``ValueError`` for a battle position."""
     if state.phase != PHASE_LAYOUT:
         raise ValueError("greedy layout scores: the position is not in the layout")

@@ -16,7 +16,7 @@ Layout (:func:`layout_scores`): every empty point is scored by the change it mak
   hole is the centre at the first battle move (``centre`` values).
 
 The agent adds this kernel, times ``layout_mix`` (0.3), to the greedy layout score (``eval.shape``
-difference after the placement plus the Gaussian prior of ``knowledge.priors``): in matches between
+difference after the placement plus the Gaussian prior of ``knowledge.formation``): in matches between
 expert battle players that mix beat both the kernel alone and the shape score alone.
 """
 
@@ -150,7 +150,7 @@ def shape_layout_scores(board, side, n_stones, chain, gate, square, prior, prior
     papers/001 Eq. 9), plus ``prior_weight * prior[p]`` (``prior`` ``float64[196]``). Returns
     ``float64[196]``, ``-inf`` on the points that are not legal placements
     (``core.movegen.layout_points``). The score of the greedy, minimax and expert layouts
-    (``knowledge.agents.greedy_layout_scores``); ``tests/test_agents.py`` checks it against a
+    (``knowledge.formation.greedy_layout_scores``); ``tests/test_agents.py`` checks it against a
     placement-by-placement evaluation of ``knowledge.evaluation.ShapeEvaluator``."""
     out = np.full(NUM_POINTS, -np.inf)
     legal = np.empty(NUM_POINTS, np.int16)

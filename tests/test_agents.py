@@ -195,7 +195,7 @@ def _naive_greedy_layout_scores(state, evaluator, prior, prior_weight):
 
 
 def _check_greedy_layout_scores(state, weights, prior_weight):
-    from knowledge.agents import greedy_layout_scores
+    from knowledge.formation import greedy_layout_scores
     from knowledge.evaluation import ShapeEvaluator
     from knowledge.priors import GaussianPrior
 
