@@ -133,7 +133,9 @@ class EvaluatorVictimScorer:
     @classmethod
     def from_spec(cls, spec: str) -> "EvaluatorVictimScorer":
         """The scorer of the ``evaluator`` plugin ``spec`` (``NAME[:k=v]``); raises
-        ``knowledge.registry.SpecError`` for an unknown name or option."""
+        ``knowledge.registry.SpecError`` for an unknown name or option. The plugin's module must have
+        been imported (``knowledge.plugins`` or ``catalog``: ``eval.rollout`` registers in
+        ``knowledge.agents``, which this module cannot import)."""
         return cls(REGISTRY.create(spec, "evaluator"))
 
     def q_values(self, states_after: Sequence[GameState], upper_actions: Sequence[int]) -> np.ndarray:
