@@ -1,9 +1,10 @@
 """The catalogue of built-in agents and plugins: importing this module registers every one of them.
 
 Each agent or plugin module registers itself when imported (``knowledge.registry.register``); the
-knowledge plugins also register on the registry's first lookup, but the search agents live a layer
-above ``knowledge`` and the registry does not import upwards. So everything that resolves agent
-specs (``cli.py``; ``train/`` and its worker processes' initialisers) imports this module first.
+registry imports none of them. ``knowledge.plugins`` imports every knowledge plugin module (for the
+layers below this one: ``nets``, ``search``), but the search agents live a layer above ``knowledge``.
+So everything that resolves agent specs (``cli.py``; ``train/`` and its worker processes'
+initialisers) imports this module first.
 It sits above ``search`` and below ``train`` in the layers (it imports ``knowledge`` and ``search``).
 
 :func:`import_plugins` imports a user's plugin modules (``--import MODULE``), which register extra
@@ -17,13 +18,9 @@ from __future__ import annotations
 import importlib
 from typing import Any, Iterable
 
-import knowledge.agents  # noqa: F401  random, greedy, minimax, expert
-import knowledge.evaluation  # noqa: F401  eval.shape
-import knowledge.priors  # noqa: F401  prior.gaussian
-import knowledge.pruning  # noqa: F401  prune.expansion, prune.capture
-import knowledge.rewards  # noqa: F401  reward.first_square, reward.outcome
 import search.agents  # noqa: F401  mcts, jfa, slm, hbm, shape
-from knowledge.registry import REGISTRY, option_rows
+from knowledge.plugins import REGISTRY  # random, greedy, minimax, expert, rollout and the knowledge plugins
+from knowledge.registry import option_rows
 
 
 def import_plugins(modules: Iterable[str] = ()) -> None:

@@ -35,8 +35,10 @@ PURE_PYTHON_MODULES = frozenset(
         "core/records/record.py", "core/records/resolve.py", "core/records/json.py", "core/records/jiu.py",
         "core/records/csv.py", "core/records/files.py",
         "knowledge/__init__.py", "knowledge/agents.py", "knowledge/registry.py", "knowledge/protocols.py",
+        "knowledge/expert.py", "knowledge/formation.py", "knowledge/plugins.py",
+        "knowledge/evaluation.py", "knowledge/priors.py", "knowledge/pruning.py", "knowledge/rewards.py",
         "nets/__init__.py", "nets/io.py", "nets/losses.py", "nets/inference.py", "nets/evaluator.py",
-        "nets/model.py", "search/__init__.py", "search/agents.py", "search/mcts.py",
+        "nets/model.py", "search/__init__.py", "search/agents.py", "search/config.py", "search/mcts.py",
     }
 )
 

@@ -339,7 +339,8 @@ def diagnose(
     if reference.strip().lower() == "none":
         reference = None
     else:
-        from knowledge.registry import REGISTRY, SpecError
+        from knowledge.plugins import REGISTRY
+        from knowledge.registry import SpecError
 
         try:
             REGISTRY.create(reference, "evaluator")

@@ -134,7 +134,7 @@ def create_app(default_agent: str = "jfa", max_games: int = 32, max_body: int = 
 
     from core.records import jiu_to_record, record_from_json, record_to_jiu, record_to_json
     from core.rules import Ruleset
-    from knowledge.registry import REGISTRY
+    from knowledge.plugins import REGISTRY
 
     sessions = Sessions(max_games)
 

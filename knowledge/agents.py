@@ -28,11 +28,13 @@ Agents (papers/004 section 2 for the baselines, papers/000 sections 3.4-3.5 for 
   terminal positions +-1e6 (sooner wins score higher). Inside the tree the repetition rule is the
   state's own (history is carried). Layout: the greedy layout policy (a tree over 196 placements with
   a shape evaluation says nothing the one-ply policy does not).
-- ``expert``: the JFA auxiliary agent from human knowledge; kernels and weights in ``knowledge/expert_kernels.py``
-  (its module docstring has the formulas). Layout: the greedy layout score (``eval.shape`` gain and
-  blocking, Gaussian prior: the centre first) plus ``layout_mix`` (0.3) times a knowledge kernel over
-  the cells around each point (own gates/squares, blocking the opponent's, Dalian geometry next to
-  own squares, the two centre holes the battle starts from). Battle: every path gets a one-ply score
+- ``expert``: the JFA auxiliary agent from human knowledge; its scores are
+  ``knowledge.expert.ExpertKnowledge``'s (shared with the expert plugins), kernels and weights in
+  ``knowledge/expert_kernels.py`` and ``knowledge/layout_kernels.py`` (their module docstrings have the
+  formulas). Layout: the greedy layout score (``eval.shape`` gain and blocking, Gaussian prior: the
+  centre first) plus ``layout_mix`` (0.3) times a knowledge kernel over the cells around each point
+  (own gates/squares, blocking the opponent's, Dalian geometry next to own squares, the two centre
+  holes the battle starts from). Battle: every path gets a one-ply score
   (stones taken, JFA Table 1 level bonus: Dalian shuttle > square-forming > jump/opening a square, a
   safety check of the opponent's best capture reply, our next threat, Dalians/squares/gates of both
   sides after the move); the best ``top`` (8) are then checked against the opponent's replies (all,
@@ -59,23 +61,14 @@ import numpy as np
 from pydantic import Field
 
 from core.board import PHASE_LAYOUT
-from knowledge.expert_kernels import (
-    BATTLE_WEIGHTS,
-    EVAL_WEIGHTS,
-    LAYOUT_WEIGHTS,
-    battle_scores,
-    layout_scores,
-    search_scores,
-    shape_layout_scores,
-    threat_victims,
-)
-from core.play import play_path
 from core.notation import Move
-from knowledge.pruning_kernels import path_levels
+from core.play import play_path
 from core.state import GameState
-from knowledge.evaluation import ShapeEvaluator
-from knowledge.priors import GaussianPrior
+from knowledge.expert import REPETITION_TOP, ExpertKnowledge, default_knowledge
+from knowledge.expert_kernels import threat_victims
+from knowledge.formation import GaussianPrior, ShapeEvaluator, greedy_layout_scores
 from knowledge.pruning import CapturePruner, ThreatCapturePruner, best_victims
+from knowledge.pruning_kernels import path_levels
 from knowledge.registry import REGISTRY, SEED_MAX, Options, SpecError, register
 
 __all__ = [
@@ -173,23 +166,6 @@ class _BoardView:
 
 def _shape_diff(evaluator: ShapeEvaluator, view, player: int) -> float:
     return evaluator.score(view, player) - evaluator.score(view, 1 - player)
-
-
-def greedy_layout_scores(state: GameState, evaluator: ShapeEvaluator, prior: GaussianPrior,
-                         prior_weight: float) -> np.ndarray:
-    """``float64[196]`` greedy layout scores of layout ``state`` (``-inf`` on illegal points):
-    ``evaluator``'s (``eval.shape``) score difference after the placement plus ``prior_weight`` times
-    the Gaussian prior scaled to max 1 (the kernel ``knowledge.expert_kernels.shape_layout_scores``).
-    Raises ``ValueError`` for a battle position."""
-    if state.phase != PHASE_LAYOUT:
-        raise ValueError("greedy layout scores: the position is not in the layout")
-    me = state.side
-    pr = prior.prior(state).astype(np.float64)
-    top = pr.max()
-    if top > 0:
-        pr /= top
-    return shape_layout_scores(state.board, me, int(state.counts[0]) + int(state.counts[1]), evaluator.chain,
-                               evaluator.gate, evaluator.square, pr, float(prior_weight))
 
 
 class GreedyAgent(_Agent):
@@ -363,16 +339,17 @@ class MinimaxAgent(_Agent):
 
 # ============================================================================ expert
 JITTER = 1e-6  # the expert's tie-breaking noise: uniform in [0, JITTER) added to every score
-REPETITION_TOP = 12  # the best paths ``ExpertAgent.repetition_adjust`` looks at
 
 
 class ExpertAgent(_Agent):
-    """The JFA auxiliary agent from human knowledge (module docstring; kernels in ``knowledge/expert_kernels.py``).
+    """The JFA auxiliary agent from human knowledge (module docstring; its scores are
+    ``knowledge.expert.ExpertKnowledge``'s, kernels in ``knowledge/expert_kernels.py`` and
+    ``knowledge/layout_kernels.py``).
 
     Options (all from spec strings except the weight arrays):
 
     - ``plies`` (2): 2 checks the ``top`` (8) best paths against the opponent's replies
-      (``knowledge.expert_kernels.search_scores``), 1 uses the one-ply scores alone (``battle_scores``);
+      (``ExpertKnowledge.two_ply_scores``), 1 uses the one-ply scores alone (``ExpertKnowledge.one_ply``);
     - ``replies`` (48): opponent replies examined per candidate when there are more (flights);
     - ``k_full`` (64): paths scored in full when there are more (flights), best by pre-score;
     - ``victims`` (``"threat"``): square-victim rule, see :meth:`victims`;
@@ -382,7 +359,12 @@ class ExpertAgent(_Agent):
     - ``noise`` / ``layout_noise`` (0): standard deviation of Gaussian noise added to the battle /
       layout scores for diverse self-play (otherwise only seeded tie-breaking);
     - ``weights`` / ``layout_weights`` / ``eval_weights``: arrays replacing
-      ``knowledge.expert_kernels.BATTLE_WEIGHTS`` / ``LAYOUT_WEIGHTS`` / ``EVAL_WEIGHTS``.
+      ``knowledge.expert_kernels.BATTLE_WEIGHTS`` / ``knowledge.layout_kernels.LAYOUT_WEIGHTS`` /
+      ``knowledge.expert_kernels.EVAL_WEIGHTS``.
+
+    ``knowledge`` is the scores' service: the process-wide ``knowledge.expert.default_knowledge()``
+    when ``k_full``, ``layout_mix``, ``prior`` and the weights are the defaults (shared with the expert
+    plugins and its cache of one-ply scores), else an instance of its own.
 
     Public helpers for training code: :meth:`layout_scores`, :meth:`battle_scores` and
     :meth:`victims` (the auxiliary agent "responsible for square capturing", JFA section 4.2).
@@ -400,57 +382,35 @@ class ExpertAgent(_Agent):
                  prior: float = 1.0, pool: int = 12, victims: str = "threat", plies: int = 2, top: int = 8,
                  replies: int = 48, layout_mix: float = 0.3, weights=None, layout_weights=None, eval_weights=None):
         super().__init__(seed)
-        self.layout_mix = float(layout_mix)
-        self.evaluator = ShapeEvaluator()
         if int(plies) not in (1, 2):
             raise ValueError(f"expert: plies must be 1 or 2, got {plies!r}")
         self.plies, self.top, self.replies = int(plies), int(top), int(replies)
-        self.eval_weights = np.array(EVAL_WEIGHTS if eval_weights is None else eval_weights, np.float64)
         if victims not in self.VICTIM_RULES:
             raise ValueError(f"expert: victims must be one of {', '.join(self.VICTIM_RULES)}, got {victims!r}")
         self.victim_rule = victims
         self.noise, self.layout_noise = float(noise), float(layout_noise)
-        self.k_full = int(k_full)
-        self.prior_weight = float(prior)
-        self.weights = np.array(BATTLE_WEIGHTS if weights is None else weights, np.float64)
-        self.layout_weights = np.array(LAYOUT_WEIGHTS if layout_weights is None else layout_weights, np.float64)
-        self.prior = GaussianPrior()
+        knowledge = ExpertKnowledge(k_full=k_full, layout_mix=layout_mix, prior=prior, weights=weights,
+                                    layout_weights=layout_weights, eval_weights=eval_weights)
+        self.knowledge = default_knowledge() if knowledge.is_default() else knowledge
         self.capture_pruner = CapturePruner(top=1, pool=int(pool))
         self.threat_pruner = ThreatCapturePruner(top=1, pool=int(pool))
 
     def layout_scores(self, state: GameState) -> np.ndarray:
-        """``float64[196]`` layout scores of the legal placements (``-inf`` elsewhere), before noise:
-        the ``eval.shape`` difference after the placement plus the Gaussian prior (as greedy), plus
-        ``layout_mix`` times the knowledge kernel ``knowledge.expert_kernels.layout_scores``."""
-        scores = greedy_layout_scores(state, self.evaluator, self.prior, self.prior_weight)
-        if self.layout_mix:
-            legal = np.isfinite(scores)
-            raw = layout_scores(state.board, state.side, self.layout_weights)
-            scores[legal] += self.layout_mix * raw[legal]
-        return scores
+        """``float64[196]`` layout scores of the legal placements (``-inf`` elsewhere), before noise
+        (``ExpertKnowledge.layout_scores``)."""
+        return self.knowledge.layout_scores(state)
 
     def battle_scores(self, state: GameState, margin: float = math.inf) -> tuple[np.ndarray, np.ndarray]:
-        """``(scores float64[m], levels int8[m])`` of the legal paths (``state.paths()`` order), before noise.
+        """``(scores float64[m], levels int8[m])`` of the legal paths (``state.paths()`` order), before
+        noise; ``scores`` writable, ``levels`` read-only (``ExpertKnowledge.battle_scores`` with this
+        agent's ``plies``, ``top`` and ``replies``).
 
         ``margin`` (``plies=2`` only; expert units, >= 0): the alpha cut of
-        ``knowledge.expert_kernels.search_scores``: the scores within ``margin`` of the maximum are
+        ``knowledge.expert_kernels.refine_scores``: the scores within ``margin`` of the maximum are
         exact, the others only upper bounds below ``maximum - margin``. ``inf`` (the default): every
         score exact. For callers that need only the best score or move (:meth:`best_score`,
         :meth:`select`). A negative or NaN ``margin`` raises ``ValueError``."""
-        if not margin >= 0.0:
-            raise ValueError(f"expert: margin must be >= 0 (inf: no cut), got {margin!r}")
-        ps = state.paths()
-        s = state.side
-        n_own, n_opp = state.counts[s], state.counts[1 - s]
-        levels = path_levels(state.board, s, n_own, n_opp, ps.pts, ps.off, ps.nsq, ps.jump, ps.m)
-        if self.plies == 1:
-            scores, _ = battle_scores(state.board, s, n_own, n_opp, state.ruleset.vector, ps.pts, ps.off, ps.nsq,
-                                      ps.jump, ps.m, levels, self.weights, self.k_full)
-        else:
-            scores, _ = search_scores(state.board, s, n_own, n_opp, state.ruleset.vector, ps.pts, ps.off, ps.nsq,
-                                      ps.jump, ps.m, levels, self.weights, self.eval_weights, self.k_full, self.top,
-                                      self.replies, float(margin))
-        return scores, levels
+        return self.knowledge.battle_scores(state, self.plies, self.top, self.replies, margin)
 
     def best_score(self, state: GameState) -> float:
         """The best legal path's score (:meth:`battle_scores`' maximum, computed with the alpha cut), in
@@ -483,32 +443,9 @@ class ExpertAgent(_Agent):
         return Move(path, jump, self.victims(state, path, jump, int(ps.nsq[i])))
 
     def repetition_adjust(self, state: GameState, ps, scores: np.ndarray, top: int = REPETITION_TOP) -> bool:
-        """Repetition awareness for the best ``top`` quiet paths (only quiet moves can repeat a position):
-        a move that would end the game by the repetition rule scores ``-1000 * sign(stone lead)`` (avoid
-        it when ahead, take it when behind); when ahead, a move back to a position seen before costs
-        ``5`` per earlier occurrence, so the expert makes progress instead of shuffling. ``scores`` is
-        changed in place; returns whether any score changed."""
-        rep = state.ruleset.repetition_draw
-        lead = state.counts[state.side] - state.counts[1 - state.side]
-        if len(state.history) < 2 or (lead == 0 and rep == 0):
-            return False
-        hist = state.history
-        changed = False
-        for i in np.argsort(-scores, kind="stable")[:top]:
-            if ps.jump[i] or ps.nsq[i] > 0:
-                continue
-            h = np.uint64(state._play(Move(ps.path(int(i)))).hash)
-            seen = int(np.count_nonzero(hist == h))
-            if seen == 0:
-                continue
-            if rep > 0 and seen + 1 >= rep:
-                if lead != 0:
-                    scores[i] -= 1000.0 * np.sign(lead)
-                    changed = True
-            elif lead > 0:
-                scores[i] -= 5.0 * seen
-                changed = True
-        return changed
+        """``ExpertKnowledge.repetition_adjust``: ``scores`` changed in place for the repetition rule;
+        returns whether any score changed."""
+        return self.knowledge.repetition_adjust(state, ps, scores, top)
 
     def victims(self, state: GameState, path: tuple[int, ...], jump: bool, nsq: int) -> tuple[int, ...]:
         """Square victims of a legal path forming ``nsq`` squares. Rule ``"threat"`` (default): when

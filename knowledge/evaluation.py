@@ -21,7 +21,8 @@
 
 ``value(s)`` for the side to move ``p`` against ``o``: ``tanh((score(s, p) - score(s, o)) / scale)``
 with ``scale`` default 20 (about five squares or three Dalians of advantage give 0.76). Terminal
-positions give the game result instead: +1 win, -1 loss, 0 draw for the side to move.
+positions give the game result instead: +1 win, -1 loss, 0 draw for the side to move. The class,
+``ShapeEvaluator``, lives in ``knowledge.formation`` (below the expert's layout scores, which use it).
 """
 
 from __future__ import annotations
@@ -33,57 +34,10 @@ from typing import Sequence
 import numpy as np
 
 from core.board import PHASE_BATTLE
-from core.shapes import shape_counts
 from core.state import GameState
-from knowledge.expert_kernels import BATTLE_WEIGHTS, EVAL_WEIGHTS, leaf_value
+from knowledge.expert import default_knowledge
+from knowledge.formation import V_CHAIN, V_GATE, V_SQUARE, ShapeEvaluator
 from knowledge.registry import REGISTRY, register
-
-V_CHAIN = 7.0
-V_GATE = 3.0
-V_SQUARE = 4.0
-
-
-class ShapeEvaluator:
-    """``eval.shape``: papers/001 Eq. 9 shape feedback plus material (module docstring).
-
-    Options: ``material`` (weight per stone in the battle, default 1.0), ``scale`` (tanh scale of the
-    score difference, default 20.0), ``chain``/``gate``/``square`` (Eq. 9 weights 7, 3, 4).
-    """
-
-    name = "eval.shape"
-
-    def __init__(self, material: float = 1.0, scale: float = 20.0, chain: float = V_CHAIN, gate: float = V_GATE,
-                 square: float = V_SQUARE):
-        if scale <= 0:
-            raise ValueError(f"eval.shape: scale must be > 0, got {scale!r}")
-        self.material, self.scale = float(material), float(scale)
-        self.chain, self.gate, self.square = float(chain), float(gate), float(square)
-
-    def counts(self, state: GameState, player: int) -> tuple[int, int, int, int]:
-        """``(squares, gates, open gates, Dalians)`` of ``player`` (``core.shapes.shape_counts``)."""
-        return shape_counts(state.board, player, state.counts[player], state.counts[1 - player],
-                            state.ruleset.vector)
-
-    def score(self, state: GameState, player: int) -> float:
-        if player not in (0, 1):
-            raise ValueError(f"eval.shape: player must be 0 (White) or 1 (Black), got {player!r}")
-        n_sq, n_gates, _, n_dal = self.counts(state, player)
-        s = self.chain * n_dal + self.gate * n_gates + self.square * n_sq
-        if state.phase == PHASE_BATTLE:
-            s += self.material * state.counts[player]
-        return float(s)
-
-    def margin(self, state: GameState) -> float:
-        """The side to move's advantage in this evaluator's units: its score minus the opponent's;
-        ``value`` is ``tanh(margin / scale)`` outside terminal battle positions."""
-        p = state.side
-        return self.score(state, p) - self.score(state, 1 - p)
-
-    def value(self, state: GameState) -> float:
-        if state.phase == PHASE_BATTLE and state.is_terminal():
-            return state.returns()[state.side]
-        return math.tanh(self.margin(state) / self.scale)
-
 
 @register("eval.shape", "evaluator")
 def make_shape_evaluator(material: float = 1.0, scale: float = 20.0, chain: float = V_CHAIN, gate: float = V_GATE,
@@ -94,7 +48,7 @@ def make_shape_evaluator(material: float = 1.0, scale: float = 20.0, chain: floa
 
 class ExpertEvaluator:
     """``eval.expert``: the position value the expert's two-ply search uses at its leaves
-    (``knowledge.expert_kernels.leaf_value``: material, each side's best capture next move, both sides'
+    (``knowledge.expert.ExpertKnowledge.leaf_value``, kernel ``knowledge.expert_kernels.leaf_value``: material, each side's best capture next move, both sides'
     weighted Dalians, squares and gates; one stone = 10 units), as a value for a search.
 
     ``score(state, player)`` is that value of the position from ``player``'s point of view: the leaf is
@@ -108,7 +62,8 @@ class ExpertEvaluator:
     leaf: the best, over the expert's ``top`` candidate paths (one-ply score with the reply check), of
     the worst leaf value after the opponent's replies (``knowledge.expert_kernels.search_scores``, the
     expert agent's move choice; ``replies`` as the agent's; computed with its alpha cut,
-    ``ExpertAgent.best_score``). A search using it sees two plies beyond each of its own leaves, at
+    ``knowledge.expert.ExpertKnowledge.best_score`` of the shared ``default_knowledge()``, whose
+    one-ply scores the search's ``prune.expert`` then reuses). A search using it sees two plies beyond each of its own leaves, at
     the cost of one expert decision per leaf. ``plies`` 1 or 2, ``top``
     1..1,000, ``replies`` 1..100,000, else ``ValueError``.
     """
@@ -125,12 +80,8 @@ class ExpertEvaluator:
         if not 1 <= replies <= 100_000:
             raise ValueError(f"eval.expert: replies must be in 1..100000, got {replies!r}")
         self.scale = float(scale)
-        self.plies = int(plies)
-        self._expert = None
-        if self.plies == 2:
-            from knowledge.agents import ExpertAgent  # the agent module imports this one
-
-            self._expert = ExpertAgent(plies=2, top=int(top), replies=int(replies))
+        self.plies, self.top, self.replies = int(plies), int(top), int(replies)
+        self.knowledge = default_knowledge()
 
     def score(self, state: GameState, player: int) -> float:
         if player not in (0, 1):
@@ -138,11 +89,10 @@ class ExpertEvaluator:
         if state.phase != PHASE_BATTLE:
             return 0.0
         me = state.side
-        if self._expert is not None and state.paths().m > 0:
-            v = self._expert.best_score(state)
+        if self.plies == 2 and state.paths().m > 0:
+            v = self.knowledge.best_score(state, self.top, self.replies)
         else:
-            v = float(leaf_value(state.board, me, state.counts[me], state.counts[1 - me], state.ruleset.vector,
-                                 BATTLE_WEIGHTS, EVAL_WEIGHTS))
+            v = self.knowledge.leaf_value(state)
         return v if player == me else -v
 
     def margin(self, state: GameState) -> float:
@@ -183,7 +133,9 @@ class EvaluatorVictimScorer:
     @classmethod
     def from_spec(cls, spec: str) -> "EvaluatorVictimScorer":
         """The scorer of the ``evaluator`` plugin ``spec`` (``NAME[:k=v]``); raises
-        ``knowledge.registry.SpecError`` for an unknown name or option."""
+        ``knowledge.registry.SpecError`` for an unknown name or option. The plugin's module must have
+        been imported (``knowledge.plugins`` or ``catalog``: ``eval.rollout`` registers in
+        ``knowledge.agents``, which this module cannot import)."""
         return cls(REGISTRY.create(spec, "evaluator"))
 
     def q_values(self, states_after: Sequence[GameState], upper_actions: Sequence[int]) -> np.ndarray:

@@ -5,59 +5,22 @@ board like a 2D normal density (papers/001 Fig. 3). Eq. 10 with the paper's para
 ``sigma1 = sigma2 = 2``, ``mu1 = mu2 = 6.5``, ``rho = 0`` over 0-based coordinates
 ``x = column, y = row`` in ``[0, 13]``, i.e. centred between g7 and h8. The density is evaluated on
 the legal placements of the position and normalised to sum to 1 (the constant
-``1 / (2 pi sigma1 sigma2 sqrt(1 - rho^2))`` cancels).
+``1 / (2 pi sigma1 sigma2 sqrt(1 - rho^2))`` cancels). The class (``GaussianPrior``) and the density
+(``gaussian_density``) live in ``knowledge.formation``, below the expert's scores that use them.
 
 ``prior.expert_layout`` (kind ``layout_prior``) and ``prior.expert`` (kind ``battle_prior``): the
-expert agent's layout and battle scores as softmax priors.
+expert's layout and battle scores (``knowledge.expert.ExpertKnowledge``) as softmax priors.
 """
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from core.board import NUM_POINTS, PHASE_LAYOUT, SIZE
+from core.board import NUM_POINTS, PHASE_LAYOUT
 from core.state import GameState
+from knowledge.expert import default_knowledge
+from knowledge.formation import GaussianPrior
 from knowledge.registry import register
-
-
-def gaussian_density(sigma: float = 2.0, mu: float = 6.5, rho: float = 0.0) -> np.ndarray:
-    """papers/001 Eq. 10 at every point: ``float64[196]`` indexed by point (``idx = row0 * 14 + col0``),
-    with ``x = col0``, ``y = row0``, ``sigma1 = sigma2 = sigma``, ``mu1 = mu2 = mu``, correlation ``rho``."""
-    if sigma <= 0:
-        raise ValueError(f"prior.gaussian: sigma must be > 0, got {sigma!r}")
-    if not -1.0 < rho < 1.0:
-        raise ValueError(f"prior.gaussian: rho must be in (-1, 1), got {rho!r}")
-    idx = np.arange(NUM_POINTS)
-    x = (idx % SIZE - mu) / sigma
-    y = (idx // SIZE - mu) / sigma
-    q = (x * x - 2.0 * rho * x * y + y * y) / (2.0 * (1.0 - rho * rho))
-    return np.exp(-q) / (2.0 * math.pi * sigma * sigma * math.sqrt(1.0 - rho * rho))
-
-
-class GaussianPrior:
-    """``prior.gaussian``: Eq. 10 restricted to the legal placements and normalised.
-
-    ``prior(state)`` -> ``float32[196]``, 0 on illegal points, summing to 1 over the legal ones
-    (all zero when there is no legal placement, e.g. in the battle).
-    """
-
-    name = "prior.gaussian"
-
-    def __init__(self, sigma: float = 2.0, mu: float = 6.5, rho: float = 0.0):
-        self.sigma, self.mu, self.rho = float(sigma), float(mu), float(rho)
-        self.density = gaussian_density(self.sigma, self.mu, self.rho)
-        self.density.setflags(write=False)
-
-    def prior(self, state: GameState) -> np.ndarray:
-        out = np.zeros(NUM_POINTS, np.float64)
-        if state.phase == PHASE_LAYOUT:
-            legal = state.placements()
-            if legal:
-                out[legal] = self.density[legal]
-                out /= out.sum()
-        return out.astype(np.float32)
 
 
 @register("prior.gaussian", "layout_prior")
@@ -67,8 +30,8 @@ def make_gaussian_prior(sigma: float = 2.0, mu: float = 6.5, rho: float = 0.0) -
 
 
 class ExpertLayoutPrior:
-    """``prior.expert_layout``: the expert agent's layout scores (``knowledge.agents.ExpertAgent.
-    layout_scores``: the ``eval.shape`` gain, the Gaussian prior and the knowledge kernel) as a softmax
+    """``prior.expert_layout``: the expert's layout scores (``knowledge.expert.ExpertKnowledge.
+    layout_scores`` of the shared ``default_knowledge()``, the expert agent's: the ``eval.shape`` gain, the Gaussian prior and the knowledge kernel) as a softmax
     over the legal placements: ``p_i = exp((s_i - max s) / temperature) / Z`` (``temperature`` in the
     layout score's units, default 0.5). ``prior(state)`` -> ``float32[196]``, 0 on illegal points,
     summing to 1 over the legal ones (all zero without a legal placement, e.g. in the battle). A
@@ -77,17 +40,15 @@ class ExpertLayoutPrior:
     name = "prior.expert_layout"
 
     def __init__(self, temperature: float = 0.5):
-        from knowledge.agents import ExpertAgent  # the agent module imports this one
-
         if not (np.isfinite(temperature) and temperature > 0):
             raise ValueError(f"prior.expert_layout: temperature must be a finite number > 0, got {temperature!r}")
         self.temperature = float(temperature)
-        self._expert = ExpertAgent()
+        self.knowledge = default_knowledge()
 
     def prior(self, state: GameState) -> np.ndarray:
         out = np.zeros(NUM_POINTS, np.float64)
         if state.phase == PHASE_LAYOUT and state.placements():
-            scores = self._expert.layout_scores(state)
+            scores = self.knowledge.layout_scores(state)
             legal = np.isfinite(scores)
             out[legal] = np.exp((scores[legal] - scores[legal].max()) / self.temperature)
             out /= out.sum()
@@ -101,7 +62,8 @@ def make_expert_layout_prior(temperature: float = 0.5) -> ExpertLayoutPrior:
 
 
 class ExpertPathPrior:
-    """``prior.expert``: the expert agent's battle move scores (``knowledge.agents.ExpertAgent``: its
+    """``prior.expert``: the expert's battle move scores (``knowledge.expert.ExpertKnowledge.battle_scores`` of
+    the shared ``default_knowledge()``, the expert agent's: its
     one-ply score with the reply safety check, refined two plies deep for its ``top`` best paths when
     ``plies`` is 2; one stone = 10 units) as a softmax prior over the legal paths:
     ``p_i = exp((s_i - max s) / temperature) / Z`` (``temperature`` in the expert's units, default 10:
@@ -111,21 +73,20 @@ class ExpertPathPrior:
     name = "prior.expert"
 
     def __init__(self, temperature: float = 10.0, plies: int = 2):
-        from knowledge.agents import ExpertAgent  # the agent module imports this one
-
         if not (np.isfinite(temperature) and temperature > 0):
             raise ValueError(f"prior.expert: temperature must be a finite number > 0, got {temperature!r}")
         if plies not in (1, 2):
             raise ValueError(f"prior.expert: plies must be 1 or 2, got {plies!r}")
         self.temperature = float(temperature)
-        self._expert = ExpertAgent(plies=plies)
+        self.plies = int(plies)
+        self.knowledge = default_knowledge()
 
     def prior(self, state: GameState, paths) -> np.ndarray:
         if state.phase == PHASE_LAYOUT:
             raise ValueError("prior.expert: a battle position is needed (got a layout position)")
         if paths.m == 0:
             return np.zeros(0, np.float32)
-        scores, _ = self._expert.battle_scores(state)
+        scores, _ = self.knowledge.battle_scores(state, self.plies)
         z = np.exp((scores - scores.max()) / self.temperature)
         return (z / z.sum()).astype(np.float32)
 

@@ -43,6 +43,7 @@ from core.board import PHASE_LAYOUT, POINT_NAMES
 from core.errors import IllegalMoveError
 from core.movegen import find_path
 from core.play import play_path
+from knowledge.expert import default_knowledge
 from knowledge.expert_kernels import threat_victims, threat_victims_after
 from knowledge.pruning_kernels import best_level_indices, path_levels, victim_set_scores
 from core.state import GameState, PathSet
@@ -76,11 +77,13 @@ class ExpansionPruner:
 class ExpertPruner:
     """``prune.expert``: keep the ``top`` paths the expert agent scores best (an expansion pruner).
 
-    The scores are ``knowledge.agents.ExpertAgent.battle_scores`` (its one-ply score with the reply
-    safety check, ``plies=2``: refined two plies deep; the Table 1 level is part of the score; one stone
-    = 10 units) with the expert's own repetition awareness (``ExpertAgent.repetition_adjust``, from the
-    state's history: a quiet path ending the game by repetition ranks first for a side behind and last
-    for a side ahead), so a search pruned by it sees the draw an opponent behind would take.
+    The scores are ``knowledge.expert.ExpertKnowledge.battle_scores`` of the shared default instance
+    (``default_knowledge()``; the expert agent's: its one-ply score with the reply safety check,
+    ``plies=2``: refined two plies deep; the Table 1 level is part of the score; one stone = 10 units;
+    the one-ply scores come from its cache when the search's value plugin ``eval.expert`` has just
+    scored the same position) with the expert's own repetition awareness
+    (``ExpertKnowledge.repetition_adjust``, from the state's history: a quiet path ending the game by
+    repetition ranks first for a side behind and last for a side ahead), so a search pruned by it sees the draw an opponent behind would take.
     ``keep(state, paths)`` -> ascending ``int64[min(top, m)]`` indices (ties broken by the
     lower index; ``arange(m)`` in the layout). ``paths`` must be ``state.paths()`` (same order); a
     different count raises ``ValueError``. ``top`` in 1..10,000, ``plies`` 1 or 2, else ``ValueError``.
@@ -91,22 +94,20 @@ class ExpertPruner:
     name = "prune.expert"
 
     def __init__(self, top: int = 4, plies: int = 1):
-        from knowledge.agents import ExpertAgent  # the agent module imports this one
-
         if not 1 <= int(top) <= 10_000:
             raise ValueError(f"prune.expert: top must be in 1..10000, got {top!r}")
         if plies not in (1, 2):
             raise ValueError(f"prune.expert: plies must be 1 or 2, got {plies!r}")
-        self.top = int(top)
-        self._expert = ExpertAgent(plies=plies)
+        self.top, self.plies = int(top), int(plies)
+        self.knowledge = default_knowledge()
 
     def keep(self, state: GameState, paths: PathSet) -> np.ndarray:
         if state.phase == PHASE_LAYOUT or paths.m <= self.top:
             return np.arange(paths.m, dtype=np.int64)
-        scores, _ = self._expert.battle_scores(state)
+        scores, _ = self.knowledge.battle_scores(state, self.plies)
         if len(scores) != paths.m:
             raise ValueError(f"prune.expert: {paths.m} paths given but the position has {len(scores)}")
-        self._expert.repetition_adjust(state, paths, scores)
+        self.knowledge.repetition_adjust(state, paths, scores)
         order = np.lexsort((np.arange(paths.m), -scores))  # best score first, then the lower index
         return np.sort(order[: self.top]).astype(np.int64)
 

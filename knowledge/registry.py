@@ -3,10 +3,11 @@
 Plugins register under dotted names by kind (``prune.expansion``, ``prune.capture``,
 ``prior.gaussian``, ``eval.shape``, ``reward.first_square``, ``reward.outcome``); agents under plain
 names (``random``, ``greedy``, ``minimax``, ``expert`` here in ``knowledge``; ``mcts``, ``slm``,
-``hbm``, ``jfa`` in ``search.agents``). The knowledge plugins register themselves when this registry
-is first asked for a name; modules of higher layers (``search.agents``, user plugins) register when
-they are imported, which the top-level ``catalog`` module does for every built-in one. The CLI and
-configs refer to plugins and agents by *spec strings*:
+``hbm``, ``jfa`` in ``search.agents``). Every module registers its entries when it is imported; this
+module imports none of them (it is the lowest layer, imported by every plugin module). Code that
+resolves spec strings imports the modules first: ``knowledge.plugins`` for every knowledge plugin and
+agent (it re-exports ``REGISTRY``), the top-level ``catalog`` for those and the search agents. The CLI
+and configs refer to plugins and agents by *spec strings*:
 
 - ``NAME`` or ``NAME:key=value,key=value``: options of the factory (``minimax:depth=3``,
   ``mcts:sims=400``); ``-`` in a key reads as ``_``;
@@ -131,11 +132,9 @@ class Registry:
         return deco
 
     def names(self, kind: str | None = None) -> list[str]:
-        _load_knowledge_plugins()
         return sorted(n for n, e in self._entries.items() if kind is None or e.kind == kind)
 
     def entry(self, name: str, kind: str | None = None) -> Entry:
-        _load_knowledge_plugins()
         e = self._entries.get(name)
         if e is None or (kind is not None and e.kind != kind):
             what = kind.replace("_", " ") if kind else "plugin or agent"
@@ -272,8 +271,3 @@ def option_rows(model: type[BaseModel]) -> list[dict[str, str]]:
 REGISTRY = Registry()
 register = REGISTRY.register
 
-
-def _load_knowledge_plugins() -> None:
-    """Register this package's plugins and agents (imported on first lookup, so that importing the
-    registry stays cheap and free of cycles). Higher layers register by being imported (``catalog``)."""
-    from knowledge import agents, evaluation, priors, pruning, rewards  # noqa: F401

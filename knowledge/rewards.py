@@ -33,6 +33,7 @@ from core.board import PHASE_LAYOUT, WHITE
 from core.movegen import find_path
 from core.state import GameState
 from knowledge.agents import finish_layout, make_agent
+from knowledge.formation import ShapeEvaluator
 from knowledge.registry import register
 
 
@@ -103,8 +104,6 @@ class ShapeReward:
     name = "reward.shape"
 
     def __init__(self, scale: float = 20.0, agent: str = "expert"):
-        from knowledge.evaluation import ShapeEvaluator
-
         self.evaluator = ShapeEvaluator(material=0.0, scale=scale)
         self.agent = str(agent)
         self.last_moves: list = []  # the placements chosen to complete a layout position (no battle)

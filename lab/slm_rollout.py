@@ -15,7 +15,8 @@ from pydantic import Field, field_validator
 from core.board import PHASE_LAYOUT
 from core.notation import Move
 from core.state import GameState
-from knowledge.registry import REGISTRY, register
+from knowledge.plugins import REGISTRY
+from knowledge.registry import register
 from lab.rollout import RolloutLayoutAgent, RolloutOptions
 from nets.config import Precision
 from search.agents import load_net, weights_path

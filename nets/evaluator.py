@@ -124,7 +124,7 @@ class KnowledgeEvaluator:
     name = "knowledge"
 
     def __init__(self, evaluator: str | Any = "eval.shape", layout_prior: str | Any | None = None):
-        from knowledge.registry import REGISTRY
+        from knowledge.plugins import REGISTRY
 
         if isinstance(evaluator, str):
             evaluator = REGISTRY.create(evaluator, kind="evaluator")

@@ -71,7 +71,8 @@ from core.notation import Move
 from core.state import GameState
 from knowledge.agents import (AgentOptions, PhasedAgent, make_agent,
                               validate_agent_spec)
-from knowledge.registry import REGISTRY, SpecError, register
+from knowledge.plugins import REGISTRY
+from knowledge.registry import SpecError, register
 from nets.config import Precision
 from search.config import SIMS_MAX, SearchConfig, model_search_config, plugin_spec_or_none, preset, with_defaults
 from search.mcts import Search, SearchResult

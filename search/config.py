@@ -78,7 +78,7 @@ def plugin_spec_or_none(value: str, kind: str) -> str:
     """A spec naming a plugin of ``kind``: ``"none"`` (any case), or the spec unchanged if the registry
     accepts it (a name, or ``NAME:k=v`` with the plugin's own options). Raises ``ValueError`` (pydantic
     reports it as the field's error) naming the kind and the registry's reason."""
-    from knowledge.registry import REGISTRY
+    from knowledge.plugins import REGISTRY
 
     if value.strip().lower() == "none":
         return "none"

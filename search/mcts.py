@@ -123,7 +123,7 @@ class Search:
     """
 
     def __init__(self, evaluator, config: SearchConfig | None = None, victim_scorer=None):
-        from knowledge.registry import REGISTRY
+        from knowledge.plugins import REGISTRY
 
         self.evaluator = evaluator
         self.config = config or SearchConfig()

@@ -24,7 +24,8 @@ from typer.testing import CliRunner
 import catalog
 from cli import app
 from knowledge.agents import ExpertAgent, PhasedAgent, validate_agent_spec, make_agent
-from knowledge.registry import REGISTRY, SpecError, UnknownNameError, parse_spec
+from knowledge.plugins import REGISTRY
+from knowledge.registry import SpecError, UnknownNameError, parse_spec
 from search.agents import MODELS_DIR, LowerVictimsAgent, SearchAgent
 from search.config import SearchConfig, model_search_config, preset
 

@@ -23,7 +23,7 @@ from core.rules import Ruleset
 from core.state import GameState
 from knowledge.agents import JITTER, ExpertAgent, PhasedAgent, make_agent
 from knowledge.protocols import Agent, Reward
-from knowledge.registry import REGISTRY
+from knowledge.plugins import REGISTRY
 from tests.strategies import battle_boards, layout_positions, played_positions
 
 FAST = Ruleset(max_battle_plies=60)
@@ -194,7 +194,7 @@ def _naive_greedy_layout_scores(state, evaluator, prior, prior_weight):
 
 
 def _check_greedy_layout_scores(state, weights, prior_weight):
-    from knowledge.agents import greedy_layout_scores
+    from knowledge.formation import greedy_layout_scores
     from knowledge.evaluation import ShapeEvaluator
     from knowledge.priors import GaussianPrior
 

@@ -24,7 +24,7 @@ from cli import app
 from core.records import read_json
 from core.rules import Ruleset
 from core.state import GameState
-from knowledge.registry import REGISTRY
+from knowledge.plugins import REGISTRY
 from train.arena import (ARENA_VERSION, ARENA_VERSIONS, ArenaError, game_seeds, load_records, record_path,
                          run_arena, summarize_records)
 from train.play import play
@@ -103,7 +103,6 @@ def test_agents():
     afterwards, so that tests parametrised over every registered agent never see them)."""
     import catalog  # noqa: F401  register every built-in agent in the original registry first: an
     # import inside the copy below would register them only there, and a later import is a no-op
-    REGISTRY.names()
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(REGISTRY, "_entries", dict(REGISTRY._entries))
         mp.setenv(ENV, "1")

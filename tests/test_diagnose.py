@@ -165,7 +165,7 @@ def test_victim_report_against_its_reference(tmp_path):
     from core.state import GameState
     from knowledge.agents import make_agent
     from knowledge.evaluation import EvaluatorVictimScorer
-    from knowledge.registry import REGISTRY
+    from knowledge.plugins import REGISTRY
     from train.diagnose import victim_report
 
     rules = Ruleset(max_battle_plies=60, adjudicate="stones")

@@ -472,7 +472,7 @@ def test_uniform_and_protocols(layout_states, battle_states):
 
 
 def test_knowledge_evaluator(layout_states, battle_states):
-    from knowledge.registry import REGISTRY
+    from knowledge.plugins import REGISTRY
 
     try:
         REGISTRY.entry("eval.shape", "evaluator")

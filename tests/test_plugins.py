@@ -36,7 +36,7 @@ from core.state import GameState
 import catalog  # noqa: F401 - registers every built-in plugin and agent
 from knowledge import protocols
 from search.victims import after_path
-from knowledge.registry import REGISTRY
+from knowledge.plugins import REGISTRY
 from tests.strategies import battle_boards, layout_positions, played_positions, random_battle_jfen
 
 # Quicker options for plugins whose defaults take seconds per call (same checks).

@@ -34,7 +34,7 @@ from core.rules import Ruleset
 from core.shapes import dalians, find_dalians
 from core.state import GameState
 from knowledge.pruning import CapturePruner, ExpansionPruner, best_victims
-from knowledge.registry import REGISTRY
+from knowledge.plugins import REGISTRY
 from tests.strategies import battle_boards, played_positions, rulesets, shuffle_to_a_draw
 
 N = 14

@@ -250,7 +250,7 @@ def test_net_agents_stop_their_evaluator_thread_on_close():
     """An arena closes each agent after its game: the net agents' inference threads must end with it
     (they leaked one thread and its nets per game before)."""
     import catalog  # noqa: F401 - registers the search agents
-    from knowledge.registry import REGISTRY
+    from knowledge.plugins import REGISTRY
 
     agent = REGISTRY.create("jfa:sims=2,threads=1", "agent")
     agent.select(GameState.initial())

@@ -9,7 +9,7 @@ import catalog  # noqa: F401  registers the search agents
 from core import GameState
 from knowledge.agents import PhasedAgent, make_agent
 from knowledge.evaluation import ShapeEvaluator
-from knowledge.priors import gaussian_density
+from knowledge.formation import gaussian_density
 from knowledge.registry import SpecError
 from search.agents import SearchAgent
 
@@ -78,7 +78,7 @@ def test_value_at_the_end_of_the_layout_is_the_shape_evaluation():
 
 
 def test_shape_reward_is_the_formation_evaluation_at_the_end_of_the_layout():
-    from knowledge.registry import REGISTRY
+    from knowledge.plugins import REGISTRY
 
     end = _random_layout(1).apply(_random_layout(1).legal_moves()[0])
     assert end.phase == 1

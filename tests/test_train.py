@@ -869,7 +869,7 @@ def test_dashboard_renders(tmp_path):
 def test_slm_record_continues_the_battle_that_gave_the_reward(cycle_run):
     """The record of an slm self-play game plays, right after the layout, exactly the moves the reward
     plugin's auxiliary agent chose when it computed the reward (seeded by the recorded reward seed)."""
-    from knowledge.registry import REGISTRY
+    from knowledge.plugins import REGISTRY
 
     run, cfg, _, _ = cycle_run
     for g in range(2):
@@ -1557,7 +1557,8 @@ def test_upper_selfplay_with_value_drift_targets_the_margins_change(monkeypatch)
         micro_config("selfplay.value_drift=3")
     with pytest.raises(ConfigError, match="value_eval"):
         micro_config("selfplay.value_drift=2", "selfplay.search.value_evaluator=none")
-    from knowledge.registry import REGISTRY, Entry
+    from knowledge.plugins import REGISTRY
+    from knowledge.registry import Entry
 
     class NoMargin:  # an evaluator without a margin
         scale = 1.0
@@ -1565,7 +1566,6 @@ def test_upper_selfplay_with_value_drift_targets_the_margins_change(monkeypatch)
         def value(self, state):
             return 0.0
 
-    REGISTRY.names()  # the knowledge plugins are registered first
     monkeypatch.setitem(REGISTRY._entries, "eval.no-margin", Entry("eval.no-margin", "evaluator", NoMargin, ""))
     with pytest.raises(ConfigError, match="selfplay.value_drift.*no margin"):
         resolve_names(micro_config("selfplay.value_drift=2", "selfplay.search.value_evaluator=eval.no-margin",
@@ -1608,7 +1608,7 @@ def test_upper_selfplay_with_gumbel_targets_the_improved_policy():
     """``selfplay.search.root_selection=gumbel``: each searched battle sample's policy target is the Gumbel
     search's improved policy, positive on every root child (kept path) although two simulations visit
     one of them; the gate and curve agents search the same way (without noise)."""
-    from knowledge.registry import REGISTRY
+    from knowledge.plugins import REGISTRY
     from nets.encoding import encode_paths
     from nets.model import build
     from train.selfplay import net_agent, play_upper_game
@@ -1666,7 +1666,7 @@ def test_upper_selfplay_chooses_the_victims_as_the_shipped_agent(victim_eval):
     """``selfplay.search.victim_evaluator``: every square-forming move of the upper net's self-play takes, among the
     capture pruner's 8 best sets, the one after which the plugin's value for the opponent is lowest
     (``None``: the pruner's best set), searched or forced; the gate's agent spec chooses the same way."""
-    from knowledge.registry import REGISTRY
+    from knowledge.plugins import REGISTRY
     from nets.model import build
     from search.victims import after_path
     from train.selfplay import net_agent, play_upper_game
@@ -1702,7 +1702,7 @@ def test_lower_selfplay_values_every_candidate_with_lower_eval(target):
     over the capture's sets, scaled and clipped); without it, one sample per
     capture (the chosen set) valued by the game's outcome for the capturing side."""
     from core.notation import Move, parse_move
-    from knowledge.registry import REGISTRY
+    from knowledge.plugins import REGISTRY
     from nets.features import state_planes
     from nets.model import build
     from train.selfplay import play_lower_game

@@ -359,7 +359,8 @@ def test_a_centred_plugin_value_is_relative_to_the_roots(text, mix):
 
 
 def test_centring_needs_a_plugin_with_a_margin(monkeypatch):
-    from knowledge.registry import REGISTRY, Entry
+    from knowledge.plugins import REGISTRY
+    from knowledge.registry import Entry
 
     class NoMargin:
         scale = 1.0
@@ -367,7 +368,6 @@ def test_centring_needs_a_plugin_with_a_margin(monkeypatch):
         def value(self, state):
             return 0.0
 
-    REGISTRY.names()  # the knowledge plugins are registered first
     monkeypatch.setitem(REGISTRY._entries, "eval.no-margin", Entry("eval.no-margin", "evaluator", NoMargin, ""))
     cfg = SearchConfig(value_evaluator="eval.no-margin", value_mix=1.0, value_center=True)
     with pytest.raises(ValueError, match="margin"):

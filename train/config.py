@@ -665,7 +665,7 @@ def resolve_names(config: TrainConfig) -> None:
     ``pretrain.agent``, ``curve.anchors``) are resolved when the configuration is validated. Raises
     :class:`ConfigError` naming the field, the spec and the reason (e.g. the available names)."""
     import catalog  # noqa: F401 - registers every built-in agent and plugin
-    from knowledge.registry import REGISTRY
+    from knowledge.plugins import REGISTRY
 
     search = config.selfplay.search
     plugins = [("selfplay.reward", config.selfplay.reward, "reward"),

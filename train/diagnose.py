@@ -401,7 +401,7 @@ def layout_end_report(records, evaluators: Sequence[Any] = LAYOUT_END_EVALUATORS
     positions from the start, ``core.records.GameRecord``) and ``result``. Raises ``ValueError`` for a
     negative ``k``."""
     from core.board import PHASE_LAYOUT
-    from knowledge.registry import REGISTRY
+    from knowledge.plugins import REGISTRY
 
     if any(int(k) < 0 for k in plies):
         raise ValueError(f"early battle plies must be >= 0, got {list(plies)}")
@@ -454,7 +454,7 @@ def victim_report(lower, records, candidates: int = 8, max_captures: int = 1000,
     docstring)."""
     from core.notation import parse_move
     from knowledge.evaluation import EvaluatorVictimScorer
-    from knowledge.registry import REGISTRY
+    from knowledge.plugins import REGISTRY
     from nets.evaluator import NetVictimScorer
 
     pruner = REGISTRY.create("prune.capture", "capture_pruner")

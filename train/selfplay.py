@@ -215,7 +215,7 @@ def _searched_moves(cfg, game, rng, builder, seed: int, slm_net, upper_net, unti
     search, evaluator = open_search(cfg, seed, slm_net, upper_net)
     teacher = None
     if upper_net is not None and sp.teacher is not None and sp.teacher_mix > 0:
-        from knowledge.registry import REGISTRY
+        from knowledge.plugins import REGISTRY
 
         teacher = REGISTRY.create(sp.teacher, "battle_prior")
     sides: list[int] = []
@@ -253,7 +253,7 @@ def _outcome_z(final: GameState, sides: list[int]) -> list[float]:
 def play_slm_game(cfg, slm_net, seed: int) -> tuple[_Game, Any, dict]:
     """One ``slm`` self-play game (module docstring): ``(game, samples, info)``."""
     from knowledge.agents import make_agent
-    from knowledge.registry import REGISTRY
+    from knowledge.plugins import REGISTRY
     from train.samples import SampleBuilder
 
     s_search, s_sample, s_aux, s_reward = sub_seeds(seed)
@@ -306,7 +306,7 @@ def play_lower_game(cfg, lower_net, seed: int) -> tuple[_Game, Any, dict]:
     from nets.features import state_planes
     from knowledge.agents import make_agent
     from knowledge.evaluation import EvaluatorVictimScorer
-    from knowledge.registry import REGISTRY
+    from knowledge.plugins import REGISTRY
     from nets.evaluator import NetVictimScorer
     from train.samples import SampleBuilder
 

@@ -148,7 +148,8 @@ _EVALUATORS: dict[str, Any] = {}  # per process: one evaluator plugin per spec (
 
 def _drift_evaluator(spec: str):
     if spec not in _EVALUATORS:
-        from knowledge.registry import REGISTRY, SpecError
+        from knowledge.plugins import REGISTRY
+        from knowledge.registry import SpecError
 
         try:
             _EVALUATORS[spec] = REGISTRY.create(spec, "evaluator")
@@ -284,7 +285,8 @@ def check_teacher(kind: str, teacher: str | None) -> None:
         return
     if kind != "upper":
         raise SupervisedError(f"a teacher prior trains the upper net's policy; --model is {kind}")
-    from knowledge.registry import REGISTRY, SpecError
+    from knowledge.plugins import REGISTRY
+    from knowledge.registry import SpecError
 
     try:
         REGISTRY.check(teacher, "battle_prior")
@@ -321,7 +323,7 @@ def _samples_task(task: dict[str, Any]) -> tuple[int, Samples]:
     teacher = None
     if task["teacher"] is not None:
         if task["teacher"] not in _TEACHERS:
-            from knowledge.registry import REGISTRY
+            from knowledge.plugins import REGISTRY
 
             _TEACHERS[task["teacher"]] = REGISTRY.create(task["teacher"], "battle_prior")
         teacher = _TEACHERS[task["teacher"]]

@@ -2,7 +2,8 @@
 
 ``python -m lab.bench.expert_value [--positions N] [--records DIR] [--games G] [--seed S]`` draws ``N``
 battle positions (default 300, seeded) from the first ``G`` held-out expert games (as
-``lab.bench.search_regret``) and times, position by position in one process and in turn:
+``lab.bench.search_regret``) and times, position by position in one process and in turn (the experts'
+``knowledge.expert.ExpertKnowledge`` without its cache of one-ply scores, so each call computes them):
 
 - ``one_ply``: ``ExpertAgent(plies=1).battle_scores`` (the one-ply scores the two-ply search starts from);
 - ``two_ply_full``: ``ExpertAgent(plies=2).battle_scores`` (every candidate's exact score, what the
@@ -32,10 +33,14 @@ def run_expert_value_benchmark(positions: int = 300, records: str | None = None,
     the calls interleaved)."""
     from lab.bench.search_regret import sample_positions
     from knowledge.agents import JITTER, ExpertAgent
+    from knowledge.expert import ExpertKnowledge
     from train.diagnose import HELDOUT_RECORDS
 
     states = sample_positions(str(records or HELDOUT_RECORDS), games, positions, seed=seed)
     one, two = ExpertAgent(plies=1), ExpertAgent(plies=2)
+    # Without a cache, so that every call computes its one-ply scores (the shared default service
+    # would hand the two-ply calls the one-ply scores of the call before).
+    one.knowledge = two.knowledge = ExpertKnowledge(cache=0)
     for s in states[:2]:  # compile outside the clock
         one.battle_scores(s), two.battle_scores(s), two.best_score(s), two.battle_scores(s, 2 * JITTER)
     seconds = {"one_ply": 0.0, "two_ply_full": 0.0, "two_ply_cut": 0.0, "two_ply_agent": 0.0}

@@ -26,7 +26,7 @@ from core.board import PHASE_LAYOUT
 from core.notation import Move
 from knowledge.pruning_kernels import action_scores, path_levels
 from core.state import GameState
-from knowledge.registry import REGISTRY
+from knowledge.plugins import REGISTRY
 
 
 def _random_layout(rng: random.Random) -> GameState:

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from core.board import PHASE_BATTLE
 from core.state import GameState
 from knowledge import protocols
-from knowledge.registry import REGISTRY
+from knowledge.plugins import REGISTRY
 from tests.strategies import battle_boards, layout_positions, played_positions
 from tests.test_plugins import SETTINGS, check_evaluator, fixed_battle_states, fixed_layout_states, flip_side
 

@@ -15,7 +15,8 @@ from core.notation import Move
 from core.rules import Ruleset
 from core.state import GameState
 from knowledge.agents import ExpertAgent, make_agent, validate_agent_spec
-from knowledge.registry import REGISTRY, SpecError
+from knowledge.plugins import REGISTRY
+from knowledge.registry import SpecError
 
 FAST = Ruleset(max_battle_plies=60)
 
