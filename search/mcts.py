@@ -62,13 +62,13 @@ _NO_HISTORY = np.empty(0, np.uint64)
 _NO_HISTORY.setflags(write=False)
 
 # The search of the net agents (``search.agents.NetOptions``) and of self-play
-# (``train.config.SelfPlayConfig``): the expert's 4 best paths per battle node, every battle leaf valued
+# (``train.learning.config.SelfPlayConfig``): the expert's 4 best paths per battle node, every battle leaf valued
 # by the expert's own two-ply search from it, a lower exploration constant than ``SearchConfig``'s,
 # so that at 16 simulations those values, not the priors, decide the visits, and the Gumbel root search,
 # which visits every kept path at the root (docs/knowledge-and-search.md, "The shipped
 # agent's search and why", for the matches that chose them). The leaf value is half the expert's two-ply value and half
 # the upper net's, a net whose value is trained to predict how that two-ply value changes over the next
-# NET_VALUE_DRIFT plies (``train.supervised.DriftTarget``; ``selfplay.value_drift``), so the sum is
+# NET_VALUE_DRIFT plies (``train.learning.drift.DriftTarget``; ``selfplay.value_drift``), so the sum is
 # the two-ply value plus where the game takes it, at the scale the lower c_puct keeps. The paper's HBM
 # search is ``prune.expansion`` with no value plugin and ``c_puct`` 1.5, ``SearchConfig``'s own defaults.
 NET_EXPANSION_PRUNER = "prune.expert:top=4"

@@ -125,7 +125,7 @@ def test_search_defaults_live_in_search_config():
     """``mcts`` searches with ``SearchConfig``'s defaults; the net agents and self-play with the net search's
     ``search.mcts.NET_C_PUCT``, each written once."""
     from search.mcts import NET_C_PUCT
-    from train.config import SelfPlayConfig
+    from train.learning.config import SelfPlayConfig
 
     default = SearchConfig()
     assert NET_C_PUCT != default.c_puct  # else this test could not tell the two apart
@@ -347,8 +347,8 @@ def test_a_battle_agent_keeps_its_own_victims_unless_a_chooser_is_given():
 
 
 def test_training_evaluation_specs_are_valid_agent_specs(tmp_path):
-    from train.config import TrainConfig
-    from train.selfplay import net_agent_spec
+    from train.learning.config import TrainConfig
+    from train.learning.selfplay import net_agent_spec
 
     cfg = TrainConfig()
     for kind, prefix in (("slm", "slm:slm="), ("upper", "hbm:upper="), ("lower", "hbm:battle=expert,lower=")):
@@ -359,8 +359,8 @@ def test_training_evaluation_specs_are_valid_agent_specs(tmp_path):
 
 def test_upper_evaluation_spec_searches_with_the_selfplay_knowledge(tmp_path):
     from knowledge.registry import REGISTRY, parse_spec
-    from train.config import ConfigError, TrainConfig, validate_config
-    from train.selfplay import net_agent_spec, search_config
+    from train.learning.config import ConfigError, TrainConfig, validate_config
+    from train.learning.selfplay import net_agent_spec, search_config
 
     cfg = TrainConfig.model_validate({"selfplay": {"expansion_pruner": "prune.expert:top=3", "value_eval": "eval.expert",
                                                    "value_mix": 0.75, "c_puct": 0.8}})

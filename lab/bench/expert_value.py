@@ -32,7 +32,7 @@ def run_expert_value_benchmark(positions: int = 300, records: str | None = None,
     the calls interleaved)."""
     from lab.bench.search_regret import sample_positions
     from knowledge.agents import JITTER, ExpertAgent
-    from train.diagnose import HELDOUT_RECORDS
+    from train.learning.diagnose import HELDOUT_RECORDS
 
     states = sample_positions(str(records or HELDOUT_RECORDS), games, positions, seed=seed)
     one, two = ExpertAgent(plies=1), ExpertAgent(plies=2)

@@ -18,7 +18,7 @@ from lab.bench.layout_worth import (WORTH_FILE, WorthError, arena_games, paired_
 from core.board import NUM_POINTS
 from core.records import read_record
 from core.rules import Ruleset
-from train.arena import run_arena
+from train.matches.arena import run_arena
 
 RULES = Ruleset(max_battle_plies=12, adjudicate="stones")  # short battles: cheap play-outs
 

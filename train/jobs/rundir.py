@@ -8,9 +8,9 @@ same directory is refused at once with :class:`DirectoryInUse` (``DIR is in use 
 
 JSON files are written by :func:`atomic_write_json` over ``core.atomic`` (temporary file, fsync,
 rename, directory fsync); non-finite floats become ``null`` and numpy scalars plain numbers
-(``train.stats.json_safe``). ``metrics.jsonl`` rows are appended by :class:`MetricsLog`.
+(``train.matches.stats.json_safe``). ``metrics.jsonl`` rows are appended by :class:`MetricsLog`.
 
-The training run's layout is in ``train.pipeline``'s docstring; :class:`RunPaths` names its files and
+The training run's layout is in ``train.learning.pipeline``'s docstring; :class:`RunPaths` names its files and
 :class:`RunState` is ``state.json``. The state's totals (``games``, ``samples``) are derived from what is
 on disk (:func:`disk_totals`: self-play records and shards), at the start of a session and after
 every phase, so that a run killed between a game's files and a state write still counts right.
@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from core.atomic import atomic_write_bytes
 from core.errors import JiuError
-from train.stats import json_safe
+from train.matches.stats import json_safe
 
 STATE_FORMAT = "jiu-train-run"
 STATE_VERSION = 2
@@ -168,7 +168,7 @@ def lock_dir(directory: str | os.PathLike) -> DirLock:
 # ============================================================================ the training run
 @dataclass(frozen=True)
 class RunPaths:
-    """The files of a training run directory (``train.pipeline`` docstring)."""
+    """The files of a training run directory (``train.learning.pipeline`` docstring)."""
 
     root: Path
 
@@ -295,7 +295,7 @@ def disk_totals(paths: RunPaths) -> tuple[int, int]:
     """``(games, samples)`` on disk: self-play records (``records/i*/g*.json``) and the samples of the
     shards (``shards/<kind>/*.npz``, their length read from the ``z`` array only). Unreadable shards
     count 0 (the learner reports them when it reads them)."""
-    from train.samples import ShardError, shard_files, shard_length
+    from train.learning.samples import ShardError, shard_files, shard_length
 
     games = sum(1 for d in paths.records.glob("i*") if d.is_dir() for f in d.glob("g*.json"))
     samples = 0
@@ -311,7 +311,7 @@ def disk_totals(paths: RunPaths) -> tuple[int, int]:
 
 def load_run_config(run_dir: str | os.PathLike):
     """The resolved ``TrainConfig`` stored in ``RUN/config.json``."""
-    from train.config import validate_config
+    from train.learning.config import validate_config
 
     p = RunPaths(Path(run_dir)).config
     try:

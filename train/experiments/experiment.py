@@ -5,10 +5,10 @@ An *experiment spec* (:class:`ExperimentSpec`, a TOML or JSON file: the built-in
 agents of each row by spec strings, the games per row, the statistics (table columns) and plots. Two
 kinds:
 
-- ``match``: each row is a colour-balanced arena match ``a`` vs ``b`` (``train.arena.run_arena``);
+- ``match``: each row is a colour-balanced arena match ``a`` vs ``b`` (``train.matches.arena.run_arena``);
   the columns are statistics of the match from A's side (:data:`MATCH_COLUMNS`). A row with
   ``measure = "squares"`` instead has agent ``a`` play ``games`` self-play runs of ``steps`` plies
-  and reports the squares formed per ``bin_steps`` steps (``train.squares``, papers/001 Table 2 and
+  and reports the squares formed per ``bin_steps`` steps (``train.experiments.squares``, papers/001 Table 2 and
   Fig. 5), in a second table; runs are played in this process, one after another. An ablation is a
   set of rows whose agent specs differ only in the options swapped (e.g. ``capture_pruner=none``);
   :func:`agent_config` resolves what an agent spec builds, so a test can check exactly that.
@@ -30,7 +30,7 @@ Run directory (``--out``, default ``runs/experiments/<name>``), every file writt
                         "params", "games", "rows": [{"id", "label", "a", "b", "games", ..., "stats"}],
                         "complete"}
     table.md           the table as the paper prints it, with the command, the budget and the paper's values
-    *.png              the spec's plots (``train.plots``)
+    *.png              the spec's plots (``train.matches.plots``)
 
 Errors (bad spec file, unknown agent, unknown parameter, a run directory of another experiment) raise
 :class:`ExperimentError` with one line naming the field.
@@ -50,7 +50,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from core.errors import JiuError
 from core.rules import DEFAULT_RULESET, Ruleset
 
-EXPERIMENTS_DIR = Path(__file__).resolve().parent.parent / "experiments"
+EXPERIMENTS_DIR = Path(__file__).resolve().parents[2] / "experiments"
 RESULT_FORMAT = "jiu-experiment"
 VERSION = 1
 SPEC_FILE = "experiment.json"
@@ -218,7 +218,7 @@ def load_spec(source: str | os.PathLike) -> ExperimentSpec:
     elif not path.exists():
         names = ", ".join(builtin_specs()) or "(none)"
         raise ExperimentError(f"experiment {str(source)!r}: no such built-in experiment or file; built-ins: {names}")
-    from train.config import ConfigError, read_config_file
+    from train.learning.config import ConfigError, read_config_file
 
     try:
         data = read_config_file(path)
@@ -235,8 +235,8 @@ def load_spec(source: str | os.PathLike) -> ExperimentSpec:
 
 def parse_params(items: Sequence[str] | None) -> dict[str, Any]:
     """``["sims=8", "pruner=none"]`` -> ``{"sims": 8, "pruner": "none"}``: numbers are converted
-    (``train.config.parse_value``), anything else stays the string given."""
-    from train.config import parse_value
+    (``train.learning.config.parse_value``), anything else stays the string given."""
+    from train.learning.config import parse_value
 
     out: dict[str, Any] = {}
     for item in items or ():
@@ -423,7 +423,7 @@ def run_experiment(
     ``decision-time`` experiments; ``command``: the command line, printed in ``table.md``.
 
     Raises ``ExperimentError`` (bad parameter, unknown agent, run directory of another experiment)
-    or ``train.arena.ArenaError`` (a failed game: finished games stay; rerun with ``--resume``)."""
+    or ``train.matches.arena.ArenaError`` (a failed game: finished games stay; rerun with ``--resume``)."""
     from core.atomic import atomic_write_text
 
     if workers < 0:
@@ -472,7 +472,7 @@ def run_experiment(
 
 
 def _write_json(path: Path, data: Any) -> None:
-    from train.rundir import atomic_write_json
+    from train.jobs.rundir import atomic_write_json
 
     atomic_write_json(path, data)
 
@@ -496,7 +496,7 @@ def _match_stats(d: dict[str, Any]) -> dict[str, Any]:
 
 
 def _run_matches(rows: list[dict], out: Path, workers: int, seed: int, ruleset: Ruleset, progress: bool) -> list[dict]:
-    from train.arena import run_matches
+    from train.matches.arena import run_matches
 
     if not rows:
         return []
@@ -508,11 +508,11 @@ def _run_matches(rows: list[dict], out: Path, workers: int, seed: int, ruleset: 
 
 def _run_squares(rows: list[dict], out: Path, seed: int, ruleset: Ruleset, steps: int, bin_steps: int,
                  progress: bool) -> list[dict]:
-    """Each squares row's ``games`` self-play runs (``train.squares.selfplay_squares``, run ``k`` seeded
+    """Each squares row's ``games`` self-play runs (``train.experiments.squares.selfplay_squares``, run ``k`` seeded
     ``seed + k``), saved to ``rows/<id>.json`` after every run so that ``--resume`` continues."""
     from rich.console import Console
 
-    from train.squares import selfplay_squares, squares_stats
+    from train.experiments.squares import selfplay_squares, squares_stats
 
     console = Console(stderr=True, quiet=not progress)
     done: list[dict] = []
@@ -674,7 +674,7 @@ def _squares_table(rows: list[dict], bin_steps: int) -> list[str]:
         lines.append(f"| {r['label']} | `{r['a']}` | {s['runs']} | " + " | ".join(cells) + f" | {total} | {ci} |"
                      + (f" {r.get('paper') or '-'} |" if paper else ""))
     lines += ["", "A step is one ply of self-play (one agent playing both sides, a new game when one ends); the"
-              " squares a step forms are the mover's squares present after it and not before (train/squares.py).",
+              " squares a step forms are the mover's squares present after it and not before (train/experiments/squares.py).",
               ""]
     return lines
 
@@ -683,7 +683,7 @@ def write_plots(spec: ExperimentSpec, result: dict[str, Any], out: Path) -> list
     """The spec's PNGs into ``out``: ``win-rates.png`` (JFA Figs. 5-6), ``ablation.png`` (Table 5) or
     ``decision-time-<phase>.png`` (Table 3). Error bars are Wilson 95% intervals (the normal interval
     of the tables collapses to a point at 0% and 100%)."""
-    from train import plots
+    from train.matches import plots
 
     written: list[Path] = []
     rows = result["rows"]
