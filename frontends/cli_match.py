@@ -205,7 +205,7 @@ def experiment(
     """Run one of the papers' experiments (JFA Tables 3-5, Figs. 5-6) or your own spec: result.json, table.md, PNGs."""
     import shlex
 
-    from train.experiments.experiment import TABLE_FILE, list_experiments, load_spec, parse_params, run_experiment
+    from train.experiments.spec import TABLE_FILE, list_experiments, load_spec, parse_params, run_experiment
 
     if list_:
         for e in list_experiments():

@@ -1,4 +1,4 @@
-"""Experiments as commands (train/experiments/experiment.py): spec validation, plugin-only ablations, unknown
+"""Experiments as commands (train/experiments/spec.py): spec validation, plugin-only ablations, unknown
 agents, a tiny match experiment end to end with resume, and a decision-time experiment with a stub
 timer. Budgets are tiny: 2 games of cheap agents with a 20-ply battle cap."""
 
@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
-from train.experiments.experiment import (
+from train.experiments.spec import (
     ExperimentError,
     ExperimentSpec,
     agent_config,
