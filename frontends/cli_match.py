@@ -205,7 +205,8 @@ def experiment(
     """Run one of the papers' experiments (JFA Tables 3-5, Figs. 5-6) or your own spec: result.json, table.md, PNGs."""
     import shlex
 
-    from train.experiments.spec import TABLE_FILE, list_experiments, load_spec, parse_params, run_experiment
+    from train.experiments.run import TABLE_FILE, run_experiment
+    from train.experiments.spec import list_experiments, load_spec, parse_params
 
     if list_:
         for e in list_experiments():

@@ -79,7 +79,8 @@ def selfplay(
     import shlex
 
     from train.learning.config import apply_overrides, config_to_dict, read_config_file, validate_config
-    from train.learning.pipeline import default_run_dir, load_run_config, run_pipeline
+    from train.learning.modeldir import load_run_config
+    from train.learning.pipeline import default_run_dir, run_pipeline
 
     typed = {"model": model, "iterations": iterations, "minutes": minutes, "workers": workers, "seed": seed,
              "backend": backend, "selfplay.reward": reward}

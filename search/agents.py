@@ -29,9 +29,9 @@ set after which the plugin's value for the opponent is lowest) unless ``lower=PA
 square-forming moves (the lower net epsilon-greedy with ``epsilon``). ``final_victim_eval=EVALUATOR``
 re-chooses the victims of the capture the searched battle plays (``SearchAgent.final_victims``), for a
 chooser too slow for every tree node (``eval.expert:plies=2``). The training pipeline's
-evaluation agents are specs of these (``train.learning.selfplay.net_agent_spec``): ``slm:slm=PATH,...`` (SLM search, expert battle),
-``hbm:upper=PATH,lower=none,victim_eval=...`` (upper-net search without lower net, expert layout) and
-``hbm:battle=expert,lower=PATH,victims=0`` (the expert's moves, victims by the lower net).
+evaluation agents are specs of these (``train.learning.selfplay.net_agent_spec``): ``slm:slm=PATH,...`` (SLM
+search, expert battle), ``hbm:upper=PATH,lower=none,victim_eval=...`` (upper-net search without lower net,
+expert layout) and ``hbm:battle=expert,lower=PATH,victims=0`` (the expert's moves, victims by the lower net).
 
 The net agents' battle search uses the expert's knowledge by default (``search.mcts.NET_*``): the
 expansion pruner ``prune.expert:top=4`` (the 4 paths the expert's one-ply score with the reply check

@@ -1,4 +1,5 @@
-"""Arena, tournament and the human-play loop (train/matches/arena.py, train/matches/tournament.py, frontends/terminal.py).
+"""Arena, tournament and the human-play loop (train/matches/arena.py, train/matches/tournament.py,
+frontends/terminal.py).
 
 Cheap test-only agents are registered under ``t-*`` names while this module's tests run (a
 module fixture); worker processes import this module (``imports=[__name__]``) and register them

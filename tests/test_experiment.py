@@ -1,6 +1,6 @@
-"""Experiments as commands (train/experiments/spec.py): spec validation, plugin-only ablations, unknown
-agents, a tiny match experiment end to end with resume, and a decision-time experiment with a stub
-timer. Budgets are tiny: 2 games of cheap agents with a 20-ply battle cap."""
+"""Experiments as commands (train/experiments/: spec.py, run.py, tables.py): spec validation, plugin-only
+ablations, unknown agents, a tiny match experiment end to end with resume, and a decision-time experiment with
+a stub timer. Budgets are tiny: 2 games of cheap agents with a 20-ply battle cap."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
+from train.experiments.run import run_experiment
 from train.experiments.spec import (
     ExperimentError,
     ExperimentSpec,
@@ -18,7 +19,6 @@ from train.experiments.spec import (
     config_diff,
     load_spec,
     resolve,
-    run_experiment,
 )
 
 SMALL = {"slm_sims": 2, "hbm_sims": 2, "threads": 1}

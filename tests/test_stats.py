@@ -7,13 +7,13 @@ import math
 import numpy as np
 import pytest
 
+from train.jobs.rundir import json_safe
 from train.matches.stats import (
     ELO_SCALE,
     PairResult,
     bradley_terry,
     elo_from_score,
     expected_score,
-    json_safe,
     payoff_matrix,
     percentile,
     score_matrices,

@@ -25,13 +25,13 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from cli import app
+from nets.encoding import encode_paths, encode_upper
+from nets.features import state_planes
 from core.records import read_json
 from core.rules import Ruleset
 from core.state import GameState
-from knowledge.agents import make_agent
-from nets.encoding import encode_paths, encode_upper
-from nets.features import state_planes
 from nets.symmetry import action_map, transform_move, transform_state
+from knowledge.agents import make_agent
 from train.learning.config import ConfigError, load_config, validate_config
 from train.learning.learner import Learner, learning_rate
 from train.learning.pipeline import read_metrics, run_pipeline
@@ -490,8 +490,8 @@ def test_minutes_budget_stops_at_a_resumable_point(tmp_path):
 
 @pytest.mark.parametrize("kind", ["slm", "upper", "lower"])
 def test_trained_checkpoint_plays_a_legal_full_game(cycle_run, kind):
-    from train.learning.selfplay import net_agent_spec
     from train.matches.arena import play_game
+    from train.learning.selfplay import net_agent_spec
 
     run, cfg, _, _ = cycle_run
     it = {"slm": 1, "upper": 2, "lower": 3}[kind]
@@ -706,8 +706,8 @@ def test_pretrain_on_shards_keeps_captures_and_widens_the_start_net(tmp_path, st
 
 
 def test_supervised_targets_are_the_played_moves(tmp_path):
-    from core.notation import parse_move
     from core.records import GameRecord
+    from core.notation import parse_move
     from train.learning.supervised import samples_from_record
 
     states = _states(40)
@@ -1165,8 +1165,8 @@ def test_progress_lines_without_a_terminal(tmp_path):
 def test_match_progress_lines_without_a_terminal():
     import io
 
-    from train.jobs.dashboard import LineProgress
     from train.matches.arena import new_progress
+    from train.jobs.dashboard import LineProgress
 
     assert isinstance(new_progress(), LineProgress)  # pytest's stderr is not a terminal
     out = io.StringIO()
@@ -1318,8 +1318,8 @@ def test_a_teacher_prior_is_blended_into_the_upper_targets(tmp_path):
     """Distillation targets: (1 - mix) one-hot(played) + mix prior.expert over the legal paths, in the
     paths' action order; the per-record cache gives the same samples back; a teacher is refused for
     another net and a bad teacher spec names the field."""
-    from core.notation import parse_move
     from core.records import GameRecord
+    from core.notation import parse_move
     from knowledge.priors import ExpertPathPrior
     from nets.encoding import encode_paths
     from train.learning.supervised import SupervisedError, samples_from_record, samples_from_records
@@ -1365,8 +1365,8 @@ def test_drift_value_target_is_the_change_of_the_margin_k_plies_on(tmp_path):
     import math
 
     from core.board import DRAW
-    from core.notation import parse_move
     from core.records import GameRecord
+    from core.notation import parse_move
     from knowledge.evaluation import ExpertEvaluator
     from train.learning.drift import DriftTarget, drift_values
     from train.learning.supervised import SupervisedError, samples_from_record, samples_from_records
@@ -1520,8 +1520,8 @@ def test_upper_selfplay_with_value_drift_targets_the_margins_change(monkeypatch)
     from core.records import GameRecord
     from nets.model import build
     from train.learning.config import resolve_names
-    from train.learning.drift import DriftTarget, drift_values
     from train.learning.selfplay import play_upper_game
+    from train.learning.drift import DriftTarget, drift_values
 
     cfg = micro_config("selfplay.value_drift=2", "selfplay.value_eval=eval.expert")
     resolve_names(cfg)
@@ -1577,8 +1577,8 @@ def test_the_upper_value_target_is_the_drift_by_default_in_selfplay_and_its_pret
     value over ``search.mcts.NET_VALUE_DRIFT`` plies by default (the value the net agents blend in), the
     result with ``value_drift = 0`` and for the other nets; the pipeline's pretrain phase trains the
     same target as self-play."""
-    from search.mcts import NET_VALUE_DRIFT, NET_VALUE_EVAL, NET_VALUE_MIX
     from train.learning import supervised
+    from search.mcts import NET_VALUE_DRIFT, NET_VALUE_EVAL, NET_VALUE_MIX
     from train.learning.drift import DriftTarget
 
     assert NET_VALUE_MIX < 1  # else the net's value would not be in the leaf value, nor worth a drift target

@@ -64,10 +64,10 @@ def arena_games(directory: str | Path, ply: int = NUM_POINTS) -> dict:
     ``--seed``), ``"games": [{"key"`` (``"DIR name/file name"``), ``"file"`` (the record's file name),
     ``"game_seed"`` (from the record's metadata, ``train.matches.arena.game_seeds``), ``"jfen"`` (the position after the
     layout's first ``ply`` placements, 0..196; default all 196), ``"ruleset"`` (the record's, a dict),
-    ``"a_colour"`` (``"w"`` or ``"b"``), ``"played"`` (A's score in the game, ``train.matches.arena.a_points``)``}]}``, in
-    game order; games that ended before the layout did, or without a result, are left out. The records are read and
-    checked as the arena reads them (``train.matches.arena.load_records``). Raises :class:`WorthError` when ``directory``
-    holds no readable ``arena.json`` or no finished game, or a record cannot be read, has no game seed, belongs to
+    ``"a_colour"`` (``"w"`` or ``"b"``), ``"played"`` (A's score in the game,
+    ``train.matches.arena.a_points``)``}]}``, in game order; games that ended before the layout did, or without a
+    result, are left out. The records are read and checked as the arena reads them
+    (``train.matches.arena.load_records``). Raises :class:`WorthError` when ``directory`` holds no readable ``arena.json`` or no finished game, or a record cannot be read, has no game seed, belongs to
     another match or cannot be replayed, and ``ValueError`` for a ``ply`` outside 0..196."""
     from core.errors import JiuError
     from train.matches.arena import CONFIG_FILE, a_points, load_records, record_path

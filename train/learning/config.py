@@ -221,17 +221,8 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 from core.errors import JiuError
 from core.rules import Ruleset
 from nets.config import Precision
-from search.mcts import (
-    NET_C_PUCT,
-    NET_DRIFT_ENDS,
-    NET_EXPANSION_PRUNER,
-    NET_ROOT_SELECTION,
-    NET_VALUE_CENTER,
-    NET_VALUE_DRIFT,
-    NET_VALUE_EVAL,
-    NET_VALUE_MIX,
-    NET_VICTIM_EVAL,
-)
+from search.mcts import (NET_C_PUCT, NET_DRIFT_ENDS, NET_EXPANSION_PRUNER, NET_ROOT_SELECTION, NET_VALUE_CENTER, NET_VALUE_DRIFT, NET_VALUE_EVAL,
+                         NET_VALUE_MIX, NET_VICTIM_EVAL)
 from train.learning.drift import DriftEnds, DriftTarget
 
 KINDS: tuple[str, ...] = ("slm", "upper", "lower")

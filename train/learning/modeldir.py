@@ -56,7 +56,8 @@ def config_toml(config) -> str:
                                  " store; give it a value")
 
     check(data, defaults)
-    head = "# Training configuration of this model (python cli.py selfplay continues with it; train/learning/config.py)\n"
+    head = ("# Training configuration of this model (python cli.py selfplay continues with it;"
+            " train/learning/config.py)\n")
     return head + tomli_w.dumps(_drop_none(data))
 
 
@@ -66,6 +67,21 @@ def read_model_config(model_dir: str | os.PathLike) -> dict[str, Any] | None:
 
     path = Path(model_dir) / CONFIG_FILE
     return read_config_file(path) if path.exists() else None
+
+
+def load_run_config(run_dir: str | os.PathLike):
+    """The resolved ``TrainConfig`` a training run stored in ``RUN/config.json`` (the one a resumed run and an
+    export continue with); ``TrainError`` (one line) if missing or unreadable."""
+    from train.learning.config import validate_config
+
+    p = RunPaths(Path(run_dir)).config
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise TrainError(f"{run_dir}: no config.json; not a training run directory") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise TrainError(f"{p}: unreadable ({exc})") from None
+    return validate_config(data, str(p))
 
 
 def _model_config(config, model_dir: Path):
@@ -123,7 +139,6 @@ def export_gate(run_dir: str | os.PathLike, model_dir: str | os.PathLike, worker
     ``wilson_ci95``, ``elo``, ``sprt`` and ``decision``; a kind without an incumbent net, or with
     ``gate.export_games = 0``, passes without games. Raises ``TrainError`` for a run without a best net
     or an evaluation that fails."""
-    from train.jobs.rundir import load_run_config
     from train.learning.selfplay import net_agent_spec
     from train.matches.arena import ArenaError, run_arena
 
@@ -191,7 +206,6 @@ def export_run(run_dir: str | os.PathLike, model_dir: str | os.PathLike, command
     :func:`export_gate` when given. Returns the files written. Raises ``TrainError`` when the run has no
     best net."""
     from nets.io import load, save
-    from train.jobs.rundir import load_run_config
 
     paths = RunPaths(Path(run_dir))
     state = read_state(paths)

@@ -82,6 +82,8 @@ from typing import Any
 import numpy as np
 
 from core.atomic import atomic_write_bytes
+from train.learning.config import (RESUMABLE_FIELDS, ConfigError, TrainConfig, changed_fields, config_to_dict,
+                                   dump_config)
 from train.jobs.dashboard import Dashboard, TensorBoard, eval_text
 from train.jobs.rundir import (
     LOCK_FILE,
@@ -96,23 +98,15 @@ from train.jobs.rundir import (
     atomic_write_json,
     caused_by_interrupt,
     default_run_dir,
-    disk_totals,
     eval_seed,
-    load_run_config,
     lock_dir,
     read_metrics,
     read_state,
     write_state,
 )
 from train.jobs.signals import sigterm_as_interrupt
-from train.learning.config import (
-    RESUMABLE_FIELDS,
-    ConfigError,
-    TrainConfig,
-    changed_fields,
-    config_to_dict,
-    dump_config,
-)
+from train.learning.modeldir import load_run_config
+from train.learning.samples import disk_totals
 
 __all__ = ["Pipeline", "run_pipeline", "TrainError", "ConfigError", "read_metrics", "default_run_dir",
            "load_run_config", "atomic_write_json", "PHASES"]
@@ -139,7 +133,7 @@ class Pipeline:
         return self.elapsed_base + time.time() - self.session_start
 
     def refresh_totals(self) -> None:
-        """The state's totals from what is on disk (``train.jobs.rundir.disk_totals``)."""
+        """The state's totals from what is on disk (``train.learning.samples.disk_totals``)."""
         self.state.games, self.state.samples = disk_totals(self.paths)
 
     def save_state(self) -> None:
@@ -283,9 +277,9 @@ class Pipeline:
 
     def phase_selfplay(self, it: int, kind: str) -> bool:
         """Play the missing self-play games of iteration ``it``; ``False`` if stopped by the time budget."""
-        from train.jobs.workers import WorkerDied
         from train.learning.samples import clean_temp_files
         from train.learning.selfplay import selfplay_task
+        from train.jobs.workers import WorkerDied
 
         cfg = self.config
         clean_temp_files(self.paths.shards(kind))

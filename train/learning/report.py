@@ -71,7 +71,7 @@ def collect(run_dir: str | os.PathLike) -> dict[str, Any]:
     points = read_points(Path(run_dir) / "curve")
     anchor = "expert"
     try:
-        from train.jobs.rundir import load_run_config
+        from train.learning.modeldir import load_run_config
 
         anchor = load_run_config(run_dir).curve.anchor
     except Exception:  # noqa: BLE001 - a run without a readable config: the default anchor

@@ -307,11 +307,11 @@ def play_upper_game(cfg, upper_net, seed: int) -> tuple[_Game, Any, dict]:
 
 def play_lower_game(cfg, lower_net, seed: int) -> tuple[_Game, Any, dict]:
     """One ``lower`` self-play game (module docstring)."""
+    from nets.features import state_planes
     from knowledge.agents import make_agent
     from knowledge.evaluation import EvaluatorVictimScorer
     from knowledge.registry import REGISTRY
     from nets.evaluator import NetVictimScorer
-    from nets.features import state_planes
     from train.learning.samples import SampleBuilder
 
     _, s_sample, s_aux, _ = sub_seeds(seed)
@@ -363,10 +363,11 @@ def selfplay_task(task: dict[str, Any]) -> dict[str, Any]:
     ``search_seconds``, ``result``, ``reason``, ``z_mean``, ``pid``."""
     import torch
 
-    import catalog  # noqa: F401 - the auxiliary agent may be any registered agent (Ray tasks skip init_worker)
     from core.records import GameRecord, write_json
     from train.learning.config import validate_config
     from train.learning.samples import write_shard
+
+    import catalog  # noqa: F401 - the auxiliary agent may be any registered agent (Ray tasks skip init_worker)
 
     torch.set_num_threads(1)
     t0 = time.perf_counter()

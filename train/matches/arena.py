@@ -59,9 +59,9 @@ import numpy as np
 
 from core.errors import IllegalMoveError, JiuError, NotationError
 from core.rules import DEFAULT_RULESET, Ruleset
-from train.jobs.rundir import atomic_write_json, lock_dir
+from train.jobs.rundir import atomic_write_json, json_safe, lock_dir
 from train.jobs.workers import InlineRunner, PoolRunner, WorkerDied, make_pool, stop_pool
-from train.matches.stats import json_safe, percentile, win_rate
+from train.matches.stats import percentile, win_rate
 
 ARENA_FORMAT = "jiu-arena"
 SUMMARY_FORMAT = "jiu-arena-summary"
@@ -623,14 +623,8 @@ def new_progress(transient: bool = False):
 
         return LineProgress()
     from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                               TimeRemainingColumn)
 
     return Progress(
         TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),

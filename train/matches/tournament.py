@@ -46,9 +46,9 @@ from typing import Any, Sequence
 
 from core.atomic import atomic_write_text
 from core.rules import DEFAULT_RULESET, Ruleset
-from train.jobs.rundir import atomic_write_json, lock_dir
+from train.jobs.rundir import atomic_write_json, json_safe, lock_dir
 from train.matches.arena import ArenaError, ArenaSummary, check_agent_spec, check_game_count, run_matches
-from train.matches.stats import PairResult, bradley_terry, json_safe, payoff_matrix
+from train.matches.stats import PairResult, bradley_terry, payoff_matrix
 
 TOURNAMENT_FORMAT = "jiu-tournament"
 VERSION = 1
@@ -199,8 +199,8 @@ def population_analysis(payoff, agents: Sequence[str], population_a: Sequence[st
     scape = gamescape(m)
     out: dict[str, Any] = {
         "nash": {"payoff": m, "weights": dict(zip(agents, weights)),
-                 "method": "maximum-entropy Nash of the zero-sum payoff 2 * rate - 1 (train.matches.nash: scipy LP for the"
-                           " value, then SLSQP entropy maximisation over the optimal set)"},
+                 "method": "maximum-entropy Nash of the zero-sum payoff 2 * rate - 1 (train.matches.nash: scipy LP"
+                           " for the value, then SLSQP entropy maximisation over the optimal set)"},
         "gamescape": {"points": scape.points, "strength": scape.strength, "explained": scape.explained,
                       "spectrum": scape.spectrum},
         "populations": None,
