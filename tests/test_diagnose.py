@@ -1,4 +1,4 @@
-"""train/diagnose: hand-computed metrics and a run on real records with the shipped model."""
+"""train/learning/diagnose.py: hand-computed metrics and a run on real records with the shipped model."""
 
 import json
 
