@@ -12,7 +12,8 @@ Samples from a record (:func:`samples_from_record`; every move is validated by r
 
 A record without a result (``null``: unfinished or unknown) gives ``z = 0``, like a draw.
 
-The drift value target (``pretrain --value-drift K``) is ``train.learning.drift``'s.
+With ``drift`` (``pretrain --value-drift K``) an ``upper`` sample's value target is the drift of an
+evaluator's margin over the next ``K`` plies instead of the result (``train.learning.drift``).
 
 :func:`pretrain` trains a net (fresh, or continuing ``init``) on such samples with ``train.learning.learner`` and the
 symmetry augmentation, and saves it with ``nets.io.save``.
