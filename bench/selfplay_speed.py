@@ -4,10 +4,11 @@ searched position, for the SLM (layout) and upper (battle) self-play games.
 ``python -m bench.selfplay_speed [GAMES] [KEY=VALUE...]`` plays ``GAMES`` (default 2) self-play games
 of each kind, in this process, with the default training configuration (``configs/default.toml``: 32
 simulations, 4 search threads) changed by the ``KEY=VALUE`` overrides (``--set`` syntax, e.g.
-``selfplay.precision=float32``) and the shipped nets, and prints one JSON object. It uses only the long-standing API
-(``train.selfplay.play_slm_game`` / ``play_upper_game``, ``train.config.load_config``, ``nets.io.load``),
-so the same file times an older checkout: ``cd OLD && PYTHONPATH=. python NEW/bench/selfplay_speed.py``
-(issue 10's "self-play positions per second" against d930ed1). CPU time (``time.process_time``, all
+``selfplay.precision=float32``) and the shipped nets, and prints one JSON object. It uses only the
+long-standing API (``train.learning.selfplay.play_slm_game`` / ``play_upper_game``,
+``train.learning.config.load_config``, ``nets.io.load``; ``train.selfplay`` and ``train.config`` in checkouts
+before the ``train`` subpackages), so the same file times an older checkout: ``cd OLD && PYTHONPATH=. python
+NEW/bench/selfplay_speed.py`` (issue 10's "self-play positions per second" against d930ed1). CPU time (``time.process_time``, all
 threads) is what to compare on a loaded machine.
 """
 
@@ -23,8 +24,13 @@ def main(games: int = 2, overrides: tuple[str, ...] = ()) -> dict:
     import torch
 
     from nets.io import load
-    from train.config import load_config
-    from train.selfplay import play_slm_game, play_upper_game
+
+    try:
+        from train.learning.config import load_config
+        from train.learning.selfplay import play_slm_game, play_upper_game
+    except ImportError:  # a checkout before the train subpackages
+        from train.config import load_config
+        from train.selfplay import play_slm_game, play_upper_game
 
     try:  # registers every agent and plugin (older checkouts register them on import)
         import catalog  # noqa: F401

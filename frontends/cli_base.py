@@ -39,8 +39,8 @@ def usage_error_line(exc: click_errors.UsageError) -> str:
 class OneLineErrors(TyperGroup):
     """The command group: usage errors become one ``error: ...`` line on stderr with exit status 2
     instead of Typer's usage box, and Ctrl-C ends with ``interrupted`` and status 130, also when it
-    arrived inside a C++ extension that wrapped it (``train.rundir.caused_by_interrupt``), and so
-    does SIGTERM (``train.signals.sigterm_as_interrupt``)."""
+    arrived inside a C++ extension that wrapped it (``train.jobs.rundir.caused_by_interrupt``), and so
+    does SIGTERM (``train.jobs.signals.sigterm_as_interrupt``)."""
 
     def invoke(self, ctx):
         # Typer (0.29) turns a KeyboardInterrupt inside a command into a silent exit 130 before main
@@ -50,7 +50,7 @@ class OneLineErrors(TyperGroup):
         except KeyboardInterrupt:
             pass
         except Exception as exc:  # e.g. SystemError from PyTorch's pybind11 with the KeyboardInterrupt as cause
-            from train.rundir import caused_by_interrupt
+            from train.jobs.rundir import caused_by_interrupt
 
             if not caused_by_interrupt(exc):
                 raise
@@ -58,7 +58,7 @@ class OneLineErrors(TyperGroup):
         raise typer.Exit(130)
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
-        from train.signals import sigterm_as_interrupt
+        from train.jobs.signals import sigterm_as_interrupt
 
         try:
             with sigterm_as_interrupt():

@@ -124,8 +124,8 @@ def arena(
     with --sprt it stops when the test decides."""
     from rich.console import Console
 
-    from train.arena import run_arena, summary_table
-    from train.tournament import pair_dir_name
+    from train.matches.arena import run_arena, summary_table
+    from train.matches.tournament import pair_dir_name
 
     bounds = None
     if sprt is not None:
@@ -174,7 +174,7 @@ def tournament(
     Elo with 95% CIs, maximum-entropy Nash weights and gamescape (JSON, Markdown, PNG); RPP with --versus."""
     from rich.console import Console
 
-    from train.tournament import RESULT_FILE, TABLE_FILE, rich_tables, run_tournament
+    from train.matches.tournament import RESULT_FILE, TABLE_FILE, rich_tables, run_tournament
 
     result = run_tournament(agents, games, workers=workers, seed=seed, out_dir=out, ruleset=ruleset_from(rule),
                             progress=not json_out, imports=imports or (), anchor=anchor, versus=versus or ())
@@ -205,7 +205,8 @@ def experiment(
     """Run one of the papers' experiments (JFA Tables 3-5, Figs. 5-6) or your own spec: result.json, table.md, PNGs."""
     import shlex
 
-    from train.experiment import TABLE_FILE, list_experiments, load_spec, parse_params, run_experiment
+    from train.experiments.run import TABLE_FILE, run_experiment
+    from train.experiments.spec import list_experiments, load_spec, parse_params
 
     if list_:
         for e in list_experiments():
@@ -248,8 +249,8 @@ def play(
 ):
     """Play against an agent in the terminal (type moves in notation; moves, undo, save [FILE], quit)."""
     import catalog
-    from train.arena import check_agent_spec
-    from train.play import play as play_game
+    from frontends.terminal import play as play_game
+    from train.matches.arena import check_agent_spec
 
     catalog.import_plugins(imports or ())
     ruleset = ruleset_from(rule)

@@ -22,7 +22,7 @@ def serve(
 ):
     """A browser board: play against any agent, see its search, review records (FastAPI + uvicorn)."""
     from frontends.server import serve as run_server
-    from train.arena import check_agent_spec
+    from train.matches.arena import check_agent_spec
 
     check_agent_spec(agent, "--agent")
     run_server(host, port, default_agent=agent, max_games=max_games)
@@ -37,7 +37,7 @@ def engine(
 ):
     """The engine protocol on stdin/stdout (GTP-like commands, or UGI after `ugi`; docs/engine-protocol.md)."""
     from frontends.engine import run_engine
-    from train.arena import check_agent_spec
+    from train.matches.arena import check_agent_spec
 
     check_agent_spec(agent, "--agent")
     raise typer.Exit(run_engine(sys.stdin, sys.stdout, agent, seed, ruleset_from(rule)))
@@ -57,8 +57,8 @@ def analyze(
     seed: Annotated[int, typer.Option(help="The agent's seed.")] = 0,
 ):
     """Evaluate every move of a game with the search: mistakes, blunders, JSON and a PNG of the evaluation."""
-    from train.arena import check_agent_spec
-    from train.report import analyze_record
+    from train.learning.report import analyze_record
+    from train.matches.arena import check_agent_spec
 
     check_agent_spec(agent, "--agent")
     result = analyze_record(record, out, agent, sims, seconds, seed, mistake, blunder, format)

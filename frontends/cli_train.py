@@ -18,16 +18,16 @@ SetOption = Annotated[
 ]
 DriftEndsOption = Annotated[Optional[str], typer.Option(help="The --value-drift target of a position whose game ends "
                                                         "within K plies: 'result' (the game's result) or 'drop' "
-                                                        "(no target); default: 'result' (train.supervised.DriftTarget).")]
+                                                        "(no target); default: 'result' (train.learning.supervised.DriftTarget).")]
 
 
 def _drift_target(value_drift: int, value_eval: str | None, drift_ends: str | None, model: str):
     """``--value-drift K``, ``--value-eval`` and ``--drift-ends`` as a checked
-    ``train.supervised.DriftTarget`` for a ``model`` net, ``None`` for ``K = 0``; a one-line error naming
+    ``train.learning.drift.DriftTarget`` for a ``model`` net, ``None`` for ``K = 0``; a one-line error naming
     the options otherwise."""
     if not value_drift:
         return None
-    from train.supervised import DriftTarget
+    from train.learning.drift import DriftTarget
 
     options = {k: v for k, v in (("evaluator", value_eval), ("ends", drift_ends)) if v is not None}
     drift = DriftTarget(value_drift, **options)  # DriftTarget's defaults for what is not given
@@ -78,8 +78,9 @@ def selfplay(
     line per phase and at least one a minute. Prints the run directory."""
     import shlex
 
-    from train.config import apply_overrides, config_to_dict, read_config_file, validate_config
-    from train.pipeline import default_run_dir, load_run_config, run_pipeline
+    from train.learning.config import apply_overrides, config_to_dict, read_config_file, validate_config
+    from train.learning.modeldir import load_run_config
+    from train.learning.pipeline import default_run_dir, run_pipeline
 
     typed = {"model": model, "iterations": iterations, "minutes": minutes, "workers": workers, "seed": seed,
              "backend": backend, "selfplay.reward": reward}
@@ -96,7 +97,7 @@ def selfplay(
         cfg = validate_config(apply_overrides(apply_overrides(base, sets), typed))
         target, is_resume = resume, True
     else:
-        from train.modeldir import read_model_config
+        from train.learning.modeldir import read_model_config
 
         source = str(config) if config else "config"
         if config is not None:
@@ -115,7 +116,7 @@ def selfplay(
     typer.echo(f"run directory: {target}", err=True)
     progress = "off" if no_progress or json_out else "auto"
     if is_resume and export is not None and iterations is None and minutes is None:
-        from train.rundir import RunPaths, read_state  # export only: the run is not continued
+        from train.jobs.rundir import RunPaths, read_state  # export only: the run is not continued
 
         result = {"reason": "export only", "session_seconds": 0.0,
                   "state": read_state(RunPaths(target)).model_dump(mode="json")}
@@ -124,7 +125,7 @@ def selfplay(
     state = result["state"]
     exported, gate_rows = None, None
     if export is not None:
-        from train.modeldir import export_gate, export_gate_text, export_run
+        from train.learning.modeldir import export_gate, export_gate_text, export_run
 
         gate_rows = export_gate(target, export, progress=progress == "auto", config=cfg)
         for r in gate_rows:
@@ -180,9 +181,9 @@ def pretrain(
     --teacher prior if given), value target = the result, or with --value-drift K the change of the
     expert's two-ply value over the next K plies (with --set learner.trainable=value only the value
     head learns)."""
-    from train.config import KINDS, check_trainable, load_config
-    from train.supervised import check_teacher, read_records, samples_from_records
-    from train.supervised import pretrain as run_pretrain
+    from train.learning.config import KINDS, check_trainable, load_config
+    from train.learning.supervised import check_teacher, read_records, samples_from_records
+    from train.learning.supervised import pretrain as run_pretrain
 
     if model not in KINDS:
         fail(f"--model {model!r}: expected one of {', '.join(KINDS)}")
@@ -199,14 +200,14 @@ def pretrain(
         fail("nothing to train on: give RECORDS or --shards")
     parts = []
     if shards:
-        from train.samples import read_shards
+        from train.learning.samples import read_shards
 
         parts.append(read_shards(shards, (model,))[model])
     games = read_records(records, ruleset) if records else []
     if records and not games:
         fail("no records found in " + ", ".join(str(r) for r in records))
-    from train.arena import new_progress
-    from train.samples import concat
+    from train.learning.samples import concat
+    from train.matches.arena import new_progress
 
     progress = None if json_out else new_progress(transient=True)
     with progress if progress is not None else contextlib.nullcontext():
@@ -255,11 +256,11 @@ def gen_records(
     rule: RuleOption = None,
 ):
     """Generate a starter corpus of JSON records (agent vs itself), in parallel; resumable."""
-    from train.supervised import generate_records
+    from train.learning.supervised import generate_records
 
     progress = None
     if not json_out:
-        from train.arena import new_progress
+        from train.matches.arena import new_progress
 
         progress = new_progress()
     ruleset = ruleset_from(rule)
@@ -283,7 +284,7 @@ def report(
     out: Annotated[Optional[Path], typer.Option(help="Output directory (default RUN_DIR/report).")] = None,
 ):
     """Plot losses, win rates, self-play speed and the learning curve (Elo vs games and hours) into PNG files."""
-    from train.report import curve_lines, render_report
+    from train.learning.report import curve_lines, render_report
 
     written = render_report(run_dir, out)
     for path in written:
@@ -328,11 +329,11 @@ def diagnose(
     first square, what the knowledge evaluations say at the layout's end and how well they and the
     stone difference early in the battle predict the result; with --shards, the policy's
     cross-entropy and KL divergence to unseen self-play targets; with --value-drift K, how well the
-    upper value predicts the drift target (train.diagnose)."""
+    upper value predicts the drift target (train.learning.diagnose)."""
     import json
 
-    from train.diagnose import HELDOUT_RECORDS, VICTIM_REFERENCE, format_report
-    from train.diagnose import diagnose as run_diagnose
+    from train.learning.diagnose import HELDOUT_RECORDS, VICTIM_REFERENCE, format_report
+    from train.learning.diagnose import diagnose as run_diagnose
 
     drift = _drift_target(value_drift, value_eval, drift_ends, "upper")
     reference = VICTIM_REFERENCE if victim_reference is None else victim_reference

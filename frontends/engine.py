@@ -257,7 +257,7 @@ class Engine:
             s = self.state
             return " ".join(str(m) for m in s.legal_moves()), True
         if cmd == "showboard":
-            from train.play import render_board, status_line
+            from frontends.terminal import render_board, status_line
 
             last = self.state.last_move
             return "\n" + render_board(self.state, last).plain.rstrip("\n") + "\n" + status_line(self.state), True

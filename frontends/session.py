@@ -2,7 +2,7 @@
 
 Every game lives here, on the server: the page only sends clicks and shows what it gets back, so a
 page can neither forge a position nor decide that a move is legal. A :class:`GameSession` holds the
-moves played (``train.play.Game``), the opponent agent and what its searches said; :func:`input_options`
+moves played (``frontends.terminal.Game``), the opponent agent and what its searches said; :func:`input_options`
 answers "what can follow these clicks" for hop-by-hop input; :class:`ReviewSession` steps through an
 uploaded record with the engine's evaluation of each move (``search.analysis``).
 
@@ -26,9 +26,9 @@ from core.errors import IllegalMoveError, JiuError, NotationError
 from core.notation import Move, parse_move, parse_point
 from core.rules import Ruleset
 from core.state import GameState
+from frontends.terminal import Game, game_record
 from search.agents import searching_agent, think
 from search.analysis import evaluate_position, move_row, top_candidates
-from train.play import Game, game_record
 
 MAX_SECONDS = 60.0  # hard limit of one agent move, also when only simulations are given
 MAX_SIMULATIONS = 100_000

@@ -33,7 +33,7 @@ value: the set after which the plugin's value for the opponent is lowest) unless
 square-forming moves (the lower net epsilon-greedy with ``epsilon``). ``final_victim_eval=EVALUATOR``
 re-chooses the victims of the capture the searched battle plays (``SearchAgent.final_victims``), for a
 chooser too slow for every tree node (``eval.expert:plies=2``). The training pipeline's evaluation agents
-are :class:`AgentRecipe` objects of these (``train.selfplay.net_agent``): ``slm`` with ``slm=PATH`` (SLM
+are :class:`AgentRecipe` objects of these (``train.learning.selfplay.net_agent``): ``slm`` with ``slm=PATH`` (SLM
 search, expert battle), ``hbm`` with ``upper=PATH,lower=none`` (upper-net search, expert layout) and
 ``hbm`` with ``battle=expert,lower=PATH,victim_candidates=0`` (the expert's moves, victims by the lower net).
 

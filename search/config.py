@@ -8,7 +8,7 @@ Every search setting is declared once, here, with its type, bounds, default and 
   fields (the option models subclass :class:`SearchConfig`, :func:`with_defaults` gives each agent its
   defaults), so an agent spec's ``key=value`` are :class:`SearchConfig` fields and ``search_config()`` a
   plain copy;
-- self-play nests one (``train.config.SelfPlayConfig.search``, the ``[selfplay.search]`` table of a config
+- self-play nests one (``train.learning.config.SelfPlayConfig.search``, the ``[selfplay.search]`` table of a config
   file), and the gate and learning-curve agents search with it.
 
 Field names are :class:`SearchConfig`'s; the agent options' older names stay accepted as input aliases

@@ -127,7 +127,7 @@ def test_search_defaults_live_in_search_config():
     shipped model's ``agent.toml`` (the ``shipped`` preset) and self-play with it too, each written once;
     the option models declare none of these fields again."""
     from search import agents
-    from train.config import SelfPlayConfig
+    from train.learning.config import SelfPlayConfig
 
     paper, shipped = preset("paper"), preset("shipped")
     assert paper == SearchConfig() and model_search_config(MODELS_DIR / "default") == shipped
@@ -385,8 +385,8 @@ def test_training_evaluation_agents_are_recipes(tmp_path):
     import pickle
 
     from search.agents import AgentRecipe
-    from train.config import TrainConfig
-    from train.selfplay import net_agent
+    from train.learning.config import TrainConfig
+    from train.learning.selfplay import net_agent
 
     cfg = TrainConfig()
     for kind, name in (("slm", "slm"), ("upper", "hbm"), ("lower", "hbm")):
@@ -399,8 +399,8 @@ def test_training_evaluation_agents_are_recipes(tmp_path):
 
 
 def test_upper_evaluation_agent_searches_with_the_selfplay_search(tmp_path):
-    from train.config import ConfigError, TrainConfig, validate_config
-    from train.selfplay import net_agent, search_config
+    from train.learning.config import ConfigError, TrainConfig, validate_config
+    from train.learning.selfplay import net_agent, search_config
 
     cfg = TrainConfig.model_validate({"selfplay": {"search": {"expansion_pruner": "prune.expert:top=3",
                                                               "value_eval": "eval.expert", "value_mix": 0.75,
@@ -425,8 +425,8 @@ def test_upper_evaluation_agent_searches_with_the_selfplay_search(tmp_path):
 def test_selfplay_search_table_applies_over_the_selfplay_search():
     """``[selfplay.search]``: keys (names or old aliases) over self-play's defaults or a ``preset``'s; a
     moved flat key names its new place; ``gate.simulations``/``search_threads`` override the one search."""
-    from train.config import SELFPLAY_SEARCH, ConfigError, load_config
-    from train.selfplay import evaluation_search
+    from train.learning.config import SELFPLAY_SEARCH, ConfigError, load_config
+    from train.learning.selfplay import evaluation_search
 
     cfg = load_config(None, ["selfplay.search.c_puct=0.5", "selfplay.search.sims=8"])
     assert cfg.selfplay.search == SELFPLAY_SEARCH.model_copy(update={"c_puct": 0.5, "simulations": 8})

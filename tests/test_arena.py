@@ -1,4 +1,5 @@
-"""Arena, tournament and the human-play loop (train/arena.py, train/tournament.py, train/play.py).
+"""Arena, tournament and the human-play loop (train/matches/arena.py, train/matches/tournament.py,
+frontends/terminal.py).
 
 Cheap test-only agents are registered under ``t-*`` names while this module's tests run (a
 module fixture); worker processes import this module (``imports=[__name__]``) and register them
@@ -25,11 +26,11 @@ from core.records import read_json
 from core.rules import Ruleset
 from core.state import GameState
 from knowledge.plugins import REGISTRY
-from train.arena import (ARENA_VERSION, ARENA_VERSIONS, ArenaError, game_seeds, load_records, record_path,
+from train.matches.arena import (ARENA_VERSION, ARENA_VERSIONS, ArenaError, game_seeds, load_records, record_path,
                          run_arena, summarize_records)
-from train.play import play
-from train.stats import percentile
-from train.tournament import pair_dir_name, run_tournament
+from frontends.terminal import play
+from train.matches.stats import percentile
+from train.matches.tournament import pair_dir_name, run_tournament
 
 RULES = Ruleset(max_battle_plies=20, adjudicate="stones")
 THIS = __name__  # "tests.test_arena": what worker processes import
@@ -517,7 +518,7 @@ def test_pool_workers_end_when_the_parent_is_killed(tmp_path):
 
     script = (
         "import os, time, sys\n"
-        "from train.workers import make_pool\n"
+        "from train.jobs.workers import make_pool\n"
         "pool = make_pool(1)\n"
         "print(pool.submit(os.getpid).result(), flush=True)\n"
         "pool.submit(time.sleep, 120)\n"
@@ -592,7 +593,7 @@ def test_sprt_stops_the_match_as_soon_as_it_decides(tmp_path):
     counts = [0] * 5
     for k in full:
         counts[int(round(2 * pairs[k]))] += 1
-    # fishtest's normal-approximation LLR with a 1/2 pseudo-count per outcome (train.stats)
+    # fishtest's normal-approximation LLR with a 1/2 pseudo-count per outcome (train.matches.stats)
     scores = [0, 0.25, 0.5, 0.75, 1.0]
     reg = [c + 0.5 for c in counts]
     m = sum(c * x for c, x in zip(reg, scores)) / sum(reg)
@@ -604,8 +605,8 @@ def test_sprt_stops_the_match_as_soon_as_it_decides(tmp_path):
     # the progress lines show the LLR and its bounds: the last one the summary's
     import io
 
-    from train.arena import run_arena
-    from train.dashboard import LineProgress
+    from train.jobs.dashboard import LineProgress
+    from train.matches.arena import run_arena
 
     stream = io.StringIO()
     again = run_arena("random", "greedy", 60, workers=0, seed=3, out_dir=tmp_path / "sprt2",
@@ -625,9 +626,9 @@ def _index_square(task: dict) -> dict:  # a picklable task for map_indexed (slee
 
 @pytest.mark.parametrize("workers", [1, 2])
 def test_map_indexed_returns_results_in_index_order(workers):
-    """``train.workers.map_indexed``: every task's result once, sorted by index however they finish,
+    """``train.jobs.workers.map_indexed``: every task's result once, sorted by index however they finish,
     inline (1 worker) or on a pool, with a progress call per result."""
-    from train.workers import map_indexed
+    from train.jobs.workers import map_indexed
 
     tasks = [{"index": i, "x": x} for i, x in zip([4, 0, 3, 1, 5, 2], [7, 1, 2, 9, 3, 5])]
     calls = []

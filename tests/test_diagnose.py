@@ -1,4 +1,4 @@
-"""train/diagnose: hand-computed metrics and a run on real records with the shipped model."""
+"""train/learning/diagnose.py: hand-computed metrics and a run on real records with the shipped model."""
 
 import json
 
@@ -8,7 +8,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from train.diagnose import DiagnoseError, _masked_stats, diagnose, format_report, value_calibration
+from train.learning.diagnose import DiagnoseError, _masked_stats, diagnose, format_report, value_calibration
 
 
 def test_value_calibration_by_hand():
@@ -29,7 +29,7 @@ def test_value_calibration_by_hand():
 
 
 def test_colour_baseline_by_hand():
-    from train.diagnose import colour_baseline
+    from train.learning.diagnose import colour_baseline
 
     # White to move won twice and lost once, Black to move lost twice (White won), one draw dropped:
     # White won 4 of the 5 decided positions, so "White is ahead" is right 4 times in 5
@@ -100,8 +100,8 @@ def test_drift_report_against_the_targets_by_hand(tmp_path):
 
     from core.records import write_json
     from core.rules import Ruleset
-    from train.diagnose import drift_report
-    from train.supervised import DriftTarget, drift_values
+    from train.learning.diagnose import drift_report
+    from train.learning.drift import DriftTarget, drift_values
 
     rules = Ruleset(max_battle_plies=60, adjudicate="stones")
     record = _random_record(3, rules)
@@ -136,7 +136,7 @@ def test_expert_regret_by_hand():
     from core.state import GameState
     from knowledge.agents import ExpertAgent
     from nets.encoding import NUM_UPPER_ACTIONS, encode_paths
-    from train.diagnose import BLUNDER_UNITS, expert_regret
+    from train.learning.diagnose import BLUNDER_UNITS, expert_regret
 
     s = GameState.from_jfen("14/14/14/14/5WW7/5WB7/5BBW6/6WB6/7B6/14/14/14/14/14 w battle 0 200")
     ps = s.paths()
@@ -166,7 +166,7 @@ def test_victim_report_against_its_reference(tmp_path):
     from knowledge.agents import make_agent
     from knowledge.evaluation import EvaluatorVictimScorer
     from knowledge.plugins import REGISTRY
-    from train.diagnose import victim_report
+    from train.learning.diagnose import victim_report
 
     rules = Ruleset(max_battle_plies=60, adjudicate="stones")
     expert, s, moves = make_agent("expert", seed=2), GameState.initial(rules), []
@@ -196,7 +196,7 @@ def test_first_square_report_by_hand():
     """Battle moves after the 196 placements, Black first: a move with ``/`` forms a square."""
     from types import SimpleNamespace
 
-    from train.diagnose import first_square_report
+    from train.learning.diagnose import first_square_report
 
     layout = ["a1"] * 196  # placements are not read
     games = [
@@ -216,7 +216,7 @@ def test_first_square_report_by_colour():
     """The first-square count split by the colour that formed it (the hand games above plus one)."""
     from types import SimpleNamespace
 
-    from train.diagnose import first_square_report
+    from train.learning.diagnose import first_square_report
 
     layout = ["a1"] * 196
     games = [
@@ -236,8 +236,8 @@ def test_layout_end_report_against_numpy():
     results: distinct values, sign accuracy and Pearson's correlation, recomputed here with numpy; a
     constant evaluator has one value and no correlation."""
     from core.board import PHASE_LAYOUT
-    from train.diagnose import HELDOUT_RECORDS, layout_end_report
-    from train.supervised import read_records, record_files
+    from train.learning.diagnose import HELDOUT_RECORDS, layout_end_report
+    from train.learning.supervised import read_records, record_files
 
     records = read_records(record_files([HELDOUT_RECORDS])[:12])
 
@@ -276,8 +276,8 @@ def test_early_battle_against_numpy():
     for the side to move: White's view is the colour to move, recomputed here); a battle shorter than
     k counts at its last position; a negative k is refused."""
     from core.board import PHASE_LAYOUT
-    from train.diagnose import HELDOUT_RECORDS, layout_end_report
-    from train.supervised import read_records, record_files
+    from train.learning.diagnose import HELDOUT_RECORDS, layout_end_report
+    from train.learning.supervised import read_records, record_files
 
     records = read_records(record_files([HELDOUT_RECORDS])[:12])
     class Mover:  # +1 for the side to move, whatever the position: -1 or +1 for White
@@ -334,7 +334,7 @@ class _FixedNet(torch.nn.Module):
 
 def _policy_samples(policies, z):
     from nets.features import NUM_PLANES
-    from train.samples import SampleBuilder
+    from train.learning.samples import SampleBuilder
 
     b = SampleBuilder("upper")
     for i, ((acts, vals), zi) in enumerate(zip(policies, z)):
@@ -349,7 +349,7 @@ def _policy_samples(policies, z):
 def test_target_report_against_direct_sums(data):
     """Cross-entropy, entropy, KL, uniform cross-entropy and top-1 of ``target_report`` against sums
     written out per sample; Gibbs: the KL is never negative, and 0 for a net whose policy is the target."""
-    from train.diagnose import target_report
+    from train.learning.diagnose import target_report
 
     n, n_actions = data.draw(st.integers(1, 6)), 12
     policies, logits = [], np.zeros((n, n_actions), np.float32)
@@ -394,7 +394,7 @@ def test_target_report_against_direct_sums(data):
 def test_diagnose_on_shards_alone(tmp_path):
     """A run's checkpoint file and its shards: only the targets are reported, in the JSON and the text;
     lower shards are skipped, and a path that is neither a shard nor a directory is refused."""
-    from train.samples import write_shard
+    from train.learning.samples import write_shard
 
     rng = np.random.default_rng(0)
     policies = [(list(rng.choice(48804, 4, replace=False)), list(rng.random(4))) for _ in range(5)]

@@ -1,6 +1,6 @@
-"""Experiments as commands (train/experiment.py): spec validation, plugin-only ablations, unknown
-agents, a tiny match experiment end to end with resume, and a decision-time experiment with a stub
-timer. Budgets are tiny: 2 games of cheap agents with a 20-ply battle cap."""
+"""Experiments as commands (train/experiments/: spec.py, run.py, tables.py): spec validation, plugin-only
+ablations, unknown agents, a tiny match experiment end to end with resume, and a decision-time experiment with
+a stub timer. Budgets are tiny: 2 games of cheap agents with a 20-ply battle cap."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
-from train.experiment import (
+from train.experiments.run import run_experiment
+from train.experiments.spec import (
     ExperimentError,
     ExperimentSpec,
     agent_config,
@@ -18,7 +19,6 @@ from train.experiment import (
     config_diff,
     load_spec,
     resolve,
-    run_experiment,
 )
 
 SMALL = {"slm_sims": 2, "hbm_sims": 2, "threads": 1}
@@ -216,7 +216,7 @@ b = "random"
 def test_new_squares_counts_the_movers_new_squares():
     from core import GameState
     from tests.test_search import SQUARE_WIN
-    from train.squares import new_squares
+    from train.experiments.squares import new_squares
 
     state = GameState.from_jfen(SQUARE_WIN)
     move = next(m for m in state.legal_moves() if m.path_str() == "c2-b2")  # completes a1-b1-a2-b2
@@ -226,7 +226,7 @@ def test_new_squares_counts_the_movers_new_squares():
 
 
 def test_squares_stats_by_hand():
-    from train.squares import squares_stats
+    from train.experiments.squares import squares_stats
 
     s = squares_stats([{"bins": [1, 3]}, {"bins": [3, 1]}])
     assert s["runs"] == 2 and s["bins"] == [2.0, 2.0] and s["total"] == 4.0

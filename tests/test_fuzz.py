@@ -1,5 +1,5 @@
 """Fuzz tests of every parser of user input: any input gives a value or the project's typed error
-(``core.errors.JiuError`` and its subclasses; ``train.config.ConfigError`` is one), never another
+(``core.errors.JiuError`` and its subclasses; ``train.learning.config.ConfigError`` is one), never another
 exception, in bounded time (hypothesis' deadline per example).
 
 Each parser gets at least 500 examples, drawn half from free text and half from structured
@@ -208,7 +208,7 @@ _CONFIG_KEYS = ["model", "iterations", "workers", "seed", "backend", "minutes", 
                  st.text(max_size=200).map(str.encode)),
        st.booleans())
 def test_fuzz_config(tmp_path_factory, overrides, file_bytes, toml):
-    from train.config import load_config
+    from train.learning.config import load_config
 
     path = None
     if file_bytes is not None:

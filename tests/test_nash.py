@@ -1,4 +1,4 @@
-"""train.nash against hand-computed games: rock-paper-scissors, a dominated strategy, duplicated
+"""train.matches.nash against hand-computed games: rock-paper-scissors, a dominated strategy, duplicated
 strategies (where only maximum entropy makes the equilibrium unique), a 2x2 game solved by hand for
 RPP, and the gamescape of a cyclic and a transitive population."""
 
@@ -7,7 +7,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from train.nash import gamescape, max_entropy_nash, relative_population_performance, solve_zero_sum, zero_sum_payoff
+from train.matches.nash import (
+    gamescape,
+    max_entropy_nash,
+    relative_population_performance,
+    solve_zero_sum,
+    zero_sum_payoff,
+)
 
 RPS = np.array([[0.0, -1.0, 1.0], [1.0, 0.0, -1.0], [-1.0, 1.0, 0.0]])  # rock, paper, scissors
 
@@ -83,7 +89,7 @@ def test_bad_inputs():
 
 
 def test_population_analysis_of_a_tournament_payoff():
-    from train.tournament import population_analysis
+    from train.matches.tournament import population_analysis
 
     rates = (RPS + 1) / 2  # score rates of rock, paper, scissors
     agents = ["rock", "paper", "scissors"]

@@ -651,8 +651,8 @@ def test_threat_victims_match_the_reference_in_expert_games():
     """The same on positions of real games (``data/heldout-expert``), where captures parry threats: 60
     battle positions with two or more legal paths, drawn (seeded) from the first 6 games."""
     from knowledge.expert_kernels import threat_victims
-    from train.diagnose import HELDOUT_RECORDS
-    from train.supervised import read_records, record_files
+    from train.learning.diagnose import HELDOUT_RECORDS
+    from train.learning.supervised import read_records, record_files
 
     records = read_records(record_files([HELDOUT_RECORDS])[:6], Ruleset(max_battle_plies=300, adjudicate="stones"))
     states = [s for r in records for s in r.replay()[:-1] if s.phase == 1 and s.paths().m > 1]

@@ -1,4 +1,4 @@
-"""Match statistics (train/stats.py) against hand-computed values and independent algorithms."""
+"""Match statistics (train/matches/stats.py) against hand-computed values and independent algorithms."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ import math
 import numpy as np
 import pytest
 
-from train.stats import (
+from train.jobs.rundir import json_safe
+from train.matches.stats import (
     ELO_SCALE,
     PairResult,
     bradley_terry,
     elo_from_score,
     expected_score,
-    json_safe,
     payoff_matrix,
     percentile,
     score_matrices,
@@ -202,7 +202,7 @@ def test_bradley_terry_with_an_unbeaten_agent_uses_a_prior():
 
 # ------------------------------------------------------------------------- SPRT
 def test_sprt_bounds_are_the_wald_bounds():
-    from train.stats import sprt_bounds
+    from train.matches.stats import sprt_bounds
 
     lo, hi = sprt_bounds(0.05, 0.05)
     assert lo == pytest.approx(-2.944439, abs=1e-6) and hi == pytest.approx(2.944439, abs=1e-6)  # -+log(19)
@@ -215,7 +215,7 @@ def test_sprt_trinomial_llr_by_hand():
     frequencies are (1.5, 2.5, 3.5) / 7.5, so m = 4.75 / 7.5 = 19/30, var = (1.5 (19/30)^2 + 2.5 (4/30)^2 +
     3.5 (11/30)^2) / 7.5 = 67/450; s0 = 0.5, s1 = 1 / (1 + 10^-0.125) = 0.5714631; LLR = N (s1 - s0)
     (2m - s0 - s1) / (2 var) = 6 * 0.0714631 * 0.1952036 / 0.2977778 = 0.281079."""
-    from train.stats import sprt
+    from train.matches.stats import sprt
 
     r = sprt([1, 2, 3], 0, 50)
     assert r.llr == pytest.approx(0.281079, abs=1e-5)
@@ -226,7 +226,7 @@ def test_sprt_pentanomial_llr_by_hand():
     """Pairs scoring 0, 1/4, 1/2, 3/4, 1 per game, seen 1, 2, 3, 4, 5 times (15 pairs); frequencies
     (1.5, 2.5, 3.5, 4.5, 5.5) / 17.5: m = 11.25 / 17.5 = 9/14, var = 1.830357 / 17.5 = 0.1045918,
     LLR = 15 * 0.0714631 * (18/14 - 1.0714631) / 0.2091837 = 1.097915."""
-    from train.stats import sprt
+    from train.matches.stats import sprt
 
     r = sprt([1, 2, 3, 4, 5], 0, 50)
     assert r.llr == pytest.approx(1.097915, abs=1e-5)
@@ -236,7 +236,7 @@ def test_sprt_pentanomial_llr_by_hand():
 def test_sprt_is_not_decided_by_a_few_games():
     """Two pairs won 2-0 (four straight wins) do not accept (fishtest's 1e-3 regularisation would give an
     LLR of 283); nine such pairs do, and nine pairs lost 0-2 reject."""
-    from train.stats import pentanomial, sprt
+    from train.matches.stats import pentanomial, sprt
 
     assert sprt(pentanomial([2, 2]), 0, 50).decision is None
     assert sprt(pentanomial([2] * 8), 0, 50).decision is None
@@ -245,7 +245,7 @@ def test_sprt_is_not_decided_by_a_few_games():
 
 
 def test_sprt_decides_and_stays_finite_on_one_sided_results():
-    from train.stats import pentanomial, sprt
+    from train.matches.stats import pentanomial, sprt
 
     win = sprt(pentanomial([2] * 20), 0, 50)
     lose = sprt(pentanomial([0] * 20), 0, 50)

@@ -1,4 +1,4 @@
-"""The training pipeline (train/config.py, samples.py, learner.py, selfplay.py, supervised.py, pipeline.py,
+"""The training pipeline (train/learning/config.py, samples.py, learner.py, selfplay.py, supervised.py, pipeline.py,
 report.py) and its CLI commands (selfplay, pretrain, gen-records, report).
 
 Everything runs with micro nets (1 block, 8 channels), 2 simulations per move and battles capped at 20
@@ -25,18 +25,18 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from cli import app
-from nets.encoding import encode_paths, encode_upper
-from nets.features import state_planes
 from core.records import read_json
 from core.rules import Ruleset
 from core.state import GameState
-from nets.symmetry import action_map, transform_move, transform_state
 from knowledge.agents import make_agent
-from train.config import ConfigError, load_config, validate_config
-from train.learner import Learner, learning_rate
-from train.pipeline import read_metrics, run_pipeline
-from train.samples import SampleBuilder, iteration_tail, load_window, make_batch, read_shard, write_shard
-from train.selfplay import game_seed
+from nets.encoding import encode_paths, encode_upper
+from nets.features import state_planes
+from nets.symmetry import action_map, transform_move, transform_state
+from train.learning.config import ConfigError, load_config, validate_config
+from train.learning.learner import Learner, learning_rate
+from train.learning.pipeline import read_metrics, run_pipeline
+from train.learning.samples import SampleBuilder, iteration_tail, load_window, make_batch, read_shard, write_shard
+from train.learning.selfplay import game_seed
 
 ROOT = Path(__file__).resolve().parent.parent
 MICRO = [
@@ -76,7 +76,7 @@ def states():
 
 # ============================================================================ config
 def test_default_config_file_matches_the_builtin_defaults():
-    from train.modeldir import read_model_config
+    from train.learning.modeldir import read_model_config
 
     assert load_config(ROOT / "configs" / "default.toml") == load_config()
     validate_config(read_model_config(ROOT / "models" / "default"))  # what python cli.py selfplay continues with
@@ -453,7 +453,7 @@ def test_cli_selfplay_resume_extends_a_finished_run(tmp_path):
 
 
 def test_a_resumed_run_without_a_baseline_plays_it_first(tmp_path):
-    from train.curve import read_points
+    from train.learning.curve import read_points
 
     run = tmp_path / "run"
     cfg = micro_config("model=lower", "iterations=1", "pretrain.enabled=false", "gate.max_games=0",
@@ -490,8 +490,8 @@ def test_minutes_budget_stops_at_a_resumable_point(tmp_path):
 
 @pytest.mark.parametrize("kind", ["slm", "upper", "lower"])
 def test_trained_checkpoint_plays_a_legal_full_game(cycle_run, kind):
-    from train.arena import play_game
-    from train.selfplay import net_agent
+    from train.learning.selfplay import net_agent
+    from train.matches.arena import play_game
 
     run, cfg, _, _ = cycle_run
     it = {"slm": 1, "upper": 2, "lower": 3}[kind]
@@ -509,7 +509,7 @@ def test_shipped_model_loads_and_plays_a_legal_full_game():
     from nets.config import preset
     from nets.io import load
     from search.agents import MODELS_DIR
-    from train.arena import play_game
+    from train.matches.arena import play_game
 
     for kind in ("slm", "upper", "lower"):
         _, config, extra = load(MODELS_DIR / "default" / f"{kind}.safetensors", expected_kind=kind)
@@ -548,7 +548,7 @@ def test_report_writes_pngs(cycle_run):
 @given(st.lists(st.tuples(st.floats(0, 10), st.floats(-800, 800), st.floats(5, 300)), min_size=2, max_size=8))
 def test_curve_rate_is_the_weighted_least_squares_line(pts):
     """Against numpy's weighted polynomial fit (weights 1/se on the residuals) and its unscaled covariance."""
-    from train.curve import curve_rate
+    from train.learning.curve import curve_rate
 
     assume(max(x for x, _, _ in pts) - min(x for x, _, _ in pts) > 1e-3)
     rows = [{"kind": "upper", "hours": x, "elo": y, "se": se} for x, y, se in pts]
@@ -565,7 +565,7 @@ def test_curve_rate_is_the_weighted_least_squares_line(pts):
 
 
 def test_curve_rate_needs_two_x_values():
-    from train.curve import curve_rate
+    from train.learning.curve import curve_rate
 
     one = [{"kind": "slm", "hours": 1.0, "elo": 10.0, "se": 50.0}, {"kind": "slm", "hours": 1.0, "elo": 30.0, "se": 50.0}]
     assert curve_rate(one) == {}
@@ -672,7 +672,7 @@ def test_pretrain_on_shards_keeps_captures_and_widens_the_start_net(tmp_path, st
     from nets.config import NetConfig
     from nets.io import load, save
     from nets.model import build
-    from train.samples import read_shards
+    from train.learning.samples import read_shards
 
     battle = [s for s in states if s.phase == 1][:16]
     rng = np.random.default_rng(0)
@@ -706,9 +706,9 @@ def test_pretrain_on_shards_keeps_captures_and_widens_the_start_net(tmp_path, st
 
 
 def test_supervised_targets_are_the_played_moves(tmp_path):
-    from core.records import GameRecord
     from core.notation import parse_move
-    from train.supervised import samples_from_record
+    from core.records import GameRecord
+    from train.learning.supervised import samples_from_record
 
     states = _states(40)
     final = states[-1]
@@ -821,7 +821,7 @@ def test_ray_backend_missing_is_a_clear_error(tmp_path, monkeypatch):
 
     monkeypatch.setattr(builtins, "__import__", no_ray)
     cfg = micro_config("backend=ray", "workers=1", "pretrain.enabled=false")
-    from train.pipeline import TrainError
+    from train.learning.pipeline import TrainError
 
     with pytest.raises(TrainError, match="ray is not installed"):
         run_pipeline(cfg, tmp_path / "run", progress=False)
@@ -830,7 +830,7 @@ def test_ray_backend_missing_is_a_clear_error(tmp_path, monkeypatch):
 def test_tensorboard_missing_is_a_warning(tmp_path, monkeypatch):
     import builtins
 
-    from train.dashboard import TensorBoard
+    from train.jobs.dashboard import TensorBoard
 
     real_import = builtins.__import__
 
@@ -851,7 +851,7 @@ def test_dashboard_renders(tmp_path):
 
     from rich.console import Console
 
-    from train.dashboard import Dashboard
+    from train.jobs.dashboard import Dashboard
 
     dash = Dashboard("live", tmp_path, micro_config())
     dash.update(iteration=1, kind="slm", phase="self-play", games_done=1, games_total=2, plies_per_s=3.0,
@@ -885,7 +885,7 @@ def test_slm_record_continues_the_battle_that_gave_the_reward(cycle_run):
 
 
 def test_state_totals_are_recomputed_from_disk(cycle_run):
-    from train.samples import shard_length
+    from train.learning.samples import shard_length
 
     run, cfg, _, _ = cycle_run
     state_path = run / "state.json"
@@ -901,7 +901,7 @@ def test_state_totals_are_recomputed_from_disk(cycle_run):
 
 def test_shards_carry_their_format_and_encoding_version(tmp_path, states):
     from nets.config import ENCODING_VERSION
-    from train.samples import ShardError
+    from train.learning.samples import ShardError
 
     b = SampleBuilder("slm")
     b.add_policy(state_planes(states[0]), np.array([0, 1]), np.array([1.0, 1.0]), 0.5)
@@ -941,7 +941,7 @@ def test_names_are_resolved_before_any_work(tmp_path, args, field):
 
 def _hold_lock(directory: Path):
     """A second real process holding the directory lock (started, lock taken, then sleeping)."""
-    script = ("import sys, time\nfrom train.rundir import lock_dir\nlock = lock_dir(sys.argv[1])\n"
+    script = ("import sys, time\nfrom train.jobs.rundir import lock_dir\nlock = lock_dir(sys.argv[1])\n"
               "print('locked', flush=True)\ntime.sleep(120)\n")
     proc = subprocess.Popen([sys.executable, "-c", script, str(directory)], cwd=ROOT, stdout=subprocess.PIPE, text=True)
     assert proc.stdout.readline().strip() == "locked"
@@ -1028,7 +1028,7 @@ def test_sigterm_ends_a_selfplay_run_as_ctrl_c_does(tmp_path):
 
 
 def test_caused_by_interrupt_follows_the_direct_cause_only():
-    from train.rundir import caused_by_interrupt
+    from train.jobs.rundir import caused_by_interrupt
 
     def raised(make):
         try:
@@ -1064,7 +1064,7 @@ def test_an_interrupt_wrapped_by_an_extension_ends_the_run_as_interrupted(tmp_pa
     """SIGTERM or Ctrl-C inside a PyTorch call arrives as SystemError (cause: the KeyboardInterrupt); the
     run still logs run_end ``interrupted``, raises KeyboardInterrupt, and the CLI exits 130 without a
     traceback."""
-    import train.pipeline as pipeline
+    from train.learning import pipeline
 
     def interrupted_in_torch(self, it, kind):
         try:
@@ -1111,7 +1111,7 @@ def test_an_interrupt_wrapped_by_an_extension_ends_the_run_as_interrupted(tmp_pa
 
 
 def test_curve_points_and_joint_fit(cycle_run):
-    from train.curve import fit_curve, read_points
+    from train.learning.curve import fit_curve, read_points
 
     run, cfg, _, _ = cycle_run
     points = read_points(run / "curve")
@@ -1137,8 +1137,8 @@ def test_curve_points_and_joint_fit(cycle_run):
 
 
 def test_curve_fit_of_one_player_against_one_anchor_is_its_elo():
-    from train.curve import fit_curve
-    from train.stats import elo_from_score
+    from train.learning.curve import fit_curve
+    from train.matches.stats import elo_from_score
 
     points = [{"iteration": 1, "kind": "slm", "player": "slm@i0001", "spec": "x", "games": 4, "hours": 0.1,
                "results": [{"a": "slm@i0001", "b": "expert", "b_spec": "expert", "wins": 3, "draws": 0,
@@ -1151,7 +1151,7 @@ def test_curve_fit_of_one_player_against_one_anchor_is_its_elo():
 def test_progress_lines_without_a_terminal(tmp_path):
     import io
 
-    from train.dashboard import Dashboard
+    from train.jobs.dashboard import Dashboard
 
     out = io.StringIO()
     with Dashboard("lines", tmp_path, micro_config(), interval=0.3, stream=out) as dash:
@@ -1166,8 +1166,8 @@ def test_progress_lines_without_a_terminal(tmp_path):
 def test_match_progress_lines_without_a_terminal():
     import io
 
-    from train.arena import new_progress
-    from train.dashboard import LineProgress
+    from train.jobs.dashboard import LineProgress
+    from train.matches.arena import new_progress
 
     assert isinstance(new_progress(), LineProgress)  # pytest's stderr is not a terminal
     out = io.StringIO()
@@ -1191,7 +1191,7 @@ def test_match_progress_lines_without_a_terminal():
 def test_match_progress_lines_are_throttled():
     import io
 
-    from train.dashboard import LineProgress
+    from train.jobs.dashboard import LineProgress
 
     out = io.StringIO()
     bar = LineProgress(interval=60.0, min_gap=60.0, stream=out)
@@ -1207,7 +1207,7 @@ def test_match_progress_lines_are_throttled():
 
 def test_export_and_continue_from_a_model_directory(cycle_run, tmp_path):
     from nets.io import load
-    from train.modeldir import export_run, read_model_config
+    from train.learning.modeldir import export_run, read_model_config
 
     run, cfg, _, _ = cycle_run
     model_dir = tmp_path / "model"
@@ -1265,7 +1265,7 @@ def test_the_export_gate_plays_the_incumbent_and_guards_the_export(tmp_path, mon
     ``gate.export_games``; undecided at the cap it fails, or the score decides with
     ``gate.export_at_cap = "threshold"``); a rerun resumes the same games; a directory
     without the kind's net has nothing to beat; a failed gate writes nothing and exits with status 1."""
-    import train.modeldir as modeldir
+    from train.learning import modeldir
 
     run = tmp_path / "run"
     cfg = micro_config("model=upper", "iterations=1", "seed=5", "gate.max_games=0", "curve.every=0",
@@ -1319,11 +1319,11 @@ def test_a_teacher_prior_is_blended_into_the_upper_targets(tmp_path):
     """Distillation targets: (1 - mix) one-hot(played) + mix prior.expert over the legal paths, in the
     paths' action order; the per-record cache gives the same samples back; a teacher is refused for
     another net and a bad teacher spec names the field."""
-    from core.records import GameRecord
     from core.notation import parse_move
+    from core.records import GameRecord
     from knowledge.priors import ExpertPathPrior
     from nets.encoding import encode_paths
-    from train.supervised import SupervisedError, samples_from_record, samples_from_records
+    from train.learning.supervised import SupervisedError, samples_from_record, samples_from_records
 
     states = _states(40)
     final = states[-1]
@@ -1366,10 +1366,11 @@ def test_drift_value_target_is_the_change_of_the_margin_k_plies_on(tmp_path):
     import math
 
     from core.board import DRAW
-    from core.records import GameRecord
     from core.notation import parse_move
+    from core.records import GameRecord
     from knowledge.evaluation import ExpertEvaluator
-    from train.supervised import DriftTarget, SupervisedError, drift_values, samples_from_record, samples_from_records
+    from train.learning.drift import DriftTarget, drift_values
+    from train.learning.supervised import SupervisedError, samples_from_record, samples_from_records
 
     states = _states(40)
     moves = [str(b.last_move) for b in states[1:]] + [str(make_agent("expert", seed=9).select(states[-1]))]
@@ -1482,8 +1483,8 @@ def test_upper_selfplay_with_a_teacher_blends_its_prior_into_the_targets():
     from knowledge.priors import ExpertPathPrior
     from nets.encoding import encode_paths
     from nets.model import build
-    from train.config import resolve_names
-    from train.selfplay import play_upper_game
+    from train.learning.config import resolve_names
+    from train.learning.selfplay import play_upper_game
 
     mix = 0.4
     cfg = micro_config("selfplay.teacher=prior.expert:plies=1", f"selfplay.teacher_mix={mix}")
@@ -1519,9 +1520,9 @@ def test_upper_selfplay_with_value_drift_targets_the_margins_change(monkeypatch)
     result; an odd K or a drift without a value evaluator is refused naming the field."""
     from core.records import GameRecord
     from nets.model import build
-    from train.config import resolve_names
-    from train.selfplay import play_upper_game
-    from train.supervised import DriftTarget, drift_values
+    from train.learning.config import resolve_names
+    from train.learning.drift import DriftTarget, drift_values
+    from train.learning.selfplay import play_upper_game
 
     cfg = micro_config("selfplay.value_drift=2", "selfplay.search.value_evaluator=eval.expert")
     resolve_names(cfg)
@@ -1545,7 +1546,7 @@ def test_upper_selfplay_with_value_drift_targets_the_margins_change(monkeypatch)
     np.testing.assert_allclose(cut.z, cut_want[rows], atol=1e-6)  # NaN where NaN
     near_end = np.array(rows) >= len(replay) - 1 - 2
     assert np.isnan(cut.z).tolist() == near_end.tolist() and near_end.any()
-    from train.learner import Learner
+    from train.learning.learner import Learner
 
     learner = Learner(cut_cfg.nets.net_config("upper"), cut_cfg.learner, model=net)
     step = learner.train_step(make_batch(cut, np.arange(len(cut))))  # the NaN rows train the policy only
@@ -1577,9 +1578,9 @@ def test_the_upper_value_target_is_the_drift_by_default_in_selfplay_and_its_pret
     value over ``selfplay.value_drift`` (8) plies by default (the value the net agents blend in), the
     result with ``value_drift = 0`` and for the other nets; the pipeline's pretrain phase trains the
     same target as self-play."""
-    import train.supervised as supervised
     from search.config import preset
-    from train.supervised import DriftTarget
+    from train.learning import supervised
+    from train.learning.drift import DriftTarget
 
     shipped_value = preset("shipped").value_evaluator
     assert preset("shipped").value_mix < 1  # else the net's value would not be in the leaf value, nor worth a drift target
@@ -1611,7 +1612,7 @@ def test_upper_selfplay_with_gumbel_targets_the_improved_policy():
     from knowledge.plugins import REGISTRY
     from nets.encoding import encode_paths
     from nets.model import build
-    from train.selfplay import net_agent, play_upper_game
+    from train.learning.selfplay import net_agent, play_upper_game
 
     cfg = micro_config("selfplay.search.root_selection=gumbel", "selfplay.search.gumbel_m=8")
     net = build(cfg.nets.net_config("upper")).eval()
@@ -1639,7 +1640,7 @@ def test_upper_selfplay_with_playout_caps_samples_only_its_full_searches():
     fast or the full count, both occur, and exactly the full ones gave the samples, in order, with
     their search's children; a full count below the fast one is refused."""
     from nets.model import build
-    from train.selfplay import play_upper_game
+    from train.learning.selfplay import play_upper_game
 
     cfg = micro_config("selfplay.search.simulations=2", "selfplay.full_simulations=5", "selfplay.full_fraction=0.5",
                        "ruleset.max_battle_plies=40")
@@ -1669,7 +1670,7 @@ def test_upper_selfplay_chooses_the_victims_as_the_shipped_agent(victim_eval):
     from knowledge.plugins import REGISTRY
     from nets.model import build
     from search.victims import after_path
-    from train.selfplay import net_agent, play_upper_game
+    from train.learning.selfplay import net_agent, play_upper_game
 
     cfg = micro_config(f"selfplay.search.victim_evaluator={victim_eval or 'none'}", "ruleset.max_battle_plies=120")
     assert cfg.selfplay.search.victim_evaluator == victim_eval
@@ -1705,7 +1706,7 @@ def test_lower_selfplay_values_every_candidate_with_lower_eval(target):
     from knowledge.plugins import REGISTRY
     from nets.features import state_planes
     from nets.model import build
-    from train.selfplay import play_lower_game
+    from train.learning.selfplay import play_lower_game
 
     extra = ["ruleset.max_battle_plies=80", "selfplay.lower_eval_scale=0.05"] + (
         [f"selfplay.lower_eval={target}"] if target else [])
@@ -1852,7 +1853,7 @@ def test_group_choice_loss_is_zero_at_the_target_and_spends_itself_on_the_best_s
 def test_capture_groups_survive_shards_windows_and_batches(tmp_path, states):
     """``group`` round-trips through a shard, is renumbered by the replay window so that captures of
     different shards stay apart, and becomes the batch's ``0..G-1`` with one symmetry per capture."""
-    from train.samples import concat
+    from train.learning.samples import concat
 
     rng = np.random.default_rng(3)
     battle = [s for s in states if s.phase == 1][:12]
@@ -1888,7 +1889,7 @@ def test_learner_group_loss_draws_whole_captures_and_learns_a_ranking(states, lo
     samples without captures are refused."""
     cfg = micro_config("model=lower", f"learner.dqn_loss={loss}", "selfplay.lower_eval=eval.expert",
                        "learner.lr=0.003", f"learner.group_unit={unit}", "learner.choice_temperature=0.3")
-    from train.learner import GROUP_SETS, _capture_batches
+    from train.learning.learner import GROUP_SETS, _capture_batches
 
     battle = [s for s in states if s.phase == 1][:24]
     b = SampleBuilder("lower")

@@ -120,9 +120,9 @@ def run_battle_noise(games: int = 40, ply: int = NUM_POINTS, rollouts: int = 8, 
     (:func:`variance_share` and :func:`between_correlation` of the stone difference there with the
     score: ``n`` None, 1 and 4). Raises ``ValueError`` when fewer than 2 games reach layout ply
     ``ply``."""
-    from train.diagnose import HELDOUT_RECORDS
-    from train.supervised import read_records, record_files
-    from train.workers import map_indexed
+    from train.jobs.workers import map_indexed
+    from train.learning.diagnose import HELDOUT_RECORDS
+    from train.learning.supervised import read_records, record_files
 
     states = []
     for record in read_records(record_files([str(records or HELDOUT_RECORDS)])[:games]):
@@ -183,7 +183,7 @@ def main() -> None:  # pragma: no cover - command line
     def progress(done: int, total: int) -> None:
         print(f"  {done}/{total} positions", file=sys.stderr if args.json else sys.stdout, flush=True)
 
-    from train.supervised import SupervisedError
+    from train.learning.supervised import SupervisedError
 
     try:
         r = run_battle_noise(args.games, args.ply, args.rollouts, args.seed, args.workers, args.records, progress,

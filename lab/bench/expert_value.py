@@ -31,10 +31,10 @@ def run_expert_value_benchmark(positions: int = 300, records: str | None = None,
     """``{"positions", "mean_paths", "ms": {"one_ply", "two_ply_full", "two_ply_cut", "two_ply_agent"},
     "full_over_cut", "full_over_agent", "max_mismatches"}`` (milliseconds per position, one process,
     the calls interleaved)."""
-    from lab.bench.search_regret import sample_positions
     from knowledge.agents import JITTER, ExpertAgent
     from knowledge.expert import ExpertKnowledge
-    from train.diagnose import HELDOUT_RECORDS
+    from lab.bench.search_regret import sample_positions
+    from train.learning.diagnose import HELDOUT_RECORDS
 
     states = sample_positions(str(records or HELDOUT_RECORDS), games, positions, seed=seed)
     one, two = ExpertAgent(plies=1), ExpertAgent(plies=2)

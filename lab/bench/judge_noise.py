@@ -42,7 +42,6 @@ import time
 
 import numpy as np
 
-
 HALVING = ((2, 2), (2, 3), (4, 4))  # (rollouts, halving_rollouts) rows besides the flat ones
 BOOTSTRAP = 2000  # resamples of the positions for the standard error of a gain
 
@@ -110,7 +109,7 @@ def judge_agent(raw: list[dict], spec: str, top: int, battle_plies: int, seed: i
     rollouts of the expert's ``top`` best with ``battle_plies``, made with ``seed``), judged by the
     reference (module docstring). Returns ``{"spec", "positions", "candidates", "agree", "gain",
     "gain_se", "seconds"}``: shares, stones and seconds per choice (mean)."""
-    from train.workers import map_indexed
+    from train.jobs.workers import map_indexed
 
     tasks = [{"jfen": r["jfen"], "diffs": r["diffs"], "index": r["index"], "spec": spec, "seed": seed, "top": top,
               "battle_plies": battle_plies} for r in raw if len(r["diffs"]) > 1]
@@ -200,8 +199,8 @@ def run_judge_noise(positions: int = 60, rollouts: int = 16, top: int = 3, battl
     Returns ``{"positions", "rollouts", "top", "battle_plies", "from_ply", "seconds", "rows",
     "rollout_sd", "gap", "raw"}`` (``raw``: the tasks' results, positions in sample order)."""
     from lab.bench.search_regret import sample_positions
-    from train.diagnose import HELDOUT_RECORDS
-    from train.workers import map_indexed
+    from train.jobs.workers import map_indexed
+    from train.learning.diagnose import HELDOUT_RECORDS
 
     states = sample_positions(str(records or HELDOUT_RECORDS), games, positions, seed=seed,
                               keep=_layout_late(from_ply))

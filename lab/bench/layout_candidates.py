@@ -53,10 +53,10 @@ def blend(policy: np.ndarray, knowledge: np.ndarray, tau: float, mix: float) -> 
 def candidate_table(path: str, slm: str, temperatures, mixes) -> dict:
     """The ``--load`` measurement (module docstring): ``{"positions", "top", "rows": [{"tau", "mix",
     "top1", "overlap", "best_kept"}]}``."""
-    from lab.bench.judge_noise import load_raw
     from core.state import GameState
     from knowledge.agents import ExpertAgent
     from knowledge.priors import ExpertLayoutPrior
+    from lab.bench.judge_noise import load_raw
     from nets.evaluator import NetEvaluator
 
     data = load_raw(path)
@@ -86,10 +86,11 @@ def candidate_table(path: str, slm: str, temperatures, mixes) -> dict:
 def placement_ranks(games_dir: str, from_ply: int) -> dict:
     """The ``--games`` measurement (module docstring): ``{"games", "before": {"placements", "top1"},
     "after": {"placements", "top1", "top3"}}``."""
+    from pathlib import Path
+
     from core.notation import parse_move
     from core.state import GameState
     from knowledge.agents import ExpertAgent
-    from pathlib import Path
 
     if not Path(games_dir, "games").is_dir():
         raise ValueError(f"--games {games_dir}: no games directory in it (an arena --out directory)")

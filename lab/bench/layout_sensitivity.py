@@ -21,7 +21,7 @@ It prints, over the games:
 - the control's flip rate: a result that changes with the tie-breaks alone is a coin to any layout
   value, so a flip rate near the control's says the placement changed nothing a layout model could see.
 
-Each game is a worker task (``train.workers``); the numbers are from this run only.
+Each game is a worker task (``train.jobs.workers``); the numbers are from this run only.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def game_task(task: dict[str, Any]) -> dict[str, Any]:
     from core.notation import Move
     from core.rules import Ruleset
     from core.state import GameState
-    from train.arena import build_agent
+    from train.matches.arena import build_agent
 
     seed, index = int(task["seed"]), int(task["index"])
     rng = np.random.default_rng([seed, index])
@@ -82,7 +82,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     better / worse for the side that made the changed placement), ``mean_change`` (that side's points,
     variant minus base) and ``best_of`` (``{"w", "b"}``: the share of games where the base game or a
     variant changed by that colour is that colour's win); ``None`` where there is nothing to count."""
-    from train.arena import a_points
+    from train.matches.arena import a_points
 
     flips = better = worse = n = 0
     change = 0.0
@@ -111,7 +111,7 @@ def main() -> None:  # pragma: no cover - command line
     import json
     import time
 
-    from train.workers import make_runner
+    from train.jobs.workers import make_runner
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--games", type=int, default=30)

@@ -62,15 +62,15 @@ class WorthError(ValueError):
 def arena_games(directory: str | Path, ply: int = NUM_POINTS) -> dict:
     """The games of arena directory ``directory``: ``{"a", "b"`` (its specs, from ``arena.json``), ``"seed"`` (its
     ``--seed``), ``"games": [{"key"`` (``"DIR name/file name"``), ``"file"`` (the record's file name),
-    ``"game_seed"`` (from the record's metadata, ``train.arena.game_seeds``), ``"jfen"`` (the position after the
+    ``"game_seed"`` (from the record's metadata, ``train.matches.arena.game_seeds``), ``"jfen"`` (the position after the
     layout's first ``ply`` placements, 0..196; default all 196), ``"ruleset"`` (the record's, a dict),
-    ``"a_colour"`` (``"w"`` or ``"b"``), ``"played"`` (A's score in the game, ``train.arena.a_points``)``}]}``, in
-    game order; games that ended before the layout did, or without a result, are left out. The records are read and
-    checked as the arena reads them (``train.arena.load_records``). Raises :class:`WorthError` when ``directory``
-    holds no readable ``arena.json`` or no finished game, or a record cannot be read, has no game seed, belongs to
+    ``"a_colour"`` (``"w"`` or ``"b"``), ``"played"`` (A's score in the game,
+    ``train.matches.arena.a_points``)``}]}``, in game order; games that ended before the layout did, or without a
+    result, are left out. The records are read and checked as the arena reads them
+    (``train.matches.arena.load_records``). Raises :class:`WorthError` when ``directory`` holds no readable ``arena.json`` or no finished game, or a record cannot be read, has no game seed, belongs to
     another match or cannot be replayed, and ``ValueError`` for a ``ply`` outside 0..196."""
     from core.errors import JiuError
-    from train.arena import CONFIG_FILE, a_points, load_records, record_path
+    from train.matches.arena import CONFIG_FILE, a_points, load_records, record_path
 
     if not 0 <= ply <= NUM_POINTS:
         raise ValueError(f"ply must be in 0..{NUM_POINTS}, got {ply!r}")
@@ -165,10 +165,10 @@ def run_layout_worth(directories, playouts: int = 8, seed: int = 0, workers: int
     several arenas of a pool (a directory given twice, or a version-1 arena's replay of another's
     games) counts once there, its worth the mean of its worths.
     Raises :class:`WorthError` (see :func:`arena_games`; also for an ``--out`` file of other options)
-    and ``train.rundir.DirectoryInUse`` when another process holds ``out``."""
+    and ``train.jobs.rundir.DirectoryInUse`` when another process holds ``out``."""
     from lab.bench.battle_noise import play_out
-    from train.rundir import atomic_write_json, lock_dir
-    from train.workers import map_indexed
+    from train.jobs.rundir import atomic_write_json, lock_dir
+    from train.jobs.workers import map_indexed
 
     arenas = [{"dir": str(d), **arena_games(d, ply)} for d in directories]
     lock = lock_dir(out) if out is not None else None
@@ -265,7 +265,7 @@ def main() -> None:  # pragma: no cover - command line
     def progress(done: int, total: int) -> None:
         print(f"  {done}/{total} games", file=sys.stderr if args.json else sys.stdout, flush=True)
 
-    from train.rundir import DirectoryInUse
+    from train.jobs.rundir import DirectoryInUse
 
     try:
         r = run_layout_worth(args.dirs, args.playouts, args.seed, args.workers, args.out, progress, args.ply)

@@ -24,9 +24,9 @@ import numpy as np
 
 from core.board import PHASE_LAYOUT
 from core.notation import Move
-from knowledge.pruning_kernels import action_scores, path_levels
 from core.state import GameState
 from knowledge.plugins import REGISTRY
+from knowledge.pruning_kernels import action_scores, path_levels
 
 
 def _random_layout(rng: random.Random) -> GameState:

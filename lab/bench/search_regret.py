@@ -4,7 +4,7 @@
 (default 250, seeded) from held-out expert games (default ``data/heldout-expert``, the first 30 games),
 lets every agent spec choose a move in each, and prints per agent: the mean regret (the expert's
 one-ply score of its best path minus that of the chosen path, ``knowledge.agents.ExpertAgent`` with
-``plies=1``, 10 units = one stone, capped at 100 as in ``train.diagnose.expert_regret``), the share of
+``plies=1``, 10 units = one stone, capped at 100 as in ``train.learning.diagnose.expert_regret``), the share of
 moves a stone or more worse (blunders) and of missed wins or moves into a loss. ``diagnose`` measures
 the policy alone; this measures what a search makes of it (``hbm:sims=1`` against ``hbm:sims=16``).
 """
@@ -24,7 +24,7 @@ def sample_positions(records_dir: str, games: int, positions: int, seed: int = 0
     """``positions`` positions drawn (seeded, in game order) from the first ``games`` games among those
     where ``keep(state)`` holds: by default battle positions with at least two legal paths."""
     from core.rules import Ruleset
-    from train.supervised import read_records, record_files
+    from train.learning.supervised import read_records, record_files
 
     records = read_records(record_files([records_dir])[:games], Ruleset(max_battle_plies=300, adjudicate="stones"))
     states = [s for r in records for s in r.replay()[:-1] if keep(s)]
@@ -37,7 +37,7 @@ def regret_of(spec: str, states) -> dict:
     import catalog  # noqa: F401 - registers the built-in agents
     import lab.slm_rollout  # noqa: F401 - and rollout, slm_rollout, eval.rollout
     from knowledge.agents import ExpertAgent, make_agent
-    from train.diagnose import regret_summary
+    from train.learning.diagnose import regret_summary
 
     expert, agent = ExpertAgent(plies=1), make_agent(spec, seed=0)
     regrets = []
@@ -56,7 +56,7 @@ def regret_of(spec: str, states) -> dict:
 
 
 def main() -> None:  # pragma: no cover - command line
-    from train.diagnose import HELDOUT_RECORDS
+    from train.learning.diagnose import HELDOUT_RECORDS
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("specs", nargs="+", metavar="SPEC")

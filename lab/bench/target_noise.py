@@ -1,11 +1,11 @@
 """How repeatable the self-play search's policy target is: the signal a policy net can learn from it.
 
 ``python -m lab.bench.target_noise [--model-dir models/default] [--simulations 16 64] [--positions 60]
-[--seed 0] [--json FILE]`` plays expert-vs-expert games (``train.arena.build_agent("expert")``, the
+[--seed 0] [--json FILE]`` plays expert-vs-expert games (``train.matches.arena.build_agent("expert")``, the
 model directory's rules), draws ``positions`` battle positions from them (at most
 ``POSITIONS_PER_GAME`` per game, uniformly over the battle plies; positions where the search has a
 single candidate are skipped) and, for each simulation count, searches every position twice with the
-model directory's upper net and its self-play search (``train.selfplay.open_search``: the same
+model directory's upper net and its self-play search (``train.learning.selfplay.open_search``: the same
 pruners, value evaluator, square victims and Gumbel root search as ``python cli.py selfplay``, one
 search thread so that a seed decides the search), the two searches seeded differently. It prints, per
 simulation count:
@@ -37,7 +37,7 @@ def battle_positions(rules, count: int, seed: int) -> list:
     seeded from ``seed``: at most ``POSITIONS_PER_GAME`` per game, drawn uniformly without replacement
     from its battle plies. ``rules``: a ``core.rules.Ruleset``. Raises ``ValueError`` if ``count < 1``."""
     from core.state import PHASE_LAYOUT, GameState
-    from train.arena import build_agent
+    from train.matches.arena import build_agent
 
     if count < 1:
         raise ValueError(f"count: expected at least 1, got {count}")
@@ -78,7 +78,7 @@ def pair_stats(first: np.ndarray, second: np.ndarray, priors: np.ndarray) -> dic
 def summarize(rows: list[dict[str, float]]) -> dict[str, Any]:
     """Means of ``pair_stats`` rows, ``positions`` and ``agreement_ci`` (Wilson 95% of ``agree``);
     ``None`` values when there are no rows."""
-    from train.stats import wilson_interval
+    from train.matches.stats import wilson_interval
 
     n = len(rows)
     keys = ("agree", "tv", "entropy", "prior_ce", "prior_top1")
@@ -92,7 +92,7 @@ def measure(cfg, upper_net, states, simulations: int, seed: int) -> list[dict[st
     """``pair_stats`` of each of ``states`` searched twice (``open_search`` of ``cfg`` with
     ``selfplay.search.simulations = simulations`` and one search thread, seeds drawn from ``seed`` per position
     and search); positions with fewer than two root children are skipped."""
-    from train.selfplay import _close, open_search
+    from train.learning.selfplay import _close, open_search
 
     search = cfg.selfplay.search.model_copy(update={"simulations": simulations, "threads": 1})
     sp = cfg.selfplay.model_copy(update={"search": search})
@@ -131,8 +131,8 @@ def main() -> None:  # pragma: no cover - command line
         if not low <= value <= high:
             parser.exit(2, f"error: {name}: expected {low}..{high}, got {value}\n")
     from nets.io import load
-    from train.config import ConfigError, validate_config
-    from train.modeldir import read_model_config
+    from train.learning.config import ConfigError, validate_config
+    from train.learning.modeldir import read_model_config
 
     model_dir = Path(args.model_dir)
     try:

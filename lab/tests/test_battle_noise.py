@@ -81,8 +81,8 @@ def test_run_battle_noise_plays_the_rollout_evaluator_to_the_end():
     difference from its counts; seeded runs repeat."""
     from core.state import GameState
     from lab.rollout import ROLLOUT_PLIES_MAX, RolloutEvaluator
-    from train.diagnose import HELDOUT_RECORDS
-    from train.supervised import read_records, record_files
+    from train.learning.diagnose import HELDOUT_RECORDS
+    from train.learning.supervised import read_records, record_files
 
     horizons = (0, 7, 40, ROLLOUT_PLIES_MAX)
     r = run_battle_noise(games=2, ply=195, rollouts=2, seed=3, horizons=horizons)

@@ -14,7 +14,7 @@ def test_search_regret_of_the_expert_is_zero_by_its_own_one_ply_scores():
     """lab.bench.search_regret: the one-ply expert chooses the best path by its own scores, so its regret
     is 0; the random agent's is not smaller."""
     from lab.bench.search_regret import regret_of, sample_positions
-    from train.diagnose import HELDOUT_RECORDS
+    from train.learning.diagnose import HELDOUT_RECORDS
 
     states = sample_positions(str(HELDOUT_RECORDS), games=2, positions=12, seed=1)
     assert len(states) == 12
@@ -198,11 +198,11 @@ def test_target_noise_measure_is_decided_by_its_seed():
     """lab.bench.target_noise: battle positions from expert games; the one-thread self-play searches of a
     seed give the same rows again, rows whose numbers are in range; the summary's means and Wilson
     interval against the rows."""
-    from lab.bench.target_noise import battle_positions, measure, summarize
     from core.rules import Ruleset
+    from lab.bench.target_noise import battle_positions, measure, summarize
     from nets.config import preset
     from nets.model import build
-    from train.config import validate_config
+    from train.learning.config import validate_config
 
     rules = Ruleset(max_battle_plies=40, adjudicate="stones")
     states = battle_positions(rules, 3, seed=2)

@@ -13,8 +13,8 @@ from core.notation import Move
 from core.rules import Ruleset
 from core.state import GameState
 from knowledge.agents import ExpertAgent, make_agent, validate_agent_spec
-from lab.layout_tree import PlacementTree
 from knowledge.registry import SpecError
+from lab.layout_tree import PlacementTree
 
 
 def test_a_tree_expands_selects_backs_up_and_picks_by_hand():

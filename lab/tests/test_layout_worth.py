@@ -13,12 +13,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lab.bench.layout_worth import (WORTH_FILE, WorthError, arena_games, paired_difference, run_layout_worth,
-                                    worth_stats)
 from core.board import NUM_POINTS
 from core.records import read_record
 from core.rules import Ruleset
-from train.arena import run_arena
+from lab.bench.layout_worth import WORTH_FILE, WorthError, arena_games, paired_difference, run_layout_worth, worth_stats
+from train.matches.arena import run_arena
 
 RULES = Ruleset(max_battle_plies=12, adjudicate="stones")  # short battles: cheap play-outs
 

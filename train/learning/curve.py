@@ -1,7 +1,7 @@
 """The learning curve of a training run: Elo with a 95% interval against a fixed anchor pool.
 
-Every ``curve.every`` iterations (``train.pipeline``, after the gate) the **best** net of the iteration's
-kind (its evaluation agent, ``train.selfplay.net_agent``) plays ``curve.games`` colour-balanced games
+Every ``curve.every`` iterations (``train.learning.pipeline``, after the gate) the **best** net of the iteration's
+kind (its evaluation agent, ``train.learning.selfplay.net_agent``) plays ``curve.games`` colour-balanced games
 against each anchor of ``curve.anchors`` (default ``random``, ``greedy``, ``expert``,
 ``minimax:time=0.05``) and against the best nets of the last ``curve.checkpoints`` earlier curve points
 (of the same kind, when they differ from the current one). Each match is an arena run directory
@@ -13,7 +13,7 @@ against each anchor of ``curve.anchors`` (default ``random``, ``greedy``, ``expe
      "results": [{"a": player, "b": opponent label, "b_spec", "wins", "draws", "losses"}, ...]}
 
 **Ratings are fitted jointly** (not from a pinned table): :func:`fit_curve` reads every point of the
-run and fits one Bradley-Terry model (``train.stats.bradley_terry``) over all players (the best nets
+run and fits one Bradley-Terry model (``train.matches.stats.bradley_terry``) over all players (the best nets
 of every point, named ``<kind>@iNNNN`` after the iteration that made them, and the anchors), with
 ``curve.anchor`` (``expert`` by default) held at Elo 0; the anchors are connected only through the
 nets, so their ratings are relative to it too. A point's Elo (with its 95% interval from the Fisher
@@ -31,8 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from train.rundir import atomic_write_json
-from train.stats import PairResult, bradley_terry
+from train.jobs.rundir import atomic_write_json
+from train.matches.stats import PairResult, bradley_terry
 
 POINT_FORMAT = "jiu-curve-point"
 RESULTS_FILE = "results.json"

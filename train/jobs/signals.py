@@ -17,7 +17,7 @@ def sigterm_as_interrupt():
     ``run_end`` with reason ``interrupted``; a match stops its workers; the command prints
     ``interrupted`` and exits with status 130) instead of dying between two saves. The previous
     handler comes back afterwards; off the main thread (where signals cannot be handled) nothing
-    changes. Used by every command (``cli.py``'s command group) and by ``train.pipeline``."""
+    changes. Used by every command (``cli.py``'s command group) and by ``train.learning.pipeline``."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return

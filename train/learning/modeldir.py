@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from core.atomic import atomic_write_text
-from train.rundir import RunPaths, TrainError, atomic_write_json, eval_seed, read_metrics, read_state
+from train.jobs.rundir import RunPaths, TrainError, atomic_write_json, eval_seed, read_metrics, read_state
 
 CONFIG_FILE = "config.toml"
 CARD_FILE = "README.md"
@@ -40,7 +40,7 @@ def config_toml(config) -> str:
     ``null`` is not its default (TOML has no null)."""
     import tomli_w
 
-    from train.config import TrainConfig, config_to_dict
+    from train.learning.config import TrainConfig, config_to_dict
 
     data = config_to_dict(config)
     data.pop("init_dir", None)
@@ -56,24 +56,40 @@ def config_toml(config) -> str:
                                  " store; give it a value")
 
     check(data, defaults)
-    head = "# Training configuration of this model (python cli.py selfplay continues with it; train/config.py)\n"
+    head = ("# Training configuration of this model (python cli.py selfplay continues with it;"
+            " train/learning/config.py)\n")
     return head + tomli_w.dumps(_drop_none(data))
 
 
 def read_model_config(model_dir: str | os.PathLike) -> dict[str, Any] | None:
     """The mapping in ``MODEL_DIR/config.toml`` (``None`` when there is none)."""
-    from train.config import read_config_file
+    from train.learning.config import read_config_file
 
     path = Path(model_dir) / CONFIG_FILE
     return read_config_file(path) if path.exists() else None
 
 
+def load_run_config(run_dir: str | os.PathLike):
+    """The resolved ``TrainConfig`` a training run stored in ``RUN/config.json`` (the one a resumed run and an
+    export continue with); ``TrainError`` (one line) if missing or unreadable."""
+    from train.learning.config import validate_config
+
+    p = RunPaths(Path(run_dir)).config
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise TrainError(f"{run_dir}: no config.json; not a training run directory") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise TrainError(f"{p}: unreadable ({exc})") from None
+    return validate_config(data, str(p))
+
+
 def _model_config(config, model_dir: Path):
     """The configuration an export writes into ``model_dir``: the run's, except that the fields which only
-    say how far or how fast a run goes (``train.config.RESUMABLE_FIELDS``: ``iterations``, ``minutes``,
+    say how far or how fast a run goes (``train.learning.config.RESUMABLE_FIELDS``: ``iterations``, ``minutes``,
     ``workers``, ``curve``, ...) keep the values of the directory's valid ``config.toml``; ``None`` when
     that file already holds exactly these values (it is left as it is, comments and all)."""
-    from train.config import RESUMABLE_FIELDS, ConfigError, config_to_dict, validate_config
+    from train.learning.config import RESUMABLE_FIELDS, ConfigError, config_to_dict, validate_config
 
     try:
         data = read_model_config(model_dir)
@@ -112,7 +128,7 @@ def export_gate(run_dir: str | os.PathLike, model_dir: str | os.PathLike, worker
                 progress: Any = False, config=None) -> list[dict[str, Any]]:
     """The export gate: each best net of the run in ``run_dir`` that training changed (best iteration > 0)
     plays ``model_dir``'s net of its kind, colour-balanced, with the run's evaluation agent
-    (``train.selfplay.net_agent``) and the pentanomial SPRT of the run's ``gate.elo0``, ``gate.elo1``,
+    (``train.learning.selfplay.net_agent``) and the pentanomial SPRT of the run's ``gate.elo0``, ``gate.elo1``,
     ``gate.alpha``, ``gate.beta``, stopping when it decides or at ``gate.export_games`` games (an undecided test
     fails there, or with ``gate.export_at_cap = "threshold"`` the score decides against ``gate.threshold``); ``config`` (a ``TrainConfig``)
     replaces the run's stored one, e.g. with the command line's ``--set gate.*``. The games go to
@@ -123,9 +139,8 @@ def export_gate(run_dir: str | os.PathLike, model_dir: str | os.PathLike, worker
     ``wilson_ci95``, ``elo``, ``sprt`` and ``decision``; a kind without an incumbent net, or with
     ``gate.export_games = 0``, passes without games. Raises ``TrainError`` for a run without a best net
     or an evaluation that fails."""
-    from train.arena import ArenaError, run_arena
-    from train.rundir import load_run_config
-    from train.selfplay import net_agent
+    from train.learning.selfplay import net_agent
+    from train.matches.arena import ArenaError, run_arena
 
     paths = RunPaths(Path(run_dir))
     state = read_state(paths)
@@ -191,8 +206,6 @@ def export_run(run_dir: str | os.PathLike, model_dir: str | os.PathLike, command
     :func:`export_gate` when given. Returns the files written. Raises ``TrainError`` when the run has no
     best net."""
     from nets.io import load, save
-
-    from train.rundir import load_run_config
 
     paths = RunPaths(Path(run_dir))
     state = read_state(paths)

@@ -9,7 +9,7 @@ through ``core.atomic``). Each function takes plain numbers (no run directories)
 - :func:`plot_squares` — papers/001 Fig. 5 style: mean squares formed per block of self-play steps, one
   line per row, with standard errors;
 - :func:`plot_payoff` — a payoff matrix as a heat map (blue = row loses, red = row wins);
-- :func:`plot_gamescape` — the 2-D Schur embedding of a population (``train.nash.gamescape``) with
+- :func:`plot_gamescape` — the 2-D Schur embedding of a population (``train.matches.nash.gamescape``) with
   the maximum-entropy Nash weights as marker sizes.
 """
 
@@ -158,7 +158,7 @@ def plot_payoff(m: np.ndarray, names: Sequence[str], path: str | os.PathLike, ti
 
 def plot_gamescape(points: np.ndarray, names: Sequence[str], nash: Sequence[float], path: str | os.PathLike,
                    title: str = "", explained: float | None = None) -> Path:
-    """The agents as points of the 2-D gamescape (``train.nash.gamescape``), their convex hull, and
+    """The agents as points of the 2-D gamescape (``train.matches.nash.gamescape``), their convex hull, and
     marker areas proportional to the maximum-entropy Nash weights (a ring marks weight 0)."""
     plt = _pyplot()
     pts = np.asarray(points, float)

@@ -12,45 +12,34 @@ Samples from a record (:func:`samples_from_record`; every move is validated by r
 
 A record without a result (``null``: unfinished or unknown) gives ``z = 0``, like a draw.
 
-The **drift value target** (:class:`DriftTarget`, ``upper`` only; ``pretrain --value-drift K``) replaces
-the result by what the game did next: for a battle position ``t`` with side ``s`` to move,
-``z = tanh((m(t + K) - m(t)) / scale)``, ``m`` the margin of an evaluator with one (``eval.expert:plies=2``
-by default: the expert's two-ply value, the battle leaf value of ``jfa``'s search, in its units) for the
-side to move and ``scale`` that evaluator's. When the game ends within those ``K`` plies the margin at
-its end is infinite: ``z`` is the result for ``s`` (+1 or -1; a draw's margin is 0, so
-``z = tanh(-m(t) / scale)``), or with ``ends = "drop"`` there is no target (the last ``K`` plies of a
-finished game give no sample: the value then learns only the drift of positions that go on). A record
-that stops before ``t + K`` without a result gives no sample for ``t``. A net whose value head learns
-it predicts how the leaf value of its search will move over the next ``K`` plies of play, beyond the
-evaluator's horizon; the search adds it to that leaf value with ``value_mix < 1``.
+With ``drift`` (``pretrain --value-drift K``) an ``upper`` sample's value target is the drift of an
+evaluator's margin over the next ``K`` plies instead of the result (``train.learning.drift``).
 
-:func:`pretrain` trains a net (fresh, or continuing ``init``) on such samples with ``train.learner`` and the
+:func:`pretrain` trains a net (fresh, or continuing ``init``) on such samples with ``train.learning.learner`` and the
 symmetry augmentation, and saves it with ``nets.io.save``.
 
 :func:`generate_records` plays ``games`` games of an agent against itself (or ``black``) with
-``train.arena.play_game`` in parallel worker processes (``train.workers``) and writes ``OUT/g00000.json``
+``train.matches.arena.play_game`` in parallel worker processes (``train.jobs.workers``) and writes ``OUT/g00000.json``
 ... (JSON records, atomic). Game ``i``'s agent seeds derive from ``(seed, i)``; rerunning skips the records
 that exist, so an interrupted run resumes without duplicating or losing games. ``OUT/corpus.json`` holds
 the corpus identity (agents, seed, ruleset): a later run into ``OUT`` with another identity is refused
 (as are records of another corpus found without it), and ``OUT`` is locked while records are generated
-(``train.rundir.lock_dir``).
+(``train.jobs.rundir.lock_dir``).
 """
 
 from __future__ import annotations
 
-import math
 import os
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Literal, Sequence, get_args
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
 from core.errors import JiuError
 from core.rules import DEFAULT_RULESET, Ruleset
-from search.config import preset
-from train.samples import SampleBuilder, Samples, blend_teacher, concat
+from train.learning.drift import DriftTarget, drift_values
+from train.learning.samples import SampleBuilder, Samples, blend_teacher, concat
 
 RECORD_SUFFIXES = (".json", ".jiu", ".txt", ".csv")
 
@@ -94,46 +83,6 @@ def _returns(result: str | None) -> tuple[float, float]:
     return {"w": (1.0, -1.0), "b": (-1.0, 1.0)}.get(result or "", (0.0, 0.0))
 
 
-DriftEnds = Literal["result", "drop"]  # DriftTarget.ends: the result, or no target, within K plies of the end
-DRIFT_ENDS: tuple[str, ...] = get_args(DriftEnds)
-
-
-@dataclass(frozen=True)
-class DriftTarget:
-    """The drift value target (module docstring): ``plies`` (``K``, even, 2..1,000); ``evaluator``, a
-    spec of an ``evaluator`` plugin with a ``margin`` and a ``scale``, by default the search's battle leaf
-    value of the ``shipped`` search (``search.config.preset("shipped").value_evaluator``); ``ends``, the
-    target of a position whose game ends within ``K`` plies: ``"result"`` (the result, the default) or
-    ``"drop"`` (no target). :meth:`check` raises ``ValueError`` naming what is wrong."""
-
-    plies: int
-    evaluator: str = preset("shipped").value_evaluator
-    ends: DriftEnds = "result"
-
-    def check_plies(self) -> None:
-        """Raise ``ValueError`` unless ``plies`` is even and in 2..1,000 and ``ends`` is known (no plugin
-        is built)."""
-        if not (2 <= self.plies <= 1000 and self.plies % 2 == 0):
-            raise ValueError(f"plies must be even (the same side to move) and in 2..1000, got {self.plies}")
-        if self.ends not in DRIFT_ENDS:
-            raise ValueError(f"ends must be one of {', '.join(DRIFT_ENDS)}, got {self.ends!r}")
-
-    def check(self, kind: str = "upper") -> None:
-        """Raise ``ValueError`` unless the target is usable for a ``kind`` net: an ``upper`` net (the drift
-        is a battle value), :meth:`check_plies`, and an evaluator with a margin and a scale."""
-        if kind != "upper":
-            raise ValueError(f"the drift target is a battle value (--model upper); --model is {kind}")
-        self.check_plies()
-        plugin = _drift_evaluator(self.evaluator)
-        if not (hasattr(plugin, "margin") and hasattr(plugin, "scale")):
-            raise ValueError(f"evaluator {self.evaluator!r} has no margin and scale")
-
-    def spec(self) -> str:
-        """``drift:K:EVALUATOR`` (``ends = "result"``) or ``drift:K:EVALUATOR:ends=drop``: a net's
-        value-target metadata and part of a sample cache key."""
-        return f"drift:{self.plies}:{self.evaluator}" + ("" if self.ends == "result" else f":ends={self.ends}")
-
-
 def _check_drift(drift: DriftTarget | None, kind: str) -> None:
     """:meth:`DriftTarget.check` as a ``SupervisedError`` (nothing for no drift target)."""
     if drift is not None:
@@ -141,55 +90,6 @@ def _check_drift(drift: DriftTarget | None, kind: str) -> None:
             drift.check(kind)
         except ValueError as exc:
             raise SupervisedError(f"value drift: {exc}") from None
-
-
-_EVALUATORS: dict[str, Any] = {}  # per process: one evaluator plugin per spec (drift targets)
-
-
-def _drift_evaluator(spec: str):
-    if spec not in _EVALUATORS:
-        from knowledge.plugins import REGISTRY
-        from knowledge.registry import SpecError
-
-        try:
-            _EVALUATORS[spec] = REGISTRY.create(spec, "evaluator")
-        except SpecError as exc:
-            raise ValueError(f"evaluator: {exc}") from None
-    return _EVALUATORS[spec]
-
-
-def drift_values(states: Sequence, target: DriftTarget) -> np.ndarray:
-    """The drift value target of every position of one game, ``states`` from its start to its last
-    position (module docstring): ``float32 (len(states),)``, NaN where it is not defined (the layout, the
-    final position, a later position of the other side to move, ``t + K`` past the end of a game
-    without a result, or at or past the end of a finished game with ``ends = "drop"``). Each needed
-    margin is computed once."""
-    from core.board import DRAW, PHASE_BATTLE
-
-    plugin = _drift_evaluator(target.evaluator)
-    k = target.plies
-    last = len(states) - 1
-    final = states[last] if states else None
-    ended = final is not None and final.is_terminal()
-    margins: dict[int, float] = {}
-
-    def margin(i: int) -> float:
-        if i not in margins:
-            margins[i] = float(plugin.margin(states[i]))
-        return margins[i]
-
-    out = np.full(len(states), np.nan, np.float32)
-    for t, s in enumerate(states):
-        if t == last or s.phase != PHASE_BATTLE or s.is_terminal():
-            continue
-        j = t + k
-        if j < last or (j == last and not ended):
-            if states[j].side == s.side:
-                out[t] = math.tanh((margin(j) - margin(t)) / plugin.scale)
-        elif ended and target.ends == "result":  # the game ends within K plies: an infinite margin, or 0 for a draw
-            w = final.winner()
-            out[t] = math.tanh(-margin(t) / plugin.scale) if w == DRAW else (1.0 if w == s.side else -1.0)
-    return out
 
 
 def samples_from_record(record, kind: str, teacher=None, teacher_mix: float = 0.5,
@@ -207,9 +107,9 @@ def samples_from_record(record, kind: str, teacher=None, teacher_mix: float = 0.
 
 def _record_samples(record, kind: str, teacher, teacher_mix: float, drift: DriftTarget | None) -> Samples:
     """:func:`samples_from_record` after its checks (the caller has made them)."""
+    from core.notation import parse_move
     from nets.encoding import encode_paths, encode_upper
     from nets.features import state_planes
-    from core.notation import parse_move
 
     states = record.replay()
     ret = _returns(record.result)
@@ -248,7 +148,7 @@ def samples_from_records(records: Sequence, kind: str, progress: Callable[[int],
 
     ``teacher``: a ``battle_prior`` plugin spec (``upper`` only; :func:`samples_from_record`), built once
     per worker; ``drift``: the drift value target (``upper`` only), its evaluator built once per worker.
-    ``workers > 0`` converts records in that many processes (``train.workers``).
+    ``workers > 0`` converts records in that many processes (``train.jobs.workers``).
     ``cache_dir``: one shard per record (``<key>.npz``, the key a digest of the record, the kind, the
     teacher and the value target), reused when it exists, so an interrupted or repeated conversion only
     does what is missing."""
@@ -268,7 +168,7 @@ def samples_from_records(records: Sequence, kind: str, progress: Callable[[int],
         if progress is not None:
             progress(converted)
 
-    from train.workers import make_runner
+    from train.jobs.workers import make_runner
 
     runner = make_runner(workers)
     try:
@@ -312,7 +212,7 @@ _TEACHERS: dict[str, Any] = {}  # per process: one teacher plugin per spec
 
 
 def _samples_task(task: dict[str, Any]) -> tuple[int, Samples]:
-    from train.samples import ShardError, read_shard, write_shard
+    from train.learning.samples import ShardError, read_shard, write_shard
 
     cache = task["cache"]
     if cache is not None and Path(cache).exists():
@@ -356,7 +256,7 @@ def pretrain(
     ``seconds`` and ``samples``."""
     import torch
 
-    from train.learner import Learner
+    from train.learning.learner import Learner
 
     kind = net_config.kind
     if samples.kind != kind:
@@ -407,7 +307,7 @@ def generated_path(out_dir: str | os.PathLike, index: int) -> Path:
 
 def _record_task(task: dict[str, Any]) -> dict[str, Any]:
     from core.records import write_json
-    from train.arena import play_game
+    from train.matches.arena import play_game
 
     ws, bs = record_seeds(task["seed"], task["index"])
     meta = {"gen_records": {"agent": task["white"], "black": task["black"], "seed": task["seed"],
@@ -467,11 +367,9 @@ def generate_records(agent: str, games: int, out_dir: str | os.PathLike, workers
     (module docstring). ``workers``: processes (0: in this process); ``executor``: an existing process
     pool to use. ``progress``: a rich ``Progress`` to add a task line to, or ``None``. Returns ``{"games",
     "played", "results": {...}, "seconds", "out_dir"}``. Raises ``SupervisedError`` (bad input, another
-    corpus in ``out_dir``, a dead worker) and ``train.rundir.DirectoryInUse``."""
-    from train.arena import check_agent_spec
-    from train.rundir import atomic_write_json, lock_dir
-
-    from train.arena import MAX_GAMES
+    corpus in ``out_dir``, a dead worker) and ``train.jobs.rundir.DirectoryInUse``."""
+    from train.jobs.rundir import atomic_write_json, lock_dir
+    from train.matches.arena import MAX_GAMES, check_agent_spec
 
     if not 0 <= games <= MAX_GAMES:
         raise SupervisedError(f"games: must be in 0..{MAX_GAMES}, got {games if abs(games) < 10**12 else 'a larger number'}")
@@ -488,8 +386,8 @@ def generate_records(agent: str, games: int, out_dir: str | os.PathLike, workers
 
 
 def _generate(agent, black, games, out: Path, workers, seed, ruleset, progress, executor, on_game) -> dict[str, Any]:
-    from train.samples import clean_temp_files
-    from train.workers import InlineRunner, PoolRunner, WorkerDied
+    from train.jobs.workers import InlineRunner, PoolRunner, WorkerDied
+    from train.learning.samples import clean_temp_files
 
     clean_temp_files(out)
     todo = [i for i in range(games) if not generated_path(out, i).exists()]

@@ -16,8 +16,8 @@ understands ``NAME[:k=v,...]`` and ``LAYOUT+BATTLE``, with the agents of ``catal
 fresh for every game. A player may also be a ``search.agents.AgentRecipe`` (an agent name with its
 validated options, picklable: the training pipeline's gate and learning curve), built by its ``build``;
 files and records then name it by its text (:func:`player_text`). ``workers >= 1`` plays in that many worker processes (the project's one pool,
-``train.workers``); ``workers = 0`` plays in the calling process (debugging, tests). The run directory
-is locked for the match (``train.rundir.lock_dir``): a second match into it is refused at once.
+``train.jobs.workers``); ``workers = 0`` plays in the calling process (debugging, tests). The run directory
+is locked for the match (``train.jobs.rundir.lock_dir``): a second match into it is refused at once.
 
 Run directory (``out_dir``), every file written atomically (temporary file + ``os.replace``)::
 
@@ -61,9 +61,9 @@ import numpy as np
 
 from core.errors import IllegalMoveError, JiuError, NotationError
 from core.rules import DEFAULT_RULESET, Ruleset
-from train.rundir import atomic_write_json, lock_dir
-from train.stats import json_safe, percentile, win_rate
-from train.workers import InlineRunner, PoolRunner, WorkerDied, make_pool, stop_pool
+from train.jobs.rundir import atomic_write_json, json_safe, lock_dir
+from train.jobs.workers import InlineRunner, PoolRunner, WorkerDied, make_pool, stop_pool
+from train.matches.stats import percentile, win_rate
 
 ARENA_FORMAT = "jiu-arena"
 SUMMARY_FORMAT = "jiu-arena-summary"
@@ -315,7 +315,7 @@ def summarize_records(records: Sequence, a: str, b: str) -> dict[str, Any]:
     Keys: ``a``, ``b``; ``games``; ``wins``/``draws``/``losses``/``score`` of A (a game without a
     result counts as a draw); ``win_rate`` (score per game), ``se`` (normal approximation),
     ``ci95`` (normal, as the JFA paper), ``wilson_ci95``, ``elo`` and ``elo_ci95`` (A minus B,
-    ``null`` when infinite) — see ``train.stats``; ``by_colour`` ``{"a_white", "a_black"}`` with the
+    ``null`` when infinite) — see ``train.matches.stats``; ``by_colour`` ``{"a_white", "a_black"}`` with the
     same keys for the games A played with that colour; ``colours`` ``{"white_wins", "black_wins",
     "draws", "white_score"}`` (first-move advantage); ``reasons`` (end reason -> count);
     ``mean_game_length`` (plies, placements included), ``mean_battle_plies``, ``min_plies``,
@@ -436,9 +436,9 @@ def a_points(result: str | None, a_colour: str) -> float:
 
 
 def sprt_of_games(games: dict[int, float], elo0: float, elo1: float, alpha: float = 0.05, beta: float = 0.05):
-    """The pentanomial SPRT (``train.stats.sprt``) of A's points by game index (games ``2k`` and
+    """The pentanomial SPRT (``train.matches.stats.sprt``) of A's points by game index (games ``2k`` and
     ``2k + 1`` are pair ``k``, colours swapped; pairs with one game played are left out)."""
-    from train.stats import pentanomial, sprt
+    from train.matches.stats import pentanomial, sprt
 
     pairs: dict[int, list[float]] = {}
     for index, points in games.items():
@@ -467,7 +467,7 @@ def run_arena(
     seed (module docstring). ``progress``: ``True`` for a rich progress bar on stderr, ``False`` for
     none, or a ``rich.progress.Progress`` to add a task line to. ``imports``: modules each worker
     imports first (they may register extra agents). ``executor``: an existing pool from
-    ``train.workers.make_pool`` to use instead of starting one (``workers`` is then ignored).
+    ``train.jobs.workers.make_pool`` to use instead of starting one (``workers`` is then ignored).
     ``sprt``: ``(elo0, elo1, alpha, beta)`` stops the match as soon as the pentanomial SPRT of A
     against B decides (:func:`sprt_of_games`; no new game starts, the running ones finish); the
     summary then holds ``sprt`` (the last look) and ``complete`` is false.
@@ -487,7 +487,7 @@ def run_arena(
     check_agent_spec(spec_b, "agent B")
     out = Path(out_dir)
     if sprt is not None:
-        from train.stats import sprt_bounds
+        from train.matches.stats import sprt_bounds
 
         elo0, elo1, alpha, beta = sprt
         if not elo1 > elo0:
@@ -632,15 +632,21 @@ def new_progress(transient: bool = False):
     """A rich ``Progress`` on stderr with columns: description, bar, games done/total, score of A
     (``+wins =draws -losses``; with an SPRT also ``LLR x [lower, upper]``), elapsed and remaining time;
     ``transient``: erased when it stops. When stderr is not a terminal (a log file, a CI job), where a
-    bar is not drawn, a ``train.dashboard.LineProgress`` instead: the same facts as plain lines, at least
+    bar is not drawn, a ``train.jobs.dashboard.LineProgress`` instead: the same facts as plain lines, at least
     once a minute."""
     if not sys.stderr.isatty():
-        from train.dashboard import LineProgress
+        from train.jobs.dashboard import LineProgress
 
         return LineProgress()
     from rich.console import Console
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
-                               TimeRemainingColumn)
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     return Progress(
         TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),

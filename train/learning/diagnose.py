@@ -45,7 +45,7 @@
   whether self-play's policy learning generalises to new positions, which the training loss cannot.
 
 - **the drift value** (:func:`drift_report`, ``--value-drift K``): on the records' battle positions, how
-  well the upper net's value predicts the drift value target (``train.supervised.drift_values``: the
+  well the upper net's value predicts the drift value target (``train.learning.drift.drift_values``: the
   change of the expert's two-ply margin over the game's next ``K`` plies, what ``pretrain --value-drift``
   and ``selfplay.value_drift`` train): the coefficient of determination ``R^2`` (1 - mean squared error
   over the target's variance; 0 is a constant's, negative is worse), the correlation, and the target's
@@ -67,7 +67,7 @@ import numpy as np
 from core.board import NUM_POINTS  # the layout fills every point: a record's battle starts at this ply
 from core.errors import JiuError
 
-HELDOUT_RECORDS = Path(__file__).resolve().parent.parent / "data" / "heldout-expert"  # games no shipped net saw
+HELDOUT_RECORDS = Path(__file__).resolve().parents[2] / "data" / "heldout-expert"  # games no shipped net saw
 
 
 class DiagnoseError(JiuError):
@@ -164,7 +164,7 @@ def _positions(records, kind: str, max_positions: int, rng: np.random.Generator)
 
 def target_report(model, samples, max_positions: int = 4000, seed: int = 0) -> dict[str, Any]:
     """How well ``model`` (a policy/value net of ``samples.kind``) predicts the policy and value targets of
-    ``samples`` (``train.samples.Samples`` of kind ``slm`` or ``upper``), at most ``max_positions`` drawn
+    ``samples`` (``train.learning.samples.Samples`` of kind ``slm`` or ``upper``), at most ``max_positions`` drawn
     uniformly (module docstring, "self-play targets"). Entropies and cross-entropies in nats, per sample
     ``-sum_a pi(a) log p(a)`` over the target's actions ``a`` (``p``: the net's softmax over those actions
     only, as the learner's loss masks it). Returns ``{"positions", "cross_entropy", "target_entropy",
@@ -207,10 +207,10 @@ def target_report(model, samples, max_positions: int = 4000, seed: int = 0) -> d
 
 def read_target_shards(paths: Sequence[str | os.PathLike]) -> dict[str, Any]:
     """The policy samples (``slm``, ``upper``) of shard files, directories of shards and glob patterns of
-    them (``train.samples.read_shards``), one ``train.samples.Samples`` per kind; ``lower`` shards are
+    them (``train.learning.samples.read_shards``), one ``train.learning.samples.Samples`` per kind; ``lower`` shards are
     skipped. Raises ``DiagnoseError`` when a path does not exist, a pattern matches nothing or no policy
-    shard is found, ``train.samples.ShardError`` (naming the file) for an unreadable shard."""
-    from train.samples import ShardPathError, read_shards
+    shard is found, ``train.learning.samples.ShardError`` (naming the file) for an unreadable shard."""
+    from train.learning.samples import ShardPathError, read_shards
 
     try:
         return read_shards(paths, ("slm", "upper"))
@@ -253,10 +253,10 @@ def regret_summary(regrets: Sequence[float]) -> dict[str, Any]:
 
 def drift_report(model, records: Sequence, drift, max_positions: int = 4000, seed: int = 0) -> dict[str, Any]:
     """How well the value of ``model`` (an upper net) predicts the drift value target ``drift`` (a
-    ``train.supervised.DriftTarget``) on the battle positions of ``records`` with one, at most
+    ``train.learning.drift.DriftTarget``) on the battle positions of ``records`` with one, at most
     ``max_positions`` drawn uniformly (module docstring). Returns ``{"target", "positions", "r2",
     "correlation", "mse", "target_sd", "target_mean"}``, the statistics ``None`` without two positions."""
-    from train.supervised import samples_from_records
+    from train.learning.supervised import samples_from_records
 
     samples = samples_from_records(records, "upper", drift=drift)
     rng = np.random.default_rng(seed)
@@ -537,7 +537,7 @@ def diagnose(model_dir: str | os.PathLike, record_paths: Sequence[str | os.PathL
     file) on at most ``max_records`` games of ``record_paths`` (the last ones, in file order; none: no
     record diagnostics) and, with ``shard_paths`` (:func:`read_target_shards`), on those samples' targets
     (:func:`target_report`, under ``report[kind]["targets"]``); ``victim_reference``: the victim
-    report's reference evaluator (:func:`victim_report`); ``drift`` (a ``train.supervised.DriftTarget``,
+    report's reference evaluator (:func:`victim_report`); ``drift`` (a ``train.learning.drift.DriftTarget``,
     with records): the upper net's :func:`drift_report` under ``report["upper"]["drift"]``. Raises
     ``DiagnoseError`` when ``drift`` is given without records or an upper net, when there is no
     net, when record paths are given but hold no records, or when neither records nor shards are given."""
@@ -545,7 +545,7 @@ def diagnose(model_dir: str | os.PathLike, record_paths: Sequence[str | os.PathL
 
     from core.rules import DEFAULT_RULESET
     from nets.io import load
-    from train.supervised import read_records, record_files
+    from train.learning.supervised import read_records, record_files
 
     torch.set_num_threads(1)
     nets = model_nets(model_dir)

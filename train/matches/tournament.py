@@ -1,18 +1,18 @@
 """Round-robin tournament: every pair of agents plays a colour-balanced arena match; the results give
-a payoff matrix, Bradley-Terry Elo ratings with 95% intervals (``train.stats``), the population's
-maximum-entropy Nash equilibrium and its 2-D gamescape (``train.nash``, papers/002), the win rates of
+a payoff matrix, Bradley-Terry Elo ratings with 95% intervals (``train.matches.stats``), the population's
+maximum-entropy Nash equilibrium and its 2-D gamescape (``train.matches.nash``, papers/002), the win rates of
 each agent as White and as Black with its decision latency (the round-robin table of papers/004), and,
 when a second population is given (``versus``), the relative population performance (RPP) of the first
 against the second.
 
 ``run_tournament(["random", "greedy", "minimax:depth=2"], games=20, workers=2, out_dir="runs/rr")``.
-Each unordered pair plays :func:`train.arena.run_arena` in its own directory; the pair is put in a
+Each unordered pair plays :func:`train.matches.arena.run_arena` in its own directory; the pair is put in a
 canonical order (sorted spec strings) so the directory and the games do not depend on the order the
 agents are listed in, and every pair uses the same base ``seed``. Rerunning with the same
-``out_dir`` resumes every pair (finished games are kept, see ``train.arena``). One process pool is
+``out_dir`` resumes every pair (finished games are kept, see ``train.matches.arena``). One process pool is
 shared by all pairs.
 
-Run directory (every file written atomically; locked for the run, ``train.rundir.lock_dir``)::
+Run directory (every file written atomically; locked for the run, ``train.jobs.rundir.lock_dir``)::
 
     tournament.json          {"format": "jiu-tournament", "version": 1, "agents": [...], "games", "seed",
                               "ruleset", "pairs": [{"a", "b", "dir", "games", "wins", "draws", "losses",
@@ -46,9 +46,9 @@ from typing import Any, Sequence
 
 from core.atomic import atomic_write_text
 from core.rules import DEFAULT_RULESET, Ruleset
-from train.arena import ArenaError, ArenaSummary, check_agent_spec, check_game_count, run_matches
-from train.rundir import atomic_write_json, lock_dir
-from train.stats import PairResult, bradley_terry, json_safe, payoff_matrix
+from train.jobs.rundir import atomic_write_json, json_safe, lock_dir
+from train.matches.arena import ArenaError, ArenaSummary, check_agent_spec, check_game_count, run_matches
+from train.matches.stats import PairResult, bradley_terry, payoff_matrix
 
 TOURNAMENT_FORMAT = "jiu-tournament"
 VERSION = 1
@@ -72,7 +72,7 @@ def pair_dir_name(a: str, b: str) -> str:
 class TournamentResult:
     """What :func:`run_tournament` returns: ``data`` as written to ``tournament.json`` (module
     docstring), ``arenas`` the arena summaries keyed by the canonical pair, ``ratings`` the
-    ``train.stats.Ratings`` and ``payoff`` the ``numpy`` payoff matrix (agents' order)."""
+    ``train.matches.stats.Ratings`` and ``payoff`` the ``numpy`` payoff matrix (agents' order)."""
 
     data: dict[str, Any]
     out_dir: Path
@@ -172,7 +172,7 @@ def agent_latency(arenas: dict[tuple[str, str], ArenaSummary], agents: Sequence[
     """Decision time per move of each agent over all its tournament games: ``{agent: {"layout" |
     "battle" | "all": {"moves", "mean", "p95", "max", "total"}}}`` in seconds (from the game records'
     ``search`` entries)."""
-    from train.arena import PHASES, time_stats
+    from train.matches.arena import PHASES, time_stats
 
     times = {a: {"all": [], **{p: [] for p in PHASES}} for a in agents}
     for (a, b), s in arenas.items():
@@ -192,15 +192,15 @@ def population_analysis(payoff, agents: Sequence[str], population_a: Sequence[st
     payoff matrix (``float[n, n]``, agents' order)."""
     import numpy as np
 
-    from train.nash import gamescape, max_entropy_nash, relative_population_performance, zero_sum_payoff
+    from train.matches.nash import gamescape, max_entropy_nash, relative_population_performance, zero_sum_payoff
 
     m = zero_sum_payoff(payoff)
     weights = max_entropy_nash(m)
     scape = gamescape(m)
     out: dict[str, Any] = {
         "nash": {"payoff": m, "weights": dict(zip(agents, weights)),
-                 "method": "maximum-entropy Nash of the zero-sum payoff 2 * rate - 1 (train.nash: scipy LP for the"
-                           " value, then SLSQP entropy maximisation over the optimal set)"},
+                 "method": "maximum-entropy Nash of the zero-sum payoff 2 * rate - 1 (train.matches.nash: scipy LP"
+                           " for the value, then SLSQP entropy maximisation over the optimal set)"},
         "gamescape": {"points": scape.points, "strength": scape.strength, "explained": scape.explained,
                       "spectrum": scape.spectrum},
         "populations": None,
@@ -218,7 +218,7 @@ def write_plots(data: dict[str, Any], out: Path) -> list[Path]:
     """``payoff.png`` and ``gamescape.png`` of a tournament result dictionary into ``out``."""
     import numpy as np
 
-    from train.plots import plot_gamescape, plot_payoff
+    from train.matches.plots import plot_gamescape, plot_payoff
 
     agents = data["agents"]
     nash = data["nash"]

@@ -28,7 +28,6 @@ from typing import Any, Callable, Sequence
 from core.errors import JiuError
 
 
-
 class WorkerDied(JiuError):
     """A worker process died (killed or crashed); the tasks that finished are kept."""
 
@@ -182,7 +181,7 @@ class RayRunner:
         self.started = not ray.is_initialized()
         if self.started:
             ray.init(num_cpus=max(1, workers), include_dashboard=False, log_to_driver=False,
-                     runtime_env={"env_vars": {"PYTHONPATH": str(Path(__file__).resolve().parent.parent)}})
+                     runtime_env={"env_vars": {"PYTHONPATH": str(Path(__file__).resolve().parents[2])}})
         self.workers = max(1, workers)
 
     def run(self, fn, tasks, on_done, should_stop=None) -> bool:

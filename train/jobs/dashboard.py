@@ -117,7 +117,7 @@ class LineProgress:
     bar: ``description: done/total [score], elapsed h:mm:ss, about h:mm:ss left`` when a task's count
     changes (at most one line per task every ``min_gap`` seconds, and always when it finishes), and every
     unfinished task's line when ``interval`` seconds pass without one. ``update(visible=False)`` silences
-    a task. For output that is not a terminal (:func:`train.arena.new_progress` picks it)."""
+    a task. For output that is not a terminal (:func:`train.matches.arena.new_progress` picks it)."""
 
     def __init__(self, interval: float = 60.0, min_gap: float = 10.0, stream=None):
         if not min_gap >= 0:

@@ -2,7 +2,7 @@
 
 Conventions: a *payoff matrix* ``M`` (``float64[m, n]``) holds the row player's expected game score
 against each column, zero-sum: win +1, draw 0, loss -1, so ``M = 2 * rate - 1`` for a score rate
-``rate`` in ``[0, 1]`` (draws half) as ``train.stats.payoff_matrix`` returns it (JiangJun's Nash
+``rate`` in ``[0, 1]`` (draws half) as ``train.matches.stats.payoff_matrix`` returns it (JiangJun's Nash
 buffer adds +1/0/-1 per game). Within one population the matrix is antisymmetric (``M = -M^T``, zero
 diagonal) and the game symmetric.
 
@@ -59,7 +59,7 @@ class NashSolution:
 
 
 def zero_sum_payoff(rate: np.ndarray) -> np.ndarray:
-    """``2 * rate - 1``: a score-rate matrix (``0..1``, draws half; ``train.stats.payoff_matrix``) as
+    """``2 * rate - 1``: a score-rate matrix (``0..1``, draws half; ``train.matches.stats.payoff_matrix``) as
     the zero-sum expected game score in ``[-1, 1]``. ``nan`` (pairs that did not play) raises
     ``ValueError``."""
     rate = np.asarray(rate, float)

@@ -19,7 +19,7 @@ plays everything else, so that the three nets learn independently:
   the shipped ``jfa``, or with ``None`` the pruner's best set, the expert's Eq. 9 choice) plays every
   **battle** move. Samples: (battle planes, visit policy over the 48,804 upper actions, ``z`` = game
   result for the side to move, or with ``selfplay.value_drift = K`` the change of ``selfplay.search.value_evaluator``'s
-  margin over the game's next ``K`` plies, ``train.supervised.drift_values``). With ``selfplay.teacher`` (a ``battle_prior`` plugin such as
+  margin over the game's next ``K`` plies, ``train.learning.supervised.drift_values``). With ``selfplay.teacher`` (a ``battle_prior`` plugin such as
   ``prior.expert``: the auxiliary agent's move scores) the policy target is ``(1 - teacher_mix)`` times
   the visit distribution plus ``teacher_mix`` times the teacher's prior over every legal path.
 - ``lower``: the auxiliary agent chooses every placement and every battle **path**; when the path forms
@@ -33,7 +33,7 @@ plays everything else, so that the three nets learn independently:
   ``selfplay.lower_eval_scale`` and clipped to ``[-1, 1]``. Only the ranking within
   one capture matters for the choice (JFA Eq. 6), and those differences are far smaller than the
   differences between captures, which a regression on the plain values spends itself on. The samples
-  of one capture share a ``group`` (``train.samples``), which the within-capture ranking loss
+  of one capture share a ``group`` (``train.learning.samples``), which the within-capture ranking loss
   (``learner.dqn_loss = "group"``) trains on.
 
 Positions with a single candidate (one legal placement, or one path left by the expansion pruner) are
@@ -169,7 +169,7 @@ class _Game:
             target = (result.actions, result.target().astype(np.float64))  # visits, or the Gumbel improved policy
             if teacher is not None and state.phase != PHASE_LAYOUT and target[1].sum() > 0:
                 from nets.encoding import encode_paths
-                from train.samples import blend_teacher
+                from train.learning.samples import blend_teacher
 
                 ps = state.paths()
                 target = blend_teacher(*target, encode_paths(ps.pts, ps.off, ps.jump, ps.m), teacher.prior(state, ps),
@@ -234,11 +234,11 @@ def _searched_moves(cfg, game, rng, builder, seed: int, slm_net, upper_net, unti
 
 
 def _drift_z(cfg, game, plies: list[int]) -> list[float]:
-    """The drift value targets (``selfplay.value_drift``, ``train.supervised.drift_values`` with
+    """The drift value targets (``selfplay.value_drift``, ``train.learning.supervised.drift_values`` with
     ``selfplay.search.value_evaluator``'s margin) of the game's positions ``plies``; the game has ended, so each is
     defined, except within ``K`` plies of its end with ``selfplay.value_drift_ends = "drop"`` (NaN: no
     value target, ``nets.losses.value_mse``)."""
-    from train.supervised import drift_values
+    from train.learning.drift import drift_values
 
     drifts = drift_values(game.states, cfg.drift_target("upper"))
     return [float(drifts[i]) for i in plies]
@@ -254,7 +254,7 @@ def play_slm_game(cfg, slm_net, seed: int) -> tuple[_Game, Any, dict]:
     """One ``slm`` self-play game (module docstring): ``(game, samples, info)``."""
     from knowledge.agents import make_agent
     from knowledge.plugins import REGISTRY
-    from train.samples import SampleBuilder
+    from train.learning.samples import SampleBuilder
 
     s_search, s_sample, s_aux, s_reward = sub_seeds(seed)
     rng = np.random.default_rng(s_sample)
@@ -285,7 +285,7 @@ def play_slm_game(cfg, slm_net, seed: int) -> tuple[_Game, Any, dict]:
 def play_upper_game(cfg, upper_net, seed: int) -> tuple[_Game, Any, dict]:
     """One ``upper`` self-play game (module docstring)."""
     from knowledge.agents import make_agent
-    from train.samples import SampleBuilder
+    from train.learning.samples import SampleBuilder
 
     s_search, s_sample, s_aux, _ = sub_seeds(seed)
     rng = np.random.default_rng(s_sample)
@@ -303,12 +303,12 @@ def play_upper_game(cfg, upper_net, seed: int) -> tuple[_Game, Any, dict]:
 
 def play_lower_game(cfg, lower_net, seed: int) -> tuple[_Game, Any, dict]:
     """One ``lower`` self-play game (module docstring)."""
-    from nets.features import state_planes
     from knowledge.agents import make_agent
     from knowledge.evaluation import EvaluatorVictimScorer
     from knowledge.plugins import REGISTRY
     from nets.evaluator import NetVictimScorer
-    from train.samples import SampleBuilder
+    from nets.features import state_planes
+    from train.learning.samples import SampleBuilder
 
     _, s_sample, s_aux, _ = sub_seeds(seed)
     rng = np.random.default_rng(s_sample)
@@ -359,11 +359,10 @@ def selfplay_task(task: dict[str, Any]) -> dict[str, Any]:
     ``search_seconds``, ``result``, ``reason``, ``z_mean``, ``pid``."""
     import torch
 
-    from core.records import GameRecord, write_json
-    from train.config import validate_config
-    from train.samples import write_shard
-
     import catalog  # noqa: F401 - the auxiliary agent may be any registered agent (Ray tasks skip init_worker)
+    from core.records import GameRecord, write_json
+    from train.learning.config import validate_config
+    from train.learning.samples import write_shard
 
     torch.set_num_threads(1)
     t0 = time.perf_counter()

@@ -42,15 +42,17 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import numpy as np
 
 from core.atomic import atomic_write
-
 from nets.encoding import NUM_LAYOUT_ACTIONS, NUM_UPPER_ACTIONS
 from nets.features import NUM_PLANES
 from nets.symmetry import action_map, transform_planes
+
+if TYPE_CHECKING:
+    from train.jobs.rundir import RunPaths
 
 KIND_ACTIONS = {"slm": NUM_LAYOUT_ACTIONS, "upper": NUM_UPPER_ACTIONS}
 KIND_POLICY = {"slm": "layout", "upper": "upper", "lower": "upper"}
@@ -323,6 +325,23 @@ def shard_files(directory: str | os.PathLike) -> list[Path]:
     if not d.is_dir():
         return []
     return sorted(p for p in d.glob(f"*{SHARD_SUFFIX}") if not p.name.startswith("."))
+
+
+def disk_totals(paths: RunPaths) -> tuple[int, int]:
+    """``(games, samples)`` a training run (``paths``, its ``train.jobs.rundir.RunPaths``) holds on disk:
+    self-play records (``records/i*/g*.json``) and the samples of the shards (``shards/<kind>/*.npz``,
+    their length read from the ``z`` array only). Unreadable shards count 0 (the learner reports them
+    when it reads them). The pipeline sets its state's totals from these."""
+    games = sum(1 for d in paths.records.glob("i*") if d.is_dir() for f in d.glob("g*.json"))
+    samples = 0
+    if paths.shards_root.is_dir():
+        for kind_dir in paths.shards_root.iterdir():
+            for f in shard_files(kind_dir):
+                try:
+                    samples += shard_length(f)
+                except ShardError:
+                    pass
+    return games, samples
 
 
 class ShardPathError(ShardError):

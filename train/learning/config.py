@@ -104,7 +104,7 @@ field                           default                     meaning
                                                             ``search.value_evaluator``'s
                                                             margin over the game's next ``K`` plies (near
                                                             the end: ``value_drift_ends``;
-                                                            ``train.supervised.drift_values``) instead of the
+                                                            ``train.learning.drift.drift_values``) instead of the
                                                             result: the net's value then adds what comes
                                                             after the leaf to the leaf value (``value_mix``
                                                             below 1); ``0``: the result
@@ -155,7 +155,7 @@ field                           default                     meaning
 ``gate.elo0``, ``gate.elo1``    ``0``, ``50``               SPRT hypotheses H0: Elo(candidate - best) =
                                                             elo0, H1: = elo1 (logistic Elo)
 ``gate.alpha``, ``gate.beta``   ``0.05``, ``0.05``          error rates; the test stops when the pentanomial
-                                                            LLR (``train.stats.sprt``) leaves
+                                                            LLR (``train.matches.stats.sprt``) leaves
                                                             [log(beta/(1-alpha)), log((1-beta)/alpha)]
 ``gate.threshold``              ``0.5``                     at the ``max_games`` cap without a decision, the
                                                             candidate is accepted when its score per game is
@@ -177,7 +177,7 @@ field                           default                     meaning
 ``gate.search_threads``         ``None``                    their threads (``None``: ``selfplay.search.threads``)
 ``gate.expert``                 ``"expert"``                the reference opponent (agent spec)
 ``curve.every``                 ``1``                       learning curve: every N iterations (0: never) the
-                                                            best net plays the anchor pool (``train.curve``)
+                                                            best net plays the anchor pool (``train.learning.curve``)
 ``curve.games``                 ``2``                       games per anchor (even)
 ``curve.anchors``               random, greedy, expert,     fixed anchor agents (agent specs)
                                 ``minimax:time=0.05``
@@ -192,7 +192,7 @@ field                           default                     meaning
                                                             (``<kind>.safetensors``) instead of pretraining
                                                             (``python cli.py selfplay`` without
                                                             ``--from-scratch``: ``models/default``)
-``pretrain.enabled``            ``True``                    supervised start (module ``train.supervised``)
+``pretrain.enabled``            ``True``                    supervised start (module ``train.learning.supervised``)
 ``pretrain.games``              ``8``                       expert games generated into RUN/pretrain/records
 ``pretrain.agent``              ``"expert"``                the agent that plays them (both sides)
 ``pretrain.records``            ``[]``                      extra record files or directories (json/jiu/csv)
@@ -217,7 +217,7 @@ from core.errors import JiuError
 from core.rules import Ruleset
 from nets.config import Precision
 from search.config import SearchConfig, merged_table, preset
-from train.supervised import DriftEnds, DriftTarget
+from train.learning.drift import DriftEnds, DriftTarget
 
 KINDS: tuple[str, ...] = ("slm", "upper", "lower")
 DqnLoss = Literal["huber", "mse", "group", "choice"]
@@ -516,7 +516,7 @@ class TrainConfig(BaseModel):
 
     def drift_target(self, kind: str):
         """The value target of a ``kind`` net's samples, self-play's and the pretrain phase's: a
-        ``train.supervised.DriftTarget`` (``selfplay.value_drift`` plies of ``selfplay.search.value_evaluator``'s
+        ``train.learning.supervised.DriftTarget`` (``selfplay.value_drift`` plies of ``selfplay.search.value_evaluator``'s
         margin, ``selfplay.value_drift_ends`` near a game's end) for ``upper`` when ``value_drift > 0``, else
         ``None`` (the result)."""
         if kind != "upper" or not self.selfplay.value_drift:

@@ -48,6 +48,8 @@ from typing import Sequence
 
 import numpy as np
 
+from train.jobs.rundir import json_safe
+
 Z95 = 1.959963984540054  # 97.5% quantile of the standard normal
 ELO_SCALE = 400.0 / math.log(10.0)  # Elo points per logistic unit (173.72)
 
@@ -457,22 +459,6 @@ def pentanomial(pair_points: Sequence[float]) -> list[int]:
 
 
 # ============================================================================ helpers
-def json_safe(value):
-    """``value`` with every non-finite float (``inf``, ``nan``) replaced by ``None`` and numpy
-    scalars/arrays turned into Python numbers/lists, recursively (for ``json.dumps(allow_nan=False)``)."""
-    if isinstance(value, dict):
-        return {k: json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_safe(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return json_safe(value.tolist())
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
 def percentile(values: Sequence[float], q: float) -> float:
     """The ``q``-th percentile (0..100, linear interpolation between order statistics, numpy's
     default) of ``values``; ``nan`` when empty."""

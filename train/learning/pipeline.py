@@ -9,13 +9,13 @@ phase:
    without ``--from-scratch`` sets it to ``models/default``) the model directory's ``<kind>.safetensors``
    is the start; else (or when it has no such net) **pretraining**: with ``pretrain.enabled``
    (default) ``pretrain.games`` games of ``pretrain.agent`` (the expert) against itself are generated into
-   ``RUN/pretrain/records/`` (``train.supervised.generate_records``: parallel, resumable), read together
+   ``RUN/pretrain/records/`` (``train.learning.supervised.generate_records``: parallel, resumable), read together
    with the files of ``pretrain.records``, converted to the kind's samples, and a fresh net is trained on
-   them for ``pretrain.steps`` steps (``train.supervised.pretrain``). With pretraining disabled (or no
+   them for ``pretrain.steps`` steps (``train.learning.supervised.pretrain``). With pretraining disabled (or no
    samples) the fresh, randomly initialised net is used. The net is saved as
    ``RUN/checkpoints/<kind>-i0000.safetensors`` and copied to ``RUN/best/<kind>.safetensors``. In
    ``cycle`` mode this happens the first time each kind comes up; the records are generated once.
-2. ``selfplay``: ``selfplay.games`` games with the best net (``train.selfplay``) in worker processes
+2. ``selfplay``: ``selfplay.games`` games with the best net (``train.learning.selfplay``) in worker processes
    (``workers``; ``backend="ray"`` runs them as Ray tasks). Each game writes its shard
    ``RUN/shards/<kind>/iNNNN-gNNNN.npz`` and then its record ``RUN/records/iNNNN/gNNNN.json``; games whose
    record exists are not played again (game seeds depend only on (seed, iteration, game index)).
@@ -28,26 +28,26 @@ phase:
    which stays flat when the net stops learning what generalises, however its training loss falls. A kill during
    training repeats the phase from the previous checkpoint (batches are drawn from a generator seeded by
    (seed, iteration), so the repeat is the same computation).
-4. ``evaluate``: the **SPRT gate**: the candidate plays the best net (``train.arena.run_arena``, colour
+4. ``evaluate``: the **SPRT gate**: the candidate plays the best net (``train.matches.arena.run_arena``, colour
    balanced, resumable, ``RUN/eval/iNNNN-<kind>/best/``) ``gate.batch`` games at a time; after each batch
-   the pentanomial SPRT (``train.stats.sprt``; H0 ``gate.elo0``, H1 ``gate.elo1``, ``gate.alpha``,
+   the pentanomial SPRT (``train.matches.stats.sprt``; H0 ``gate.elo0``, H1 ``gate.elo1``, ``gate.alpha``,
    ``gate.beta``) over the finished game pairs decides: H1 accepts, H0 rejects; at ``gate.max_games``
    without a decision the candidate is accepted when its score per game is above ``gate.threshold``
    (``gate.max_games = 0`` accepts every candidate). An accepted candidate replaces
    ``RUN/best/<kind>.safetensors``. With ``gate.expert_games`` it also plays ``gate.expert``
    (``.../expert/``). Then, every ``curve.every`` iterations, the best net plays the **learning
-   curve**'s anchor pool (``train.curve``: ``RUN/curve/iNNNN/``) and its jointly fitted Elo with a 95%
+   curve**'s anchor pool (``train.learning.curve``: ``RUN/curve/iNNNN/``) and its jointly fitted Elo with a 95%
    interval goes to ``metrics.jsonl`` (event ``curve``), TensorBoard (``curve/<kind>/elo``) and the
    display; with ``curve.baseline`` the start net plays the anchors first, as iteration 0's point (0
    games, 0 hours; a resumed run that lacks it plays it before its next phase). Evaluation agents:
-   the search agents ``slm`` / ``hbm`` as ``search.agents.AgentRecipe`` objects (``train.selfplay.net_agent``).
+   the search agents ``slm`` / ``hbm`` as ``search.agents.AgentRecipe`` objects (``train.learning.selfplay.net_agent``).
 
 Budget: ``iterations`` is the total for the run (a resumed run continues up to it; raise it to extend a
 finished run); ``minutes`` is the wall time of this invocation, after which no new phase or game starts
 (the run stops at a resumable point).
 
 Before any work, every plugin and agent name of the configuration is resolved
-(``train.config.resolve_names``), and the run directory is locked (``train.rundir.lock_dir``: a second
+(``train.learning.config.resolve_names``), and the run directory is locked (``train.jobs.rundir.lock_dir``: a second
 ``selfplay`` on it is refused at once, naming the holder's pid).
 
 Run directory (every file written atomically: temporary file + ``os.replace``)::
@@ -55,20 +55,20 @@ Run directory (every file written atomically: temporary file + ``os.replace``)::
     config.json        the resolved TrainConfig
     state.json         iteration, phase, best/latest nets per kind, totals (recomputed from the records
                        and shards on disk at the start and after every phase), elapsed time
-                       (``train.rundir.RunState``)
+                       (``train.jobs.rundir.RunState``)
     .lock, .lock.json  the directory lock and its holder (pid, start time, command)
     metrics.jsonl      one JSON object per event (run_start, init, game, selfplay, train, evaluate, gate,
                        iteration, run_end), each appended with a single write
     tb/                TensorBoard scalars (skipped with a warning when tensorboard is not installed)
     records/iNNNN/     the JSON record of every self-play game (seeds in metadata.selfplay)
-    shards/<kind>/     compressed sample shards (train.samples)
+    shards/<kind>/     compressed sample shards (train.learning.samples)
     checkpoints/       <kind>-iNNNN.safetensors (+ .opt.pt), the net after iteration NNNN (0000: initial)
     best/<kind>.safetensors   the gated best net of each kind (self-play plays with it)
     eval/iNNNN-<kind>/ arena run directories (best/: the SPRT gate, expert/: candidate vs expert)
     curve/iNNNN/       the learning-curve matches (one arena directory per opponent) and results.json
     pretrain/records/  the generated starter corpus
 
-Display (``train.dashboard``): a rich ``Live`` panel (phase, games done, plies/s, simulations/s,
+Display (``train.jobs.dashboard``): a rich ``Live`` panel (phase, games done, plies/s, simulations/s,
 positions/s, losses, last gate, Elo) when stdout and stderr are terminals; otherwise a plain line per phase and at
 least one a minute.
 """
@@ -82,9 +82,8 @@ from typing import Any
 import numpy as np
 
 from core.atomic import atomic_write_bytes
-from train.config import RESUMABLE_FIELDS, ConfigError, TrainConfig, changed_fields, config_to_dict, dump_config
-from train.dashboard import Dashboard, TensorBoard, eval_text
-from train.rundir import (
+from train.jobs.dashboard import Dashboard, TensorBoard, eval_text
+from train.jobs.rundir import (
     LOCK_FILE,
     LOCK_INFO,
     PHASES,
@@ -97,15 +96,23 @@ from train.rundir import (
     atomic_write_json,
     caused_by_interrupt,
     default_run_dir,
-    disk_totals,
     eval_seed,
-    load_run_config,
     lock_dir,
     read_metrics,
     read_state,
     write_state,
 )
-from train.signals import sigterm_as_interrupt
+from train.jobs.signals import sigterm_as_interrupt
+from train.learning.config import (
+    RESUMABLE_FIELDS,
+    ConfigError,
+    TrainConfig,
+    changed_fields,
+    config_to_dict,
+    dump_config,
+)
+from train.learning.modeldir import load_run_config
+from train.learning.samples import disk_totals
 
 __all__ = ["Pipeline", "run_pipeline", "TrainError", "ConfigError", "read_metrics", "default_run_dir",
            "load_run_config", "atomic_write_json", "PHASES"]
@@ -132,7 +139,7 @@ class Pipeline:
         return self.elapsed_base + time.time() - self.session_start
 
     def refresh_totals(self) -> None:
-        """The state's totals from what is on disk (``train.rundir.disk_totals``)."""
+        """The state's totals from what is on disk (``train.learning.samples.disk_totals``)."""
         self.state.games, self.state.samples = disk_totals(self.paths)
 
     def save_state(self) -> None:
@@ -159,7 +166,7 @@ class Pipeline:
     def get_runner(self):
         if self.runner is None:
             from core.errors import JiuError
-            from train.workers import make_runner
+            from train.jobs.workers import make_runner
 
             try:
                 self.runner = make_runner(self.config.workers, self.config.backend)
@@ -170,7 +177,7 @@ class Pipeline:
     def executor(self):
         """The process pool shared by arena matches and record generation (``None``: in-process, or Ray
         for self-play only)."""
-        from train.workers import PoolRunner
+        from train.jobs.workers import PoolRunner
 
         if self.config.workers == 0:
             return None
@@ -197,8 +204,8 @@ class Pipeline:
         self.show(phase="init")
         if kind in self.state.best and self.paths.best(kind).exists():
             return
-        from train.learner import Learner
-        from train.supervised import pretrain, read_records, samples_from_records
+        from train.learning.learner import Learner
+        from train.learning.supervised import pretrain, read_records, samples_from_records
 
         cfg = self.config
         ckpt = self.paths.checkpoint(kind, 0)
@@ -262,7 +269,7 @@ class Pipeline:
                                   f"pretrain/{kind}/loss_last": info["last_loss"]})
 
     def _generate_pretrain_records(self) -> None:
-        from train.supervised import SupervisedError, generate_records
+        from train.learning.supervised import SupervisedError, generate_records
 
         cfg = self.config
         try:
@@ -276,9 +283,9 @@ class Pipeline:
 
     def phase_selfplay(self, it: int, kind: str) -> bool:
         """Play the missing self-play games of iteration ``it``; ``False`` if stopped by the time budget."""
-        from train.samples import clean_temp_files
-        from train.selfplay import selfplay_task
-        from train.workers import WorkerDied
+        from train.jobs.workers import WorkerDied
+        from train.learning.samples import clean_temp_files
+        from train.learning.selfplay import selfplay_task
 
         cfg = self.config
         clean_temp_files(self.paths.shards(kind))
@@ -328,8 +335,8 @@ class Pipeline:
     def phase_train(self, it: int, kind: str) -> None:
         import torch
 
-        from train.learner import Learner
-        from train.samples import iteration_tail, load_window
+        from train.learning.learner import Learner
+        from train.learning.samples import iteration_tail, load_window
 
         cfg = self.config
         self.show(phase="train")
@@ -371,7 +378,7 @@ class Pipeline:
                  fresh_samples=len(new))
 
     def _arena(self, spec_a: str, spec_b: str, games: int, out_dir: Path, seed: int):
-        from train.arena import ArenaError, run_arena
+        from train.matches.arena import ArenaError, run_arena
 
         try:
             summary = run_arena(spec_a, spec_b, games, workers=self.config.workers, seed=seed, out_dir=out_dir,
@@ -395,7 +402,7 @@ class Pipeline:
 
     def sprt_gate(self, it: int, kind: str, spec_cand: str, spec_best: str) -> tuple[bool, dict[str, Any]]:
         """The SPRT gate (module docstring): ``(accepted, info)``."""
-        from train.arena import a_points, sprt_of_games
+        from train.matches.arena import a_points, sprt_of_games
 
         g = self.config.gate
         if g.max_games == 0:
@@ -427,7 +434,7 @@ class Pipeline:
         return accepted, info
 
     def phase_evaluate(self, it: int, kind: str) -> None:
-        from train.selfplay import net_agent
+        from train.learning.selfplay import net_agent
 
         cfg = self.config
         cand = self.paths.checkpoint(kind, it)
@@ -466,18 +473,18 @@ class Pipeline:
     def baseline_pending(self) -> bool:
         """Whether the run still owes its iteration-0 curve point (``curve.baseline``): the start net of the
         first iteration's kind exists and ``RUN/curve/i0000/results.json`` does not."""
-        from train.curve import RESULTS_FILE
+        from train.learning.curve import RESULTS_FILE
 
         cfg = self.config
         return bool(cfg.curve.every and cfg.curve.baseline and self.paths.checkpoint(cfg.kind_for(1), 0).exists()
                     and not (self.paths.curve_dir(0) / RESULTS_FILE).exists())
 
     def phase_curve(self, it: int, kind: str) -> None:
-        """The learning-curve point of iteration ``it`` (``train.curve``). Iteration 0 is the baseline: the
+        """The learning-curve point of iteration ``it`` (``train.learning.curve``). Iteration 0 is the baseline: the
         start net (``checkpoints/<kind>-i0000``), recorded at 0 self-play games and 0 hours whenever it is
         played (a resumed run that predates it plays it first)."""
-        from train.curve import curve_text, fit_curve, opponents, player_label, read_points, run_point
-        from train.selfplay import net_agent
+        from train.learning.curve import curve_text, fit_curve, opponents, player_label, read_points, run_point
+        from train.learning.selfplay import net_agent
 
         cfg = self.config
         if it == 0:
@@ -517,7 +524,7 @@ class Pipeline:
 
     # ------------------------------------------------------------------ main loop
     def run(self, resume: bool) -> dict[str, Any]:
-        from train.config import resolve_names
+        from train.learning.config import resolve_names
 
         root = self.paths.root
         if resume and not root.is_dir():
@@ -602,7 +609,7 @@ class Pipeline:
         except KeyboardInterrupt:
             reason = "interrupted"
             raise
-        except Exception as exc:  # an interrupt wrapped by a C++ extension (train.rundir.caused_by_interrupt)
+        except Exception as exc:  # an interrupt wrapped by a C++ extension (train.jobs.rundir.caused_by_interrupt)
             if not caused_by_interrupt(exc):
                 raise
             reason = "interrupted"
@@ -634,6 +641,6 @@ def run_pipeline(config: TrainConfig, run_dir: str | os.PathLike, resume: bool =
     ``"auto"`` (live panel on a terminal, plain lines otherwise), ``"live"``, ``"lines"``, ``False``/
     ``"off"``. Returns ``{"run_dir", "reason" ("iterations", "minutes"), "state" (``RunState`` as a
     dict), "session_seconds"}``. Raises ``TrainError`` / ``ConfigError`` for a bad run directory or
-    configuration, ``train.rundir.DirectoryInUse`` when another process runs in it; ``KeyboardInterrupt``
+    configuration, ``train.jobs.rundir.DirectoryInUse`` when another process runs in it; ``KeyboardInterrupt``
     (Ctrl-C, or SIGTERM while the run holds its directory) leaves the run resumable, its state saved."""
     return Pipeline(config, Path(run_dir), progress).run(resume)

@@ -202,11 +202,11 @@ def play(
     ``seed`` unless ``agent`` is given), reading lines from ``input_fn`` (default: the console) and
     printing to ``console`` (default: a new rich ``Console``). Returns the game's ``GameRecord``
     (also written to ``record`` at the end or on ``quit`` when given). Raises ``JiuError`` for a bad
-    ``human`` value; bad agent specs raise what ``train.arena.build_agent`` raises."""
+    ``human`` value; bad agent specs raise what ``train.matches.arena.build_agent`` raises."""
     from rich.console import Console
 
     from core.records import write_json
-    from train.arena import build_agent
+    from train.matches.arena import build_agent
 
     if human not in ("w", "b"):
         raise JiuError(f"--human {human!r}: expected 'w' (White, places first) or 'b' (Black)")

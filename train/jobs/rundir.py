@@ -8,17 +8,21 @@ same directory is refused at once with :class:`DirectoryInUse` (``DIR is in use 
 
 JSON files are written by :func:`atomic_write_json` over ``core.atomic`` (temporary file, fsync,
 rename, directory fsync); non-finite floats become ``null`` and numpy scalars plain numbers
-(``train.stats.json_safe``). ``metrics.jsonl`` rows are appended by :class:`MetricsLog`.
+(:func:`json_safe`). ``metrics.jsonl`` rows are appended by :class:`MetricsLog`.
 
-The training run's layout is in ``train.pipeline``'s docstring; :class:`RunPaths` names its files and
-:class:`RunState` is ``state.json``. The state's totals (``games``, ``samples``) are derived from what is
-on disk (:func:`disk_totals`: self-play records and shards), at the start of a session and after
-every phase, so that a run killed between a game's files and a state write still counts right.
+The training run's layout is in ``train.learning.pipeline``'s docstring; :class:`RunPaths` names its files
+and :class:`RunState` is ``state.json``. The state's totals (``games``, ``samples``) are derived from what is
+on disk (``train.learning.samples.disk_totals``: self-play records and shards), at the start of a session
+and after every phase, so that a run killed between a game's files and a state write still counts right.
+
+Nothing here imports the rest of ``train``: run directories are the plumbing the matches and the training
+pipeline stand on.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 import time
@@ -26,11 +30,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from core.atomic import atomic_write_bytes
 from core.errors import JiuError
-from train.stats import json_safe
 
 STATE_FORMAT = "jiu-train-run"
 STATE_VERSION = 2
@@ -48,6 +52,22 @@ class DirectoryInUse(JiuError):
 
 
 # ============================================================================ JSON files
+def json_safe(value):
+    """``value`` with every non-finite float (``inf``, ``nan``) replaced by ``None`` and numpy
+    scalars/arrays turned into Python numbers/lists, recursively (for ``json.dumps(allow_nan=False)``)."""
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return json_safe(value.tolist())
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
 def json_text(data: Any, indent: int | None = 1) -> str:
     """``data`` as JSON text (``json_safe``: non-finite floats ``null``, numpy values plain; paths as
     strings), sorted keys, with a final newline when indented."""
@@ -168,7 +188,7 @@ def lock_dir(directory: str | os.PathLike) -> DirLock:
 # ============================================================================ the training run
 @dataclass(frozen=True)
 class RunPaths:
-    """The files of a training run directory (``train.pipeline`` docstring)."""
+    """The files of a training run directory (``train.learning.pipeline`` docstring)."""
 
     root: Path
 
@@ -242,8 +262,8 @@ class RunState(BaseModel):
 
     ``iteration`` (1-based) and ``phase`` (one of :data:`PHASES`) name the next thing to do; ``kind`` the
     net of that iteration; ``best``/``latest`` per kind; ``games``/``samples`` the self-play totals on
-    disk (:func:`disk_totals`); ``learner_steps`` per kind; ``elapsed_seconds`` summed over sessions;
-    ``sessions`` the invocations so far; ``last_eval``/``last_losses``/``last_curve`` the latest results
+    disk (``train.learning.samples.disk_totals``); ``learner_steps`` per kind; ``elapsed_seconds`` summed
+    over sessions; ``sessions`` the invocations so far; ``last_eval``/``last_losses``/``last_curve`` the latest results
     (for the display and ``--json``); ``init_from`` the model directory the run started from (``None``:
     pretraining from records)."""
 
@@ -291,43 +311,9 @@ def write_state(paths: RunPaths, state: RunState) -> None:
     atomic_write_json(paths.state, state.model_dump(mode="json"))
 
 
-def disk_totals(paths: RunPaths) -> tuple[int, int]:
-    """``(games, samples)`` on disk: self-play records (``records/i*/g*.json``) and the samples of the
-    shards (``shards/<kind>/*.npz``, their length read from the ``z`` array only). Unreadable shards
-    count 0 (the learner reports them when it reads them)."""
-    from train.samples import ShardError, shard_files, shard_length
-
-    games = sum(1 for d in paths.records.glob("i*") if d.is_dir() for f in d.glob("g*.json"))
-    samples = 0
-    if paths.shards_root.is_dir():
-        for kind_dir in paths.shards_root.iterdir():
-            for f in shard_files(kind_dir):
-                try:
-                    samples += shard_length(f)
-                except ShardError:
-                    pass
-    return games, samples
-
-
-def load_run_config(run_dir: str | os.PathLike):
-    """The resolved ``TrainConfig`` stored in ``RUN/config.json``."""
-    from train.config import validate_config
-
-    p = RunPaths(Path(run_dir)).config
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise TrainError(f"{run_dir}: no config.json; not a training run directory") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise TrainError(f"{p}: unreadable ({exc})") from None
-    return validate_config(data, str(p))
-
-
 def eval_seed(run_seed: int, iteration: int, what: int) -> int:
     """The base seed (30-bit) of an evaluation match of a run: ``what`` 3 = the gate, 4 = the expert
     games, 5 = the learning curve, 7 = the export gate; from ``SeedSequence([run_seed, iteration, what])``."""
-    import numpy as np
-
     return int(np.random.SeedSequence([int(run_seed), int(iteration), int(what)]).generate_state(1)[0] % (2**30))
 
 

@@ -38,14 +38,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from core.atomic import atomic_write
 import torch
 
+from core.atomic import atomic_write
 from nets.config import NetConfig
 from nets.inference import resolve_precision
 from nets.losses import dqn_loss, group_choice_loss, group_ranking_loss, l2_penalty, policy_value_terms, value_mse
-from train.config import GROUP_DQN_LOSSES, LearnerConfig, check_trainable
-from train.samples import Batch, Samples, make_batch
+from train.learning.config import GROUP_DQN_LOSSES, LearnerConfig, check_trainable
+from train.learning.samples import Batch, Samples, make_batch
 
 
 def learning_rate(cfg: LearnerConfig, step: int, horizon: int, lr: float | None = None) -> float:

@@ -1,6 +1,6 @@
 """Plots of a training run: ``render_report(RUN_DIR)`` (``python cli.py report RUN_DIR``).
 
-Reads ``RUN/metrics.jsonl`` (``train.pipeline``) and writes PNGs with matplotlib's Agg backend into
+Reads ``RUN/metrics.jsonl`` (``train.learning.pipeline``) and writes PNGs with matplotlib's Agg backend into
 ``RUN/report/``:
 
 - ``losses.png``: the mean training loss terms (total, value, policy, L2) of each iteration, one panel
@@ -12,10 +12,10 @@ Reads ``RUN/metrics.jsonl`` (``train.pipeline``) and writes PNGs with matplotlib
   95% Wilson interval as error bars (the normal interval collapses to a point at 0% or 100%, common in
   short evaluations), per kind, and the gate threshold;
 - ``selfplay.png``: self-play speed per iteration (games per hour, positions per second);
-- ``elo.png``: the learning curve (``train.curve``): the best net's Elo with its 95% band against the
+- ``elo.png``: the learning curve (``train.learning.curve``): the best net's Elo with its 95% band against the
   self-play games of the run and against the run's hours, refitted jointly over every curve point of the
   run, with the anchors' Elo (the expert's among them) as horizontal lines; one line per net kind, and
-  its weighted least-squares trend (``train.curve.curve_rate``: Elo per game, Elo per hour);
+  its weighted least-squares trend (``train.learning.curve.curve_rate``: Elo per game, Elo per hour);
 
 and ``summary.json`` (one row per iteration: kind, losses, win rates, acceptance, speeds; ``curve``: the
 joint fit, with ``curve.rate.hours`` / ``curve.rate.games``: the trend per kind). Events logged
@@ -28,7 +28,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from train.rundir import TrainError, atomic_write_json, read_metrics
+from train.jobs.rundir import TrainError, atomic_write_json, read_metrics
 
 
 def _last_by(events: list[dict], event: str, key) -> dict:
@@ -66,12 +66,12 @@ def collect(run_dir: str | os.PathLike) -> dict[str, Any]:
     pre = {k: {"first_loss": v.get("first_loss"), "last_loss": v.get("last_loss"), "last_value": v.get("last_value"),
                "last_policy": v.get("last_policy"), "last_l2": v.get("last_l2"), "samples": v.get("samples")}
            for k, v in init.items()}
-    from train.curve import curve_rate, fit_curve, read_points
+    from train.learning.curve import curve_rate, fit_curve, read_points
 
     points = read_points(Path(run_dir) / "curve")
     anchor = "expert"
     try:
-        from train.rundir import load_run_config
+        from train.learning.modeldir import load_run_config
 
         anchor = load_run_config(run_dir).curve.anchor
     except Exception:  # noqa: BLE001 - a run without a readable config: the default anchor
@@ -84,8 +84,8 @@ def collect(run_dir: str | os.PathLike) -> dict[str, Any]:
 def curve_lines(data: dict[str, Any]) -> list[str]:
     """The learning curve as text (``python cli.py report`` prints it): one line per point (iteration,
     player, self-play games, hours, Elo with its 95% interval), then the trend per kind in Elo per hour and
-    per 100 games (``train.curve.curve_rate``). ``data``: :func:`collect`'s result (or ``summary.json``)."""
-    from train.curve import rate_text
+    per 100 games (``train.learning.curve.curve_rate``). ``data``: :func:`collect`'s result (or ``summary.json``)."""
+    from train.learning.curve import rate_text
 
     curve = data.get("curve") or {}
     lines = []
@@ -134,7 +134,7 @@ def render_report(run_dir: str | os.PathLike, out_dir: str | os.PathLike | None 
     kinds = data["kinds"] or ["slm"]
     written: list[Path] = []
 
-    from train.plots import save_figure
+    from train.matches.plots import save_figure
 
     def save(fig, name, integer_x=True):
         for ax in fig.axes if integer_x else ():
@@ -218,7 +218,7 @@ def render_report(run_dir: str | os.PathLike, out_dir: str | os.PathLike | None 
             ax.errorbar(xs, ys, yerr=err, fmt="o-", capsize=3, label=f"{kind} (best net)")
             ax.fill_between(xs, [p["ci95"][0] for p in pts], [p["ci95"][1] for p in pts], alpha=0.2)
             rate = curve["rate"][key].get(kind)
-            if rate is not None:  # the weighted least-squares line (train.curve.curve_rate)
+            if rate is not None:  # the weighted least-squares line (train.learning.curve.curve_rate)
                 (xm, ym), (x0, x1) = rate["center"], rate["span"]
                 scale, per = (1, "hour") if key == "hours" else (100, "100 games")
                 ax.plot([x0, x1], [ym + rate["slope"] * (v - xm) for v in (x0, x1)], ":",
@@ -256,7 +256,7 @@ def plot_analysis(analysis: dict[str, Any], path: str | os.PathLike, title: str 
     import matplotlib.pyplot as plt
 
     from core.board import NUM_POINTS
-    from train.plots import save_figure
+    from train.matches.plots import save_figure
 
     rows = analysis["moves"]
     xs = [0] + [r["ply"] for r in rows]
@@ -292,7 +292,7 @@ def analyze_record(record_path: str | os.PathLike, out_dir: str | os.PathLike, a
     from core.records import read_record
     from knowledge.agents import make_agent
     from search.analysis import BLUNDER, MISTAKE, analyze_game
-    from train.rundir import atomic_write_json
+    from train.jobs.rundir import atomic_write_json
 
     record = read_record(record_path, fmt)[0]
     states = record.replay()

@@ -35,8 +35,8 @@ def selfplay_squares(agent_spec: str, steps: int = 200, bin_steps: int = 20, see
     """One run (module docstring) of the agent ``agent_spec`` seeded with ``seed``: ``{"seed", "steps",
     "bin_steps", "bins": [squares formed in steps 1-20, 21-40, ...] (ints, ceil(steps / bin_steps)
     of them), "total", "games"}`` (``games``: games started). ``ValueError`` for ``steps`` or
-    ``bin_steps`` < 1; agent spec errors as ``train.arena.build_agent``."""
-    from train.arena import build_agent
+    ``bin_steps`` < 1; agent spec errors as ``train.matches.arena.build_agent``."""
+    from train.matches.arena import build_agent
 
     if steps < 1 or bin_steps < 1:
         raise ValueError(f"steps and bin_steps must be >= 1, got {steps} and {bin_steps}")

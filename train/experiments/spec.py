@@ -1,0 +1,372 @@
+"""Experiment specs: the papers' tables as declarative specs, loaded, validated and resolved.
+
+An *experiment spec* (:class:`ExperimentSpec`, a TOML or JSON file: the built-ins are
+``experiments/*.toml`` in the repository, a user's own is passed with ``--spec FILE``) names the
+agents of each row by spec strings, the games per row, the statistics (table columns) and plots. Two
+kinds:
+
+- ``match``: each row is a colour-balanced arena match ``a`` vs ``b`` (``train.matches.arena.run_arena``);
+  the columns are statistics of the match from A's side (:data:`MATCH_COLUMNS`). A row with
+  ``measure = "squares"`` instead has agent ``a`` play ``games`` self-play runs of ``steps`` plies
+  and reports the squares formed per ``bin_steps`` steps (``train.experiments.squares``, papers/001 Table 2 and
+  Fig. 5), in a second table; runs are played in this process, one after another. An ablation is a
+  set of rows whose agent specs differ only in the options swapped (e.g. ``capture_pruner=none``);
+  :func:`agent_config` resolves what an agent spec builds, so a test can check exactly that.
+- ``decision-time``: JFA Table 3: seconds per move of serial MCTS and of WU-UCT with ``threads``
+  threads at each simulation count, and the reduction factor, measured by a *timer* the caller
+  passes in (``bench.search.measure_decision_time``: the CLI owns that import, ``train`` does not
+  import ``bench``).
+
+Specs may use ``{name}`` placeholders in agent specs and ``threads``; ``[params]`` gives their
+defaults and ``--param name=value`` overrides them (e.g. small simulation counts to try a spec).
+
+:func:`list_experiments` lists the built-ins (``python cli.py experiment --list``). Running a spec is
+``train.experiments.run``; its table and plots are ``train.experiments.tables``. Bad input (spec file, unknown
+agent, unknown parameter) raises :class:`ExperimentError` with one line naming the field.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import string
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from core.errors import JiuError
+
+EXPERIMENTS_DIR = Path(__file__).resolve().parents[2] / "experiments"
+
+MATCH_COLUMNS = {
+    "games": "games",
+    "wins": "Win",
+    "draws": "Draw",
+    "losses": "Fail",
+    "win_rate": "Win rate (%)",
+    "se": "Standard error",
+    "ci95": "95% confidence interval",
+    "wilson_ci95": "Wilson 95% CI",
+    "white": "Win rate as White (%)",
+    "black": "Win rate as Black (%)",
+    "elo": "Elo (A - B)",
+    "time_a_layout": "A s/move (layout)",
+    "time_a_battle": "A s/move (battle)",
+    "time_b_layout": "B s/move (layout)",
+    "time_b_battle": "B s/move (battle)",
+    "plies": "mean plies",
+}
+MatchColumn = Literal["games", "wins", "draws", "losses", "win_rate", "se", "ci95", "wilson_ci95", "white", "black",
+                      "elo", "time_a_layout", "time_a_battle", "time_b_layout", "time_b_battle", "plies"]
+
+
+class ExperimentError(JiuError):
+    """Bad experiment input (spec, parameter, agent, run directory); the message names the field."""
+
+
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+class Row(BaseModel):
+    """One row of a ``match`` experiment: ``a`` vs ``b`` (agent spec strings, ``{param}`` allowed),
+    ``games`` (even; default: the experiment's), ``paper``: the paper's figures for this row, printed
+    beside ours."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    label: str
+    a: str
+    b: str | None = None
+    measure: Literal["match", "squares"] = "match"
+    games: int | None = Field(None, ge=2)
+    paper: str = ""
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, v: str) -> str:
+        if not _ID.match(v):
+            raise ValueError("letters, digits, '.', '_', '-' only (it names a directory)")
+        return v
+
+    @field_validator("games")
+    @classmethod
+    def _even(cls, v: int | None) -> int | None:
+        if v is not None and v % 2:
+            raise ValueError(f"must be even (colour-balanced pairs), got {v}")
+        return v
+
+    @model_validator(mode="after")
+    def _opponent(self) -> "Row":
+        if self.measure == "match" and not self.b:
+            raise ValueError("a match row needs agent 'b'")
+        if self.measure == "squares" and self.b is not None:
+            raise ValueError("a squares row has one agent ('a', playing both sides); remove 'b'")
+        return self
+
+
+class ExperimentSpec(BaseModel):
+    """A declarative experiment (module docstring). Fields: ``name``, ``title``, ``paper`` (what it
+    reproduces), ``description``, ``kind``; ``params`` (placeholder defaults); ``rules`` (Ruleset
+    options, e.g. ``{max_battle_plies = 400}``); for ``match``: ``games`` per row (even), ``columns``
+    (:data:`MATCH_COLUMNS` keys), ``rows``, ``plots`` (``win-rates``: A's win rate as White / Black /
+    overall per row, JFA Figs. 5-6; ``ablation``: win rate and ``ablation_time`` per row, JFA
+    Table 5; ``squares``: the squares rows' squares per block of steps, papers/001 Fig. 5), ``steps``
+    and ``bin_steps`` (squares rows); for ``decision-time``: ``simulations``, ``threads`` (int or ``"{param}"``), ``phases``,
+    ``paper_values`` (``{simulations: text}``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    title: str
+    paper: str = ""
+    description: str = ""
+    kind: Literal["match", "decision-time"] = "match"
+    params: dict[str, int | float | str] = {}
+    rules: dict[str, int | str] = {}
+    games: int = Field(100, ge=2)
+    columns: list[MatchColumn] = ["wins", "draws", "losses", "win_rate", "se", "ci95", "white", "black"]
+    rows: list[Row] = []
+    plots: list[Literal["win-rates", "ablation", "squares"]] = []
+    steps: int = Field(200, ge=1)
+    bin_steps: int = Field(20, ge=1)
+    ablation_time: MatchColumn = "time_a_battle"
+    simulations: list[int] = []
+    threads: int | str = 16
+    phases: list[Literal["layout", "battle"]] = ["layout"]
+    paper_values: dict[int, str] = {}
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not _ID.match(v):
+            raise ValueError("letters, digits, '.', '_', '-' only")
+        return v
+
+    @field_validator("games")
+    @classmethod
+    def _even(cls, v: int) -> int:
+        if v % 2:
+            raise ValueError(f"must be even (colour-balanced pairs), got {v}")
+        return v
+
+    @field_validator("simulations")
+    @classmethod
+    def _sims(cls, v: list[int]) -> list[int]:
+        if any(x < 1 for x in v):
+            raise ValueError("simulation counts must be >= 1")
+        return v
+
+    @model_validator(mode="after")
+    def _kind(self) -> "ExperimentSpec":
+        if self.kind == "match":
+            if not self.rows:
+                raise ValueError("a match experiment needs at least one row ([[rows]])")
+            ids = [r.id for r in self.rows]
+            dup = sorted({i for i in ids if ids.count(i) > 1})
+            if dup:
+                raise ValueError(f"rows: id {dup[0]!r} is used twice")
+        elif not self.simulations:
+            raise ValueError("a decision-time experiment needs 'simulations'")
+        return self
+
+    def placeholders(self) -> set[str]:
+        """Names of the ``{param}`` placeholders used by the rows and ``threads``."""
+        texts = [t for r in self.rows for t in (r.a, r.b) if t is not None] + [str(self.threads)]
+        return {f for t in texts for _, f, _, _ in string.Formatter().parse(t) if f}
+
+
+# ============================================================================ loading
+def builtin_specs() -> dict[str, Path]:
+    """``{name: path}`` of the built-in experiments (``experiments/*.toml`` and ``*.json``)."""
+    if not EXPERIMENTS_DIR.is_dir():
+        return {}
+    return {p.stem: p for p in sorted(EXPERIMENTS_DIR.iterdir()) if p.suffix in (".toml", ".json")}
+
+
+def _field(loc) -> str:
+    return ".".join(str(x) for x in loc) or "spec"
+
+
+def load_spec(source: str | os.PathLike) -> ExperimentSpec:
+    """The spec of a built-in experiment name or of a ``.toml``/``.json`` file; ``ExperimentError``
+    naming the file and field otherwise."""
+    path = Path(source)
+    if not path.suffix and str(source) in builtin_specs():
+        path = builtin_specs()[str(source)]
+    elif not path.exists():
+        names = ", ".join(builtin_specs()) or "(none)"
+        raise ExperimentError(f"experiment {str(source)!r}: no such built-in experiment or file; built-ins: {names}")
+    from train.learning.config import ConfigError, read_config_file
+
+    try:
+        data = read_config_file(path)
+    except ConfigError as exc:
+        raise ExperimentError(str(exc).replace("config file", "experiment spec", 1)) from None
+    except UnicodeDecodeError as exc:
+        raise ExperimentError(f"experiment spec {path}: not UTF-8 text ({exc})") from None
+    try:
+        return ExperimentSpec.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise ExperimentError(f"{path}: field {_field(err['loc'])!r}: {err['msg']}") from None
+
+
+def parse_params(items: Sequence[str] | None) -> dict[str, Any]:
+    """``["sims=8", "pruner=none"]`` -> ``{"sims": 8, "pruner": "none"}``: numbers are converted
+    (``train.learning.config.parse_value``), anything else stays the string given."""
+    from train.learning.config import parse_value
+
+    out: dict[str, Any] = {}
+    for item in items or ():
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ExperimentError(f"--param {item!r}: expected NAME=VALUE")
+        parsed = parse_value(value)
+        number = isinstance(parsed, (int, float)) and not isinstance(parsed, bool)
+        out[key.strip()] = parsed if number else value.strip()
+    return out
+
+
+def _fill(text: str, params: dict[str, Any], where: str) -> str:
+    try:
+        return text.format(**params)
+    except KeyError as exc:
+        raise ExperimentError(f"{where}: placeholder {{{exc.args[0]}}} has no value; add it to [params] or pass"
+                              f" --param {exc.args[0]}=VALUE") from None
+    except (ValueError, IndexError) as exc:
+        raise ExperimentError(f"{where}: bad placeholder in {text!r} ({exc})") from None
+
+
+def resolve(spec: ExperimentSpec, params: dict[str, Any] | None = None, games: int | None = None,
+            rows: Sequence[str] | None = None) -> dict[str, Any]:
+    """The experiment with placeholders filled: ``{"params", "rows": [{"id", "label", "a", "b",
+    "games", "paper"}] | [{"id", "label", "phase", "simulations", "paper"}], "threads"}``. ``games``
+    overrides every row's game count; ``rows`` selects rows by id (in the spec's order). Raises
+    ``ExperimentError`` for an unknown parameter or row id, or a placeholder without a value."""
+    given = dict(params or {})
+    unknown = sorted(set(given) - set(spec.params) - spec.placeholders())
+    if unknown:
+        known = ", ".join(sorted(set(spec.params) | spec.placeholders())) or "(none)"
+        raise ExperimentError(f"--param {unknown[0]}: experiment {spec.name!r} has no such parameter; parameters: {known}")
+    values = {**spec.params, **given}
+    if games is not None and (games < 2 or games % 2):
+        raise ExperimentError(f"--games: must be an even number >= 2 (colour-balanced pairs), got {games}")
+    out: dict[str, Any] = {"params": values}
+    if spec.kind == "match":
+        resolved = [{"id": r.id, "label": r.label, "a": _fill(r.a, values, f"row {r.id!r} field 'a'"),
+                     "b": None if r.b is None else _fill(r.b, values, f"row {r.id!r} field 'b'"),
+                     "measure": r.measure, "games": games or r.games or spec.games, "paper": r.paper}
+                    for r in spec.rows]
+    else:
+        threads = _fill(str(spec.threads), values, "field 'threads'")
+        try:
+            out["threads"] = int(threads)
+        except ValueError:
+            raise ExperimentError(f"field 'threads': expected an integer, got {threads!r}") from None
+        if out["threads"] < 1:
+            raise ExperimentError(f"field 'threads': must be >= 1, got {out['threads']}")
+        resolved = [{"id": f"{phase}-{s}", "label": f"{s}", "phase": phase, "simulations": s,
+                     "paper": spec.paper_values.get(s, "") if phase == "layout" else ""}
+                    for phase in spec.phases for s in spec.simulations]
+    if rows:
+        ids = [r["id"] for r in resolved]
+        bad = [r for r in rows if r not in ids]
+        if bad:
+            raise ExperimentError(f"--rows {bad[0]!r}: no such row in {spec.name!r}; rows: {', '.join(ids)}")
+        resolved = [r for r in resolved if r["id"] in rows]
+    out["rows"] = resolved
+    return out
+
+
+def agent_problems(resolved: dict[str, Any]) -> list[str]:
+    """One message per agent spec of the resolved rows that is not valid (``row 'x': agent B
+    'shape+expert': unknown agent 'shape'; available: ...``; an unknown option or a value out of
+    range, as ``knowledge.agents.validate_agent_spec`` says). Nothing is built."""
+    import catalog  # noqa: F401 - registers the built-in agents
+    from knowledge.agents import validate_agent_spec
+    from knowledge.registry import SpecError
+
+    problems = []
+    for row in resolved["rows"]:
+        for side in ("a", "b"):
+            spec = row.get(side)
+            if spec is None:
+                continue
+            try:
+                validate_agent_spec(spec)
+            except SpecError as exc:
+                problems.append(f"row {row['id']!r}: agent {side.upper()} {spec!r}: {exc}")
+    return problems
+
+
+def agent_config(spec: str, seed: int = 0) -> dict[str, Any]:
+    """What an agent spec builds, as a plain dictionary (the agent is built and closed): ``{"class",
+    "name", ...}`` with ``"search"`` = the resolved ``SearchConfig`` fields of a search agent and its
+    evaluator and victim scorer classes, ``"layout"``/``"battle"`` for a two-phase agent, and the
+    public scalar attributes of other agents. Two specs of an ablation differ exactly where this
+    dictionary differs."""
+    import catalog  # noqa: F401 - registers the built-in agents
+    from knowledge.agents import make_agent
+
+    agent = make_agent(spec, seed=seed)
+    try:
+        return _describe(agent)
+    finally:
+        close = getattr(agent, "close", None)
+        if callable(close):
+            close()
+
+
+def _describe(agent) -> dict[str, Any]:
+    out: dict[str, Any] = {"class": type(agent).__name__, "name": getattr(agent, "name", None)}
+    if hasattr(agent, "layout_agent") and hasattr(agent, "battle_agent"):
+        out["layout"] = _describe(agent.layout_agent)
+        out["battle"] = _describe(agent.battle_agent)
+        return out
+    search = getattr(agent, "search", None)
+    if search is not None and hasattr(search, "config"):
+        out["search"] = dict(search.config.model_dump())
+        out["evaluator"] = type(search.evaluator).__name__
+        out["victim_scorer"] = type(getattr(search, "victim_scorer", None)).__name__
+        out["temperature"] = getattr(agent, "temperature", None)
+        return out
+    for key, value in sorted(vars(agent).items()):
+        if not key.startswith("_") and isinstance(value, (int, float, str, bool, type(None))) and key != "last_think_time":
+            out[key] = value
+    return out
+
+
+def config_diff(a: dict[str, Any], b: dict[str, Any], prefix: str = "") -> dict[str, tuple[Any, Any]]:
+    """``{dotted.key: (value in a, value in b)}`` for every leaf where two :func:`agent_config`
+    dictionaries differ."""
+    out: dict[str, tuple[Any, Any]] = {}
+    for key in sorted(set(a) | set(b)):
+        va, vb = a.get(key), b.get(key)
+        path = f"{prefix}{key}"
+        if isinstance(va, dict) and isinstance(vb, dict):
+            out.update(config_diff(va, vb, path + "."))
+        elif va != vb:
+            out[path] = (va, vb)
+    return out
+
+
+def list_experiments() -> list[dict[str, Any]]:
+    """The built-in experiments: ``[{"name", "title", "kind", "rows", "params", "problems", "path"}]``
+    (``problems``: unknown agents of the default rows, e.g. a baseline not written yet; a spec file
+    that does not validate is listed with its error)."""
+    out = []
+    for name, path in builtin_specs().items():
+        try:
+            spec = load_spec(path)
+        except ExperimentError as exc:
+            out.append({"name": name, "title": "", "kind": "", "rows": [], "params": {}, "problems": [str(exc)],
+                        "path": str(path)})
+            continue
+        resolved = resolve(spec)
+        out.append({"name": spec.name, "title": spec.title, "kind": spec.kind,
+                    "rows": [r["id"] for r in resolved["rows"]], "params": resolved["params"],
+                    "problems": agent_problems(resolved) if spec.kind == "match" else [], "path": str(path)})
+    return out

@@ -1,0 +1,114 @@
+"""The drift value target of the value head (:class:`DriftTarget`, ``upper`` nets only; ``pretrain
+--value-drift K``, config ``selfplay.value_drift``) replaces the game's result by what the game did next:
+for a battle position ``t`` with side ``s`` to move,
+``z = tanh((m(t + K) - m(t)) / scale)``, ``m`` the margin of an evaluator with one (``eval.expert:plies=2``
+by default: the expert's two-ply value, the battle leaf value of ``jfa``'s search, in its units) for the
+side to move and ``scale`` that evaluator's. When the game ends within those ``K`` plies the margin at
+its end is infinite: ``z`` is the result for ``s`` (+1 or -1; a draw's margin is 0, so
+``z = tanh(-m(t) / scale)``), or with ``ends = "drop"`` there is no target (the last ``K`` plies of a
+finished game give no sample: the value then learns only the drift of positions that go on). A record
+that stops before ``t + K`` without a result gives no sample for ``t``. A net whose value head learns
+it predicts how the leaf value of its search will move over the next ``K`` plies of play, beyond the
+evaluator's horizon; the search adds it to that leaf value with ``value_mix < 1``.
+
+It is used by supervised pretraining (``train.learning.supervised``), self-play (``train.learning.selfplay``)
+and the training configuration (``train.learning.config``), and depends on none of them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Literal, Sequence, get_args
+
+import numpy as np
+
+from search.config import preset
+
+DriftEnds = Literal["result", "drop"]  # DriftTarget.ends: the result, or no target, within K plies of the end
+DRIFT_ENDS: tuple[str, ...] = get_args(DriftEnds)
+
+
+@dataclass(frozen=True)
+class DriftTarget:
+    """The drift value target (module docstring): ``plies`` (``K``, even, 2..1,000); ``evaluator``, a
+    spec of an ``evaluator`` plugin with a ``margin`` and a ``scale``, by default the search's battle leaf
+    value of the ``shipped`` search (``search.config.preset("shipped").value_evaluator``); ``ends``, the
+    target of a position whose game ends within ``K`` plies: ``"result"`` (the result, the default) or
+    ``"drop"`` (no target). :meth:`check` raises ``ValueError`` naming what is wrong."""
+
+    plies: int
+    evaluator: str = preset("shipped").value_evaluator
+    ends: DriftEnds = "result"
+
+    def check_plies(self) -> None:
+        """Raise ``ValueError`` unless ``plies`` is even and in 2..1,000 and ``ends`` is known (no plugin
+        is built)."""
+        if not (2 <= self.plies <= 1000 and self.plies % 2 == 0):
+            raise ValueError(f"plies must be even (the same side to move) and in 2..1000, got {self.plies}")
+        if self.ends not in DRIFT_ENDS:
+            raise ValueError(f"ends must be one of {', '.join(DRIFT_ENDS)}, got {self.ends!r}")
+
+    def check(self, kind: str = "upper") -> None:
+        """Raise ``ValueError`` unless the target is usable for a ``kind`` net: an ``upper`` net (the drift
+        is a battle value), :meth:`check_plies`, and an evaluator with a margin and a scale."""
+        if kind != "upper":
+            raise ValueError(f"the drift target is a battle value (--model upper); --model is {kind}")
+        self.check_plies()
+        plugin = _drift_evaluator(self.evaluator)
+        if not (hasattr(plugin, "margin") and hasattr(plugin, "scale")):
+            raise ValueError(f"evaluator {self.evaluator!r} has no margin and scale")
+
+    def spec(self) -> str:
+        """``drift:K:EVALUATOR`` (``ends = "result"``) or ``drift:K:EVALUATOR:ends=drop``: a net's
+        value-target metadata and part of a sample cache key."""
+        return f"drift:{self.plies}:{self.evaluator}" + ("" if self.ends == "result" else f":ends={self.ends}")
+
+
+_EVALUATORS: dict[str, Any] = {}  # per process: one evaluator plugin per spec (drift targets)
+
+
+def _drift_evaluator(spec: str):
+    if spec not in _EVALUATORS:
+        from knowledge.plugins import REGISTRY
+        from knowledge.registry import SpecError
+
+        try:
+            _EVALUATORS[spec] = REGISTRY.create(spec, "evaluator")
+        except SpecError as exc:
+            raise ValueError(f"evaluator: {exc}") from None
+    return _EVALUATORS[spec]
+
+
+def drift_values(states: Sequence, target: DriftTarget) -> np.ndarray:
+    """The drift value target of every position of one game, ``states`` from its start to its last
+    position (module docstring): ``float32 (len(states),)``, NaN where it is not defined (the layout, the
+    final position, a later position of the other side to move, ``t + K`` past the end of a game
+    without a result, or at or past the end of a finished game with ``ends = "drop"``). Each needed
+    margin is computed once."""
+    from core.board import DRAW, PHASE_BATTLE
+
+    plugin = _drift_evaluator(target.evaluator)
+    k = target.plies
+    last = len(states) - 1
+    final = states[last] if states else None
+    ended = final is not None and final.is_terminal()
+    margins: dict[int, float] = {}
+
+    def margin(i: int) -> float:
+        if i not in margins:
+            margins[i] = float(plugin.margin(states[i]))
+        return margins[i]
+
+    out = np.full(len(states), np.nan, np.float32)
+    for t, s in enumerate(states):
+        if t == last or s.phase != PHASE_BATTLE or s.is_terminal():
+            continue
+        j = t + k
+        if j < last or (j == last and not ended):
+            if states[j].side == s.side:
+                out[t] = math.tanh((margin(j) - margin(t)) / plugin.scale)
+        elif ended and target.ends == "result":  # the game ends within K plies: an infinite margin, or 0 for a draw
+            w = final.winner()
+            out[t] = math.tanh(-margin(t) / plugin.scale) if w == DRAW else (1.0 if w == s.side else -1.0)
+    return out
