@@ -15,7 +15,7 @@ A pool of ``threads`` workers runs simulations on one shared tree (``search.tree
    an index split its prior.
 3. **Complete update** (Eq. 3-5) along the path: ``O -= 1, N += 1, W += v`` under each node's lock.
    With ``backup`` other than ``mean``, the values are instead temporal-difference backups
-   (papers/001 and 003, Eq. 2-5): see :meth:`Search._backup_td`.
+   (papers/001 and 003, Eq. 2-5): see :func:`search.backups.td_backup`.
 
 First-play urgency: an unvisited child's Q is the parent's mean value (for the side choosing) minus
 ``fpu_reduction``. Values are in ``[-1, 1]``; terminal positions use the game result.
@@ -30,14 +30,17 @@ import math
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
+
 from core.board import DRAW, PHASE_BATTLE, PHASE_LAYOUT
 from core.notation import Move
 from core.state import GameState
 from core.status import END_PLY_CAP, ONGOING
+from search.backups import td_backup
+from search.config import TD_LAYOUT_PRIOR, SearchConfig
+from search.gumbel import Halving, gumbel_choice, next_root_child, start_halving
 from search.tree import (
     EXPANDED,
     EXPANDING,
@@ -54,7 +57,6 @@ from search.tree import (
     shared_prior,
     write_children,
 )
-from search.config import TD_LAYOUT_PRIOR, SearchConfig
 from search.victims import choose_victims
 
 _NO_HISTORY = np.empty(0, np.uint64)
@@ -154,7 +156,7 @@ class Search:
                                      if cfg.layout_value_evaluator is not None and cfg.layout_value_mix > 0 else None)
         self._gumbel = cfg.root_selection == "gumbel"
         self._gumbel_lock = threading.Lock()
-        self._halving: _Halving | None = None  # this search's Gumbel root schedule (set once the root is expanded)
+        self._halving: Halving | None = None  # this search's Gumbel root schedule (set once the root is expanded)
         self._prior_plugin = (REGISTRY.create(cfg.battle_prior, "battle_prior")
                               if cfg.battle_prior is not None and cfg.prior_mix > 0 else None)
         self._layout_prior_plugin = (REGISTRY.create(cfg.layout_prior, "layout_prior")
@@ -305,52 +307,15 @@ class Search:
                            tree.n_children, tree.side, tree.mover,
                            node, self.config.c_puct, self.fpu_reduction, self.formula)
 
-    # ------------------------------------------------------------------ Gumbel root search
+    # ------------------------------------------------------------------ Gumbel root search (search.gumbel)
     def _gumbel_child(self, tree: Tree) -> int:
-        """The root child of the next simulation under sequential halving (``root_selection`` gumbel):
-        the remaining child with the fewest simulations started in this search; when every one has
-        reached the phase's target, the better half is kept first (by ``g + logits + sigma(q)``)."""
+        """The root child of the next simulation under sequential halving (:func:`search.gumbel.next_root_child`)."""
         with self._gumbel_lock:
-            h = self._halving
-            if h is None:
-                h = self._halving = self._start_halving(tree)
-            if len(h.remaining) > 1 and min(h.started[c] for c in h.remaining) >= h.target:
-                keep = -(-len(h.remaining) // 2)
-                score = self._gumbel_scores(tree, h)
-                h.remaining = sorted(h.remaining, key=lambda c: -score[c - h.first])[:keep]
-                h.target += max(1, h.budget // (h.phases * len(h.remaining)))
-            child = min(h.remaining, key=lambda c: h.started[c])  # ties: the better-ranked child
-            h.started[child] += 1
-            return child
+            if self._halving is None:
+                self._halving = start_halving(tree, self.config, self.rng, self._remaining + 1)
+            return next_root_child(tree, self._halving, self.config)
 
-    def _start_halving(self, tree: Tree) -> "_Halving":
-        cfg = self.config
-        first, k = int(tree.first_child[0]), int(tree.n_children[0])
-        logits = np.log(np.maximum(tree.P[first:first + k].astype(np.float64), 1e-12))
-        noise = self.rng.gumbel(size=k) * cfg.gumbel_scale if cfg.gumbel_scale > 0 else np.zeros(k)
-        m = min(cfg.gumbel_m, k)
-        ranked = [first + int(i) for i in np.argsort(-(noise + logits), kind="stable")[:m]]
-        phases = max(1, math.ceil(math.log2(m))) if m > 1 else 1
-        budget = max(1, self._remaining + 1)  # this simulation and those not yet started
-        return _Halving(first, k, logits, noise, ranked, dict.fromkeys(ranked, 0),
-                        max(1, budget // (phases * m)), phases, budget)
-
-    def _completed_sigma(self, tree: Tree, first: int, k: int) -> np.ndarray:
-        """``sigma(completed q)`` of the root's children (float64[k], see ``SearchConfig``)."""
-        cfg = self.config
-        visits = tree.N[first:first + k].astype(np.float64)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            q = tree.W[first:first + k] / visits  # the children's mover is the root's side to move
-        root_mean = -float(tree.W[0] / tree.N[0]) if tree.N[0] > 0 else 0.0  # W[0] is for the root's mover
-        completed = np.where(visits > 0, q, root_mean)
-        lo, hi = float(completed.min()), float(completed.max())
-        scaled = (completed - lo) / (hi - lo) if hi > lo else np.zeros(k)
-        return (cfg.gumbel_c_visit + visits.max()) * cfg.gumbel_c_scale * scaled
-
-    def _gumbel_scores(self, tree: Tree, h: "_Halving") -> np.ndarray:
-        """``g + logits + sigma(completed q)`` of the root's children (float64[k])."""
-        return h.noise + h.logits + self._completed_sigma(tree, h.first, h.k)
-
+    # ------------------------------------------------------------------ backups (search.backups)
     def _backup(self, tree: Tree, path: list[int], value: float, leaf_side: int) -> None:
         """Complete update (JFA Eq. 3-5): ``value`` is for ``leaf_side``; each node's ``W`` is kept from
         the point of view of the side that moved into it. Other ``backup`` modes: :meth:`_backup_td`."""
@@ -365,81 +330,14 @@ class Search:
                 tree.W[n] += v
 
     def _backup_td(self, tree: Tree, path: list[int], value: float, leaf_side: int) -> None:
-        """Temporal-difference backups of papers/001 and 003 (Eq. 2-5), for ``backup`` sarsa/q/hybrid.
-
-        The path ``n_0 (root), n_1, ..., n_c (leaf)``; ``Q_i = W[n_i] / N[n_i]`` is the value of the edge
-        into ``n_i`` for the side that made it (the root's: its position's value for the side that moved
-        into it, used by first-play urgency); values of other nodes are negated when their mover
-        differs. ``v`` is the leaf's value (evaluator or game result) from each node's mover's view;
-        ``r_i`` the knowledge feedback (Eq. 9) of the move into ``n_i`` for its mover, times
-        ``reward_scale`` (``r_0 = 0``): in the layout the ``layout_prior`` (Eq. 10) of the placed point
-        relative to the best legal point (in [0, 1]); in the battle the ``feedback_evaluator`` value of
-        the position after the move (in [-1, 1]).
-
-        - SARSA(lambda) (``sarsa``, ``hybrid``), in the order of the descent, t = 0..c:
-          ``target_t = r_t + gamma * Q_{t+1}`` (``v`` for t = c, Eq. 2), ``delta_t = target_t - Q_t``, and
-          every ``i <= t`` gets ``Q_i += c1 * lambda^(t - i) * delta_t`` (Eq. 3: the trace decays with the
-          distance ``t - i`` along the path). A node not yet visited (``N = 0``, the new leaf) first takes
-          ``Q_t = target_t`` (from the leaf up) and has no TD error of its own.
-          Eq. 3 as printed, ``Q <- (1 - c1) Q + c1 lambda^(c-i) E``, would pull every Q towards the TD error
-          itself (towards 0 once learned); this is the standard SARSA(lambda) step it abbreviates.
-        - Q-learning (``q``; ``hybrid`` after the SARSA sweep), from the leaf up: the leaf takes Eq. 5
-          (``Q = W / N`` with ``v`` added; in ``hybrid`` its SARSA value), then for i = c-1..0:
-          ``Q_i <- (1 - c2) Q_i + c2 * max_a Q(n_{i+1}'s siblings)`` (Eq. 4; the max is taken by the side
-          choosing among them, over visited children, and returned to ``n_i``'s mover's view).
-
-        Every path node then has ``N += 1`` and ``W = N * Q`` (so selection's ``W / N`` is the learned Q,
-        Eq. 6-8) and ``O -= 1``. The whole backup holds one search-wide lock. The papers apply SARSA while
-        descending; applying it once the leaf value is known gives the same values at ``threads=1``
-        (selection reads only the children of a node, never the path's own updated Q)."""
-        cfg = self.config
-        c = len(path) - 1
-        mover = [int(tree.mover[n]) for n in path]
-        v = [value if m == leaf_side else -value for m in mover]
-
-        def sign(i: int, j: int) -> float:
-            return 1.0 if mover[i] == mover[j] else -1.0
-
+        """Temporal-difference backups (``backup`` sarsa/q/hybrid; :func:`search.backups.td_backup`) under
+        one search-wide lock, with the knowledge feedback of :meth:`_reward`."""
         with self._backup_lock:
-            q = [float(tree.W[n] / tree.N[n]) if tree.N[n] > 0 else None for n in path]
-            if cfg.backup in ("sarsa", "hybrid"):
-                r = [0.0] + [self._reward(tree, path, i) for i in range(1, c + 1)]
-                fresh = [x is None for x in q]
-                for t in range(c, -1, -1):  # unvisited nodes (the new leaf): Q_t = target_t
-                    if fresh[t]:
-                        q[t] = r[t] + cfg.discount * (v[c] if t == c else sign(t, t + 1) * q[t + 1])
-                for t in range(c + 1):
-                    if fresh[t]:
-                        continue
-                    nxt = v[c] if t == c else sign(t, t + 1) * q[t + 1]
-                    delta = r[t] + cfg.discount * nxt - q[t]
-                    for i in range(t + 1):
-                        q[i] += cfg.sarsa_rate * cfg.trace_decay ** (t - i) * sign(i, t) * delta
-            elif q[c] is None:
-                q[c] = v[c]
-            else:
-                q[c] = (q[c] * tree.N[path[c]] + v[c]) / (tree.N[path[c]] + 1)  # Eq. 5
-            for i in range(c, -1, -1):
-                n = path[i]
-                if cfg.backup in ("q", "hybrid") and i < c:
-                    target = self._best_child(tree, n)
-                    q[i] = target if q[i] is None else (1 - cfg.q_rate) * q[i] + cfg.q_rate * target
-                tree.O[n] -= 1
-                tree.N[n] += 1
-                tree.W[n] = tree.N[n] * q[i]
-
-    def _best_child(self, tree: Tree, node: int) -> float:
-        """The best visited child's Q for the side choosing at ``node``, from the view of ``node``'s mover
-        (Eq. 4's ``max_a Q(s_{i+1}, a)``)."""
-        first, k = int(tree.first_child[node]), int(tree.n_children[node])
-        idx = np.arange(first, first + k)
-        idx = idx[tree.N[idx] > 0]
-        best = float(np.max(tree.W[idx] / tree.N[idx]))
-        return best if tree.side[node] == tree.mover[node] else -best
+            td_backup(tree, path, value, leaf_side, self.config, lambda i: self._reward(tree, path, i))
 
     def _reward(self, tree: Tree, path: list[int], i: int) -> float:
         """The knowledge feedback ``r_i`` of the move into ``path[i]`` for its mover (Eq. 9-10, times
-        ``reward_scale``; see :meth:`_backup_td`), cached per node of the current tree."""
+        ``reward_scale``; see :func:`search.backups.td_backup`), cached per node of the current tree."""
         n = path[i]
         r = self._rewards.get(n)
         if r is None:
@@ -645,13 +543,7 @@ class Search:
         chosen, improved = -1, None
         h = self._halving
         if self._gumbel and h is not None and h.first == first:
-            sigma = self._completed_sigma(tree, first, n)
-            score = h.noise + h.logits + sigma
-            top = max(int(tree.N[c]) for c in h.remaining)  # a search stopped mid-phase: the most visited
-            chosen = max((c for c in h.remaining if tree.N[c] == top), key=lambda c: score[c - first]) - first
-            z = h.logits + sigma
-            improved = np.exp(z - z.max())
-            improved = (improved / improved.sum()).astype(np.float32)
+            chosen, improved = gumbel_choice(tree, h, self.config)
         return SearchResult([self._move_of(int(c)) for c in idx], visits, q, tree.P[idx].copy(),
                             tree.action[idx].copy(), value, simulations, seconds, chosen, improved)
 
@@ -678,24 +570,6 @@ def normalised(p: np.ndarray) -> np.ndarray:
 def _same_position(tree: Tree, node: int, state: GameState) -> bool:
     return (int(tree.side[node]) == state.side and int(tree.phase[node]) == state.phase
             and int(tree.ply[node]) == state.ply and np.array_equal(tree.board[node], state.board))
-
-
-@dataclass(slots=True)
-class _Halving:
-    """Sequential halving at the root of one Gumbel search: the root's children ``first .. first + k - 1``,
-    their ``logits`` and Gumbel ``noise`` (float64[k]), the ``remaining`` child ids (best first),
-    simulations ``started`` per considered child in this search, the phase's cumulative ``target``
-    per child, the number of ``phases`` and the search's simulation ``budget``."""
-
-    first: int
-    k: int
-    logits: np.ndarray
-    noise: np.ndarray
-    remaining: list[int]
-    started: dict[int, int]
-    target: int
-    phases: int
-    budget: int
 
 
 class _Children(NamedTuple):
