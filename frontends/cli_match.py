@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -124,7 +124,7 @@ def arena(
     with --sprt it stops when the test decides."""
     from rich.console import Console
 
-    from train.matches.arena import run_arena, summary_table
+    from train.matches.arena import run_arena
     from train.matches.tournament import pair_dir_name
 
     bounds = None
@@ -262,3 +262,55 @@ def play(
     except KeyboardInterrupt:
         typer.echo("interrupted" + (f"; record written to {record}" if record is not None else ""), err=True)
         raise typer.Exit(130) from None
+
+
+def summary_table(data: dict[str, Any]):
+    """A rich ``Table`` of an arena summary dictionary (``train.matches.arena.ArenaSummary.data``)."""
+    from rich.table import Table
+
+    from train.matches.arena import PHASES
+
+    def pct(x):
+        return "-" if x is None else f"{100 * x:.1f}%"
+
+    def interval(ci, fmt):
+        if ci is None:
+            return "-"
+        lo, hi = ci
+        return f"{'-inf' if lo is None else fmt(lo)} .. {'+inf' if hi is None else fmt(hi)}"
+
+    t = Table(title=f"{data['a']} (A) vs {data['b']} (B): {data['games']} games")
+    t.add_column("")
+    t.add_column("games", justify="right")
+    t.add_column("A +/=/-", justify="right")
+    t.add_column("A score", justify="right")
+    t.add_column("SE", justify="right")
+    t.add_column("95% CI (normal)", justify="right")
+    t.add_column("95% CI (Wilson)", justify="right")
+    rows = [("all", data), ("A white", data["by_colour"]["a_white"]), ("A black", data["by_colour"]["a_black"])]
+    for label, d in rows:
+        t.add_row(label, f"{d['games']:g}", f"{d['wins']:g}/{d['draws']:g}/{d['losses']:g}", pct(d["win_rate"]),
+                  "-" if d["se"] is None else f"{d['se']:.4f}", interval(d["ci95"], pct),
+                  interval(d["wilson_ci95"], pct))
+    elo = data["elo"]
+    t.caption = (
+        f"Elo A-B: {_fmt_elo(elo, data['win_rate'])} (95% CI {interval(data['elo_ci95'], lambda v: f'{v:+.0f}')}); "
+        f"mean length {data['mean_game_length'] or 0:.0f} plies; ends: "
+        + ", ".join(f"{k} {v}" for k, v in data["reasons"].items())
+        + "\nmean / p95 seconds per move: "
+        + "; ".join(
+            f"{who.upper()} {ph} {_fmt_s(data['time'][who][ph]['mean'])} / {_fmt_s(data['time'][who][ph]['p95'])}"
+            for who in "ab" for ph in PHASES
+        )
+    )
+    return t
+
+
+def _fmt_elo(elo, rate) -> str:
+    if elo is None:
+        return "-" if rate is None else ("+inf" if rate > 0.5 else "-inf")
+    return f"{elo:+.0f}"
+
+
+def _fmt_s(x):
+    return "-" if x is None else f"{x:.4f}"
