@@ -282,18 +282,42 @@ def reference_two_ply(state: GameState, top: int) -> float:
     return best
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
-@given(text=st.one_of(battle_boards(), played_positions()), top=st.integers(1, 2))
-def test_two_ply_expert_value_matches_the_reference(text, top):
+def check_two_ply_value(text: str, top: int) -> bool:
+    """``eval.expert:plies=2`` (every reply: no pre-score cut) against :func:`reference_two_ply`; False
+    when ``text`` is no position to check (not a battle, terminal, or without a move)."""
     state = GameState.from_jfen(text)
     if state.phase != PHASE_BATTLE or state.is_terminal() or state.paths().m == 0:
-        return
+        return False
     ev = ExpertEvaluator(plies=2, top=top, replies=100_000)  # every reply: no pre-score cut
     me = state.side
     want = reference_two_ply(state, top)
     assert ev.score(state, me) == pytest.approx(want)
     assert ev.score(state, 1 - me) == pytest.approx(-want)
     assert ev.value(state) == pytest.approx(math.tanh(want / ev.scale))
+    return True
+
+
+@pytest.mark.slow
+@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
+@given(text=st.one_of(battle_boards(), played_positions()), top=st.integers(1, 2))
+def test_two_ply_expert_value_matches_the_reference(text, top):
+    """Any position. On an open board the pure-Python reference scores many replies one by one (from
+    seconds to minutes an example), so this one is in the ``slow`` tier; the default run has the crowded
+    boards below."""
+    check_two_ply_value(text, top)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_two_ply_expert_value_matches_the_reference_on_crowded_boards(seed):
+    """The same check on boards of 70 to 90 stones a side (squares planted on some): 40 to 80 paths and
+    as many replies each, cheap for the reference."""
+    import random
+
+    from tests.strategies import random_battle_jfen
+
+    rng = random.Random(seed)
+    text = random_battle_jfen(rng, rng.randint(70, 90), rng.randint(70, 90), seed % 3)
+    assert check_two_ply_value(text, 1 + seed % 2)
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
