@@ -85,11 +85,6 @@ MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
 warnings.filterwarnings("ignore", message="NetEvaluator has no upper net", category=RuntimeWarning)
 
 
-def _search_default(name: str) -> Any:
-    """The default of ``SearchConfig.<name>``: the one place search defaults live."""
-    return SearchConfig.model_fields[name].default
-
-
 # ============================================================================ nets (cached per process)
 _NETS: dict[tuple[str, int], Any] = {}
 

@@ -72,7 +72,7 @@ def test_readme_keeps_the_ci_test_command():
     """``.ci/run`` runs the README's first line matching ``^pip install .*pytest``."""
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     lines = [line for line in text.splitlines() if re.match(r"^pip install .*pytest", line)]
-    assert lines and lines[0] == 'pip install -c constraints-cpu.txt -e ".[test,ray]" && python -m pytest -q'
+    assert lines and lines[0] == 'pip install -c constraints-cpu.txt -e ".[test,ray]" && python -m pytest -q -n auto --dist worksteal'
 
 
 def _slug(heading: str) -> str:
