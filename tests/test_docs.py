@@ -63,6 +63,19 @@ def test_no_tracked_file_names_a_path_of_a_development_machine():
     assert not found, "paths of a development machine:\n" + "\n".join(found[:50])
 
 
+def test_no_shipped_net_names_a_path_of_a_development_machine():
+    """The same rule for the metadata of the tracked nets (their training summaries name the runs and
+    shards they came from: relative paths only)."""
+    from nets.io import read_metadata
+
+    found = []
+    for path in sorted(ROOT.glob("models/*/*.safetensors")):
+        for key, value in read_metadata(path).items():
+            if MACHINE_PATH.search(str(value)):
+                found.append(f"{path.relative_to(ROOT).as_posix()}: {key}: {MACHINE_PATH.search(str(value)).group(0)}")
+    assert not found, "paths of a development machine in net metadata:\n" + "\n".join(found)
+
+
 def test_readme_is_an_index_of_at_most_300_lines():
     lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
     assert len(lines) <= 300, f"README.md has {len(lines)} lines; move the detail to docs/"
