@@ -155,16 +155,22 @@ def _rule_values(items: Iterable[str]) -> dict[str, Any]:
 
 class Engine:
     """The protocol state: the ruleset, the game (start position and moves), the agent and, in UGI
-    mode, the running search. ``handle(line)`` answers one line; ``run(lines)`` the whole input."""
+    mode, the running search. ``handle(line)`` answers one line; ``run(lines)`` the whole input.
 
-    def __init__(self, out: TextIO, agent_spec: str = "jfa", seed: int = 0, ruleset: Ruleset | None = None) -> None:
+    ``agent``: an agent already built, to play in place of ``make_agent(agent_spec, seed)`` (an
+    in-process driver shares one between engines); the caller keeps it and closes it. Otherwise the
+    engine builds its agent at the first command that needs it and closes it at the end of ``run``."""
+
+    def __init__(self, out: TextIO, agent_spec: str = "jfa", seed: int = 0, ruleset: Ruleset | None = None,
+                 agent=None) -> None:
         self.out = out
         self.agent_spec, self.seed = agent_spec, seed
         self.ruleset = ruleset or Ruleset()
         self.start = START_JFEN
         self.moves: list[str] = []
         self.states = [GameState.initial(self.ruleset)]
-        self.agent = None
+        self.agent = agent
+        self._owns_agent = agent is None
         self.mode = "gtp"
         self.default_sims: int | None = None
         self._write_lock = threading.Lock()
@@ -239,7 +245,7 @@ class Engine:
         finally:
             self.stop_search()
             close = getattr(self.agent, "close", None)
-            if callable(close):
+            if self._owns_agent and callable(close):
                 close()
         return 0
 

@@ -85,7 +85,7 @@ def check_budget(simulations: int | None = None, seconds: float | None = None,
     :class:`BudgetError` (one line naming the budget, the value and the bound) otherwise."""
     if simulations is not None and (isinstance(simulations, bool) or not isinstance(simulations, int)
                                     or not 1 <= simulations <= SIMS_MAX):
-        raise BudgetError(f"{what[0]} {_short(simulations)}: expected an integer from 1 to {SIMS_MAX}")
+        raise BudgetError(f"{what[0]} {_short(simulations)}: expected an integer at least 1 and at most {SIMS_MAX}")
     if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, (int, float))
                                 or not 0 < seconds <= SECONDS_MAX):
         raise BudgetError(f"{what[1]} {_short(seconds)}: expected a number of seconds greater than 0 and at most "
