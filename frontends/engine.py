@@ -33,7 +33,8 @@ from __future__ import annotations
 
 import math
 import threading
-from typing import IO, Any, Callable, Iterable, Iterator, TextIO
+from collections.abc import Callable, Iterable, Iterator
+from typing import IO, Any, TextIO
 
 from core.board import DRAW, WHITE
 from core.errors import InputError, JiuError
@@ -454,7 +455,7 @@ class Engine:
             opts[key] = value
         unknown = set(opts) - {"nodes", "movetime", "infinite", "depth", "p1time", "p2time", "p1inc", "p2inc"}
         if unknown:
-            raise ProtocolError(f"go: unknown argument {shown(sorted(unknown)[0])}")
+            raise ProtocolError(f"go: unknown argument {shown(min(unknown))}")
         sims, seconds = self.default_sims, None
         if "nodes" in opts:
             sims = int(_number(opts["nodes"], "nodes", int))
