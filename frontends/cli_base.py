@@ -4,7 +4,8 @@ options and checks every command module uses (``frontends.cli_rules``, ``cli_mat
 
 Any bad input (position, move, record, option) prints one ``error: ...`` line to stderr and exits with
 status 2 (:func:`fail`, :func:`cli_errors`); Ctrl-C and SIGTERM print ``interrupted`` and exit with 130
-(:class:`OneLineErrors`).
+(:class:`OneLineErrors`); a closed standard output (``>&-``) ends any command at once, quietly, with
+status :data:`CLOSED_STDOUT_STATUS`.
 """
 
 from __future__ import annotations
@@ -36,11 +37,31 @@ def usage_error_line(exc: click_errors.UsageError) -> str:
     return f"error: {command}: {message}" if command else f"error: {message}"
 
 
+def writable(stream) -> bool:
+    """Whether ``stream`` (``sys.stdout``, ``sys.stderr``) can be written: Python has no stream for a
+    descriptor closed at start-up (``>&-``), or one on whatever file took the free descriptor number
+    first (opened for reading: every write fails with EBADF)."""
+    if stream is None:
+        return False
+    try:
+        import fcntl
+
+        return fcntl.fcntl(stream.fileno(), fcntl.F_GETFL) & os.O_ACCMODE != os.O_RDONLY
+    except (ImportError, AttributeError, OSError, ValueError):  # not POSIX, or no descriptor (a test's buffer)
+        return True
+
+
+CLOSED_STDOUT_STATUS = 120  # a command started with standard output closed (Python's own status for an unflushable stdout)
+
+
 class OneLineErrors(TyperGroup):
     """The command group: usage errors become one ``error: ...`` line on stderr with exit status 2
     instead of Typer's usage box, and Ctrl-C ends with ``interrupted`` and status 130, also when it
     arrived inside a C++ extension that wrapped it (``train.jobs.rundir.caused_by_interrupt``), and so
-    does SIGTERM (``train.jobs.signals.sigterm_as_interrupt``)."""
+    does SIGTERM (``train.jobs.signals.sigterm_as_interrupt``). Started with standard output closed
+    (``>&-``: Python then has no ``sys.stdout``), every command exits at once, quietly, with status
+    :data:`CLOSED_STDOUT_STATUS`, before any work whose answer could not be written; with standard
+    error closed, error lines are dropped and the exit status still tells."""
 
     def invoke(self, ctx):
         # Typer (0.29) turns a KeyboardInterrupt inside a command into a silent exit 130 before main
@@ -60,6 +81,13 @@ class OneLineErrors(TyperGroup):
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         from train.jobs.signals import sigterm_as_interrupt
 
+        if not writable(sys.stderr):  # started with `2>&-`: errors go nowhere, the status still tells
+            sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
+        if not writable(sys.stdout):  # started with `>&-`: no answer can be written, so no work is done
+            rv = CLOSED_STDOUT_STATUS
+            if not standalone_mode:
+                return rv
+            sys.exit(rv)
         try:
             with sigterm_as_interrupt():
                 rv = super().main(args=args, prog_name=prog_name, complete_var=complete_var, standalone_mode=False,

@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from frontends.cli_base import RuleOption, app, ruleset_from, train_errors
+from frontends.cli_base import MAX_SEED, RuleOption, app, ruleset_from, train_errors
 
 
 @app.command()
@@ -32,7 +32,7 @@ def serve(
 @train_errors
 def engine(
     agent: Annotated[str, typer.Option(help="The agent that plays genmove/go (a search agent for analyze).")] = "jfa",
-    seed: Annotated[int, typer.Option(help="The agent's seed.")] = 0,
+    seed: Annotated[int, typer.Option(min=0, max=MAX_SEED, help="The agent's seed.")] = 0,
     rule: RuleOption = None,
 ):
     """The engine protocol on stdin/stdout (GTP-like commands, or UGI after `ugi`; docs/engine-protocol.md)."""
@@ -47,19 +47,21 @@ def engine(
 @train_errors
 def analyze(
     record: Annotated[Path, typer.Argument(help="A game record (.json, .jiu/.txt; a CSV's first game).")],
-    sims: Annotated[Optional[int], typer.Option("--sims", min=1, help="Simulations per position (default: the agent's).")] = None,
-    seconds: Annotated[Optional[float], typer.Option("--seconds", min=0.001, help="Time limit per position.")] = None,
+    sims: Annotated[Optional[int], typer.Option("--sims", min=1, help="Simulations per position (default: the agent's; at most search.config.SIMS_MAX).")] = None,
+    seconds: Annotated[Optional[float], typer.Option("--seconds", min=0.001, help="Time limit per position in seconds (at most search.config.SECONDS_MAX).")] = None,
     out: Annotated[Path, typer.Option(help="Output directory for analysis.json and analysis.png.")] = Path("runs/analysis"),
     agent: Annotated[str, typer.Option(help="The search agent that evaluates (mcts, jfa, ...).")] = "jfa",
     mistake: Annotated[float, typer.Option(min=0.0, help="Value loss (in [-1, 1] units) that marks a mistake.")] = 0.2,
     blunder: Annotated[float, typer.Option(min=0.0, help="Value loss that marks a blunder.")] = 0.4,
     format: Annotated[Optional[str], typer.Option("--format", help="json, jiu or csv (default: from the file).")] = None,
-    seed: Annotated[int, typer.Option(help="The agent's seed.")] = 0,
+    seed: Annotated[int, typer.Option(min=0, max=MAX_SEED, help="The agent's seed.")] = 0,
 ):
     """Evaluate every move of a game with the search: mistakes, blunders, JSON and a PNG of the evaluation."""
+    from search.config import check_budget
     from train.learning.report import analyze_record
     from train.matches.arena import check_agent_spec
 
+    check_budget(sims, seconds, ("--sims", "--seconds"))  # one line and status 2 beyond the bounds (also inf, nan)
     check_agent_spec(agent, "--agent")
     result = analyze_record(record, out, agent, sims, seconds, seed, mistake, blunder, format)
     typer.echo(json.dumps({"moves": len(result["moves"]), "summary": result["summary"], "files": result["files"]}))

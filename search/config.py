@@ -55,6 +55,7 @@ from core.errors import JiuError
 from knowledge.registry import SEED_MAX, SpecError
 
 SIMS_MAX = 1_000_000  # simulations per move a configuration accepts (a search keeps at most max_nodes nodes)
+SECONDS_MAX = 3600.0  # seconds (wall time) per move a search accepts: the time budget's bound, as SIMS_MAX is the simulations'
 MAX_NODES = 50_000_000  # tree capacity a configuration accepts (search.tree allocates it up front)
 TD_LAYOUT_PRIOR = "prior.gaussian"  # the Eq. 10 feedback of TD backups when layout_prior is None (papers/001)
 AGENT_FILE = "agent.toml"  # a model directory's play settings (model_search_config)
@@ -68,6 +69,36 @@ PLUGIN_KINDS = {"expansion_pruner": "expansion_pruner", "capture_pruner": "captu
 
 class AgentFileError(JiuError):
     """A bad ``agent.toml`` (:func:`model_search_config`); the message names the file and the field."""
+
+
+class BudgetError(JiuError):
+    """A search budget out of its bounds (:func:`check_budget`); the message names the budget and the bound."""
+
+
+def check_budget(simulations: int | None = None, seconds: float | None = None,
+                 what: tuple[str, str] = ("simulations", "seconds")) -> tuple[int | None, float | None]:
+    """``(simulations, seconds)`` unchanged when each is ``None`` or within its bound: simulations per
+    move an integer in ``[1, SIMS_MAX]``, seconds per move (wall time) a finite number in
+    ``(0, SECONDS_MAX]``. Every search budget that comes from outside (the engine protocol's
+    ``genmove``/``analyze``/``go``, the ``analyze`` command's options) is checked here, where it enters;
+    ``what`` names the two budgets in the message (e.g. ``("nodes", "movetime")``). Raises
+    :class:`BudgetError` (one line naming the budget, the value and the bound) otherwise."""
+    if simulations is not None and (isinstance(simulations, bool) or not isinstance(simulations, int)
+                                    or not 1 <= simulations <= SIMS_MAX):
+        raise BudgetError(f"{what[0]} {_short(simulations)}: expected an integer at least 1 and at most {SIMS_MAX}")
+    if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, (int, float))
+                                or not 0 < seconds <= SECONDS_MAX):
+        raise BudgetError(f"{what[1]} {_short(seconds)}: expected a number of seconds greater than 0 and at most "
+                          f"{SECONDS_MAX:g}")
+    return simulations, seconds
+
+
+def _short(value: Any, limit: int = 24) -> str:
+    """``value`` as text of at most ``limit`` characters (and ``...``): an error never echoes a long input."""
+    if isinstance(value, int) and value.bit_length() > 10_000:  # str() refuses more than 4300 digits
+        return f"(a {value.bit_length()}-bit integer)"
+    text = str(value) if isinstance(value, int) else repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _alias(name: str, *old: str) -> AliasChoices:

@@ -10,7 +10,11 @@ option parser's own tests.
 
 from __future__ import annotations
 
+import io
 import json
+import re
+import threading
+import time
 from datetime import timedelta
 
 import pytest
@@ -29,8 +33,10 @@ from core.records import (
     record_to_jiu,
 )
 from core.rules import Ruleset
-from tests.strategies import rulesets
 from core.state import GameState
+from frontends.engine import MAX_ERROR_CHARS, MAX_LINE_BYTES, Engine, command_lines
+from knowledge.agents import make_agent
+from tests.strategies import rulesets
 
 FUZZ = settings(max_examples=500, deadline=timedelta(seconds=10), derandomize=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
@@ -232,3 +238,203 @@ def test_a_copied_ruleset_packs_its_own_rules(a, b):
     a.vector  # noqa: B018 - computed and cached on the original first
     copied = a.model_copy(update=b.model_dump())
     assert copied == b and np.array_equal(copied.vector, b.vector)
+
+
+# ----------------------------------------------------------------------------------- engine command stream
+# The engine protocol (frontends/engine.py) driven in-process with random interleavings of GTP and UGI
+# commands, good and bad, including commands during a UGI search (`go infinite`, other commands, `stop`)
+# and lines over the length limit or not UTF-8: every command gets one well-formed answer (GTP: one
+# `=` block or one `?` line; UGI: protocol lines, errors one `info string error:` line), no answer is
+# long, and the whole stream ends within STREAM_SECONDS (a hang fails the example instead of the run).
+STREAM_SECONDS = 30.0
+_ENGINE_AGENT = None
+
+
+def engine_agent():
+    """One fast search agent shared by every stream (an engine given an agent does not close it)."""
+    global _ENGINE_AGENT
+    if _ENGINE_AGENT is None:
+        _ENGINE_AGENT = make_agent("mcts:sims=2,threads=1", seed=0)
+    return _ENGINE_AGENT
+
+
+_GTP_COMMANDS = ["name", "version", "protocol_version", "list_commands", "rules max_battle_plies=20", "rules bogus",
+                 "position startpos", f"position jfen {_MID_JFEN}", "position startpos moves g7 h8", "play g7",
+                 "play h8", "play a1", "undo", "genmove sims 2", "genmove time 0.01", "genmove time inf",
+                 "genmove sims 10000000", "analyze sims 3", "analyze time 1e300", "legal", "showboard", "result",
+                 "7 name", "12345678901234567890 name", "7", "# a comment", ""]
+_UGI_COMMANDS = ["ugi", "isready", "uginewgame", "position startpos", f"position fen {_MID_JFEN}",
+                 "position startpos moves g7 h8", "position fen 14/14 w", "setoption name sims value 3",
+                 "setoption name loss_below value 5", "setoption name sims value 10000000", "setoption name bogus",
+                 "go nodes 3", "go movetime 10", "go infinite", "go infinite", "go p1time 100 p2time 100",
+                 "go p1time inf", "go movetime 1e30", "go nodes 10000000", "go sideways 3", "stop", "stop",
+                 "query gameover", "query p1turn", "query result", "query bogus"]
+_OVER_LONG = b"x" * (MAX_LINE_BYTES + 10)
+_NOT_UTF8 = b"name \xff\xfe"
+
+
+def _line(text: str) -> bytes:
+    return text.replace("\n", " ").encode("utf-8", "replace")
+
+
+def engine_items(commands: list[str]):
+    """Strategy: one input item: a line (bytes, no line end) or a pause (seconds, float). Lines are
+    mostly ``commands``, else mutated commands, free text, a command with a long argument (under the
+    line limit, so its echo must be cut), a line over the limit or not UTF-8, or ``quit``."""
+    everything = _GTP_COMMANDS + _UGI_COMMANDS
+    return st.one_of(
+        st.sampled_from(commands).map(str.encode),
+        st.sampled_from(commands).map(str.encode),
+        st.sampled_from(everything).flatmap(lambda c: mutated(c, "abcdefgh0123456789 -/x")).map(_line),
+        st.text(max_size=40).map(_line),
+        st.tuples(st.sampled_from(everything), st.sampled_from(["y", "9", "e5-", "\u00e9"]), st.sampled_from([300, 60_000]))
+        .map(lambda t: _line(f"{t[0]} {t[1] * (t[2] // len(t[1].encode()))}")[:MAX_LINE_BYTES - 1]),
+        st.sampled_from([_OVER_LONG, _NOT_UTF8, b"quit"]),
+        st.sampled_from([0.0, 0.01, 0.03]),
+    )
+
+
+@st.composite
+def ugi_streams(draw):
+    """Strategy: the items after ``ugi``: UGI commands (GTP ones mixed in) and searches with commands
+    arriving while they run: ``go infinite``, a few items, then usually ``stop``."""
+    out: list = []
+    for _ in range(draw(st.integers(0, 4))):
+        if draw(st.booleans()):
+            out.append(b"go infinite")
+            out.extend(draw(st.lists(engine_items(_UGI_COMMANDS), max_size=4)))
+            if draw(st.integers(0, 3)):
+                out.append(b"stop")
+        else:
+            out.extend(draw(st.lists(engine_items(_UGI_COMMANDS + _GTP_COMMANDS[:8]), max_size=5)))
+    return out
+
+
+class _Out:
+    """The engine's output (``Engine.send`` writes under its own lock)."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+
+    def write(self, text: str) -> None:
+        self.parts.append(text)
+
+    def flush(self) -> None:
+        pass
+
+    def lines(self) -> list[str]:
+        return "".join(self.parts).split("\n")[:-1]
+
+
+def _decoded(item) -> str | None:
+    """The text the engine reads from one item's line (``None`` for a pause or a refused line)."""
+    if isinstance(item, float) or len(item) > MAX_LINE_BYTES:
+        return None
+    try:
+        return item.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        return None
+
+
+def _predicted(items) -> tuple[int, int | None, int]:
+    """What the engine owes ``items``: the number of GTP answers before ``ugi`` or ``quit`` (one per
+    line that is not empty or a comment, a refused line included), the index of the item that switches
+    to UGI (``None``: no switch), and the number of ``readyok`` after it (one per ``isready`` before a
+    ``quit``)."""
+    answers, switch = 0, None
+    for i, item in enumerate(items):
+        if isinstance(item, float):
+            continue
+        text = _decoded(item)
+        if text is None:
+            answers += 1
+            continue
+        if not text or text.startswith("#"):
+            continue
+        words = text.split()
+        if words[0].isascii() and words[0].isdigit() and len(words[0]) <= 9:
+            words = words[1:]
+        if words and words[0].lower() == "ugi":
+            switch = i
+            break
+        answers += 1
+        if words and words[0].lower() == "quit":
+            return answers, None, 0
+    ready = 0
+    for item in items[switch + 1:] if switch is not None else ():
+        text = _decoded(item)
+        if not text or text.startswith("#"):
+            continue
+        word = text.split()[0].lower()
+        if word == "quit":
+            break
+        ready += word == "isready"
+    return answers, switch, ready
+
+
+_UGI_LINE = re.compile(r"(id (name|author) .+|option name \S+ type .+|ugiok|readyok|bestmove \S+|response \S+"
+                       r"|info nodes \d+ score cp -?\d+ pv[ \S]*|info string error: .+)")
+
+
+def check_engine_stream(items) -> None:
+    """Drive a fresh engine with ``items`` (engine_items) in a thread, then check its whole output."""
+    out = _Out()
+    eng = Engine(out, agent=engine_agent())
+
+    def feed():
+        for item in items:
+            if isinstance(item, float):
+                time.sleep(item)
+            else:
+                yield from command_lines(io.BytesIO(item + b"\n"))
+
+    runner = threading.Thread(target=eng.run, args=(feed(),), daemon=True)
+    runner.start()
+    runner.join(STREAM_SECONDS)
+    assert not runner.is_alive(), f"the engine hung on {items!r}"
+    assert not eng.searching
+    lines = out.lines()
+    answers, switch, ready = _predicted(items)
+    k = blocks = 0
+    while k < len(lines) and not lines[k].startswith("id name "):
+        head = lines[k]
+        assert re.fullmatch(r"[=?]\d{0,9}( .*)?", head), (head, items)
+        end = lines.index("", k)
+        if head.startswith("?"):
+            assert end == k + 1 and len(head) <= MAX_ERROR_CHARS + 12, (head, items)  # one `?` line
+        blocks, k = blocks + 1, end + 1
+    assert blocks == answers, (blocks, answers, lines, items)
+    assert (switch is not None) == (k < len(lines)), (lines, items)
+    ugi = lines[k:]
+    for line in ugi:
+        assert _UGI_LINE.fullmatch(line), (line, items)
+        assert not line.startswith("info string error: ") or len(line) <= MAX_ERROR_CHARS + 20, line
+    assert sum(line == "readyok" for line in ugi) == ready, (ugi, items)
+    gos = sum(1 for item in items if (_decoded(item) or "").startswith("go"))
+    assert sum(line.startswith("bestmove ") for line in ugi) <= gos, (ugi, items)
+
+
+@settings(max_examples=40, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.lists(engine_items(_GTP_COMMANDS), max_size=10), ugi_streams())
+def test_fuzz_engine_command_stream(gtp_items, ugi_items):
+    """GTP commands (a ``ugi`` among them switches early, a ``quit`` ends the stream), then ``ugi`` and
+    UGI commands with searches interrupted (the section's comment says what is checked)."""
+    check_engine_stream([*gtp_items, b"ugi", *ugi_items])
+
+
+def test_engine_soak():
+    """A bounded soak: random command streams (both dialects, searches stopped and interrupted, pauses)
+    for about 1.5 seconds, each stream checked as in the fuzz test."""
+    import random
+
+    rng = random.Random(62)
+    vocabulary = [c.encode() for c in _GTP_COMMANDS + _UGI_COMMANDS] + [_OVER_LONG, _NOT_UTF8, 0.0, 0.005]
+    engine_agent()
+    end = time.perf_counter() + 1.5
+    streams = 0
+    while time.perf_counter() < end:
+        items = [rng.choice(vocabulary) for _ in range(rng.randint(1, 30))]
+        check_engine_stream(items)
+        streams += 1
+    assert streams >= 3
