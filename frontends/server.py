@@ -5,10 +5,16 @@ script, CSS; no build step, nothing loaded from elsewhere: the Content-Security-
 origin only). They are read once when the app is made and served from memory by name, so no path
 from a request ever reaches the file system.
 
-JSON API (every error is ``{"error": "one line"}`` with status 400, 404 for an unknown game, 413 for
-a body over ``max_body`` bytes, 422 for a malformed request):
+JSON API (every error, also those raised outside the handlers, is ``{"error": "one line"}``: 400 for
+bad input (also a body that is not UTF-8 or nests too deeply), 403 for an agent off the allow-list,
+404 for an unknown game or route, 405 for a method a route does not take, 409 for a request the game
+cannot take now, 413 for a body over ``max_body`` bytes (chunked bodies counted as they arrive), 422
+for a malformed request). Agents come from an allow-list fixed at start-up (``session.Sessions``): the
+operator's specs (``serve --agent``) and the registered agents without their options that name files;
+a request never names a path (``docs/server.md``: the trust model and the limits).
 
-- ``GET /api/config``: agents, the default agent, ruleset fields and defaults, limits;
+- ``GET /api/config``: agents (the operator's specs first), the default agent, ruleset fields and
+  defaults, limits;
 - ``POST /api/games`` (``session.NewGame``): a new game, returns its view (``session.GameSession.view``);
 - ``GET /api/games/{id}``: the view; ``POST .../options`` ``{"path": [...], "jump": bool}``: what may
   follow the clicks (``session.input_options``); ``POST .../move`` ``{"move": "e5-e6/c3"}`` or
