@@ -17,15 +17,17 @@ from frontends.cli_base import MAX_SEED, RuleOption, app, ruleset_from, train_er
 def serve(
     host: Annotated[str, typer.Option(help="Address to bind (default: this machine only).")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=1, max=65535, help="TCP port.")] = 8000,
-    agent: Annotated[str, typer.Option(help="The default opponent's agent spec on the new-game form.")] = "jfa",
-    max_games: Annotated[int, typer.Option(min=1, help="Games kept at once (the least recently used goes).")] = 32,
+    agent: Annotated[Optional[list[str]], typer.Option(help="An agent spec the board offers; the first is the new-game form's default (jfa when none). Repeat it to offer more; only these may name weights files (a browser may not; docs/server.md).")] = None,
+    max_games: Annotated[int, typer.Option(min=1, max=1024, help="Games kept at once, and as many reviews (the least recently used goes).")] = 32,
 ):
     """A browser board: play against any agent, see its search, review records (FastAPI + uvicorn)."""
     from frontends.server import serve as run_server
     from train.matches.arena import check_agent_spec
 
-    check_agent_spec(agent, "--agent")
-    run_server(host, port, default_agent=agent, max_games=max_games)
+    specs = agent or ["jfa"]
+    for spec in specs:
+        check_agent_spec(spec, "--agent")
+    run_server(host, port, default_agent=specs[0], max_games=max_games, agents=specs[1:])
 
 
 @app.command()

@@ -5,10 +5,16 @@ script, CSS; no build step, nothing loaded from elsewhere: the Content-Security-
 origin only). They are read once when the app is made and served from memory by name, so no path
 from a request ever reaches the file system.
 
-JSON API (every error is ``{"error": "one line"}`` with status 400, 404 for an unknown game, 413 for
-a body over ``max_body`` bytes, 422 for a malformed request):
+JSON API (every error, also those raised outside the handlers, is ``{"error": "one line"}``: 400 for
+bad input (also a body that is not UTF-8 or nests too deeply), 403 for an agent off the allow-list,
+404 for an unknown game or route, 405 for a method a route does not take, 409 for a request the game
+cannot take now, 413 for a body over ``max_body`` bytes (chunked bodies counted as they arrive), 422
+for a malformed request). Agents come from an allow-list fixed at start-up (``session.Sessions``): the
+operator's specs (``serve --agent``) and the registered agents without their options that name files;
+a request never names a path (``docs/server.md``: the trust model and the limits).
 
-- ``GET /api/config``: agents, the default agent, ruleset fields and defaults, limits;
+- ``GET /api/config``: agents (the operator's specs first), the default agent, ruleset fields and
+  defaults, limits;
 - ``POST /api/games`` (``session.NewGame``): a new game, returns its view (``session.GameSession.view``);
 - ``GET /api/games/{id}``: the view; ``POST .../options`` ``{"path": [...], "jump": bool}``: what may
   follow the clicks (``session.input_options``); ``POST .../move`` ``{"move": "e5-e6/c3"}`` or
@@ -35,7 +41,8 @@ from fastapi import Path, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from core.errors import JiuError
-from frontends.session import MAX_SECONDS, MAX_SIMULATIONS, GameError, NewGame, Sessions, move_from_input
+from frontends.session import (MAX_SECONDS, MAX_SIMULATIONS, GameError, NewGame, NotOfferedError, Sessions,
+                               move_from_input)
 
 MAX_BODY = 1 << 20  # bytes: a JSON record of a 1,000-ply game is about 15 kB
 STATIC_FILES = {"index.html": "text/html; charset=utf-8", "board.js": "text/javascript; charset=utf-8",
@@ -72,8 +79,10 @@ class ReviewRequest(BaseModel):
 
 
 class BodyLimit:
-    """ASGI middleware: refuse a request body over ``limit`` bytes with 413 (by Content-Length, and by
-    counting what arrives when the length is not given)."""
+    """ASGI middleware: refuse a request body over ``limit`` bytes with 413 ``{"error": ...}``, by its
+    Content-Length and by counting what arrives (a chunked body has no length). The body is read here,
+    at most ``limit`` bytes kept, before the app sees the request; the app then reads it from memory
+    (and later messages, such as a disconnect, from the connection)."""
 
     def __init__(self, app, limit: int = MAX_BODY) -> None:
         self.app, self.limit = app, limit
@@ -81,33 +90,36 @@ class BodyLimit:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
+        too_big = f"request body over {self.limit} bytes"
         for key, value in scope.get("headers", []):
             if key == b"content-length":
                 try:
-                    too_big = int(value) > self.limit
+                    if int(value) > self.limit:
+                        return await _send_error(send, 413, too_big)
                 except ValueError:
-                    too_big = True
-                if too_big:
-                    return await _send_error(send, 413, f"request body over {self.limit} bytes")
-        seen = 0
-
-        async def limited():
-            nonlocal seen
+                    return await _send_error(send, 400, "Content-Length is not a number")
+        chunks, seen = [], 0
+        while True:
             message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.limit:
-                    raise _TooLarge()
-            return message
+            if message["type"] != "http.request":  # the client went away before the body ended
+                return
+            chunk = message.get("body", b"")
+            seen += len(chunk)
+            if seen > self.limit:
+                return await _send_error(send, 413, too_big)
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body, replayed = b"".join(chunks), False
 
-        try:
-            await self.app(scope, limited, send)
-        except _TooLarge:
-            await _send_error(send, 413, f"request body over {self.limit} bytes")
+        async def replay():
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
 
-
-class _TooLarge(Exception):
-    pass
+        await self.app(scope, replay, send)
 
 
 async def _send_error(send, status: int, message: str) -> None:
@@ -123,20 +135,24 @@ def _static_files() -> dict[str, bytes]:
 
 
 def create_app(default_agent: str = "jfa", max_games: int = 32, max_body: int = MAX_BODY,
-               poll_seconds: float = 0.1):
-    """The FastAPI app (module docstring). ``default_agent`` fills the new-game form; at most
-    ``max_games`` games and as many reviews are kept; ``poll_seconds``: how often a running agent move
-    checks whether its page went away. ``app.state.sessions`` holds the games (``session.Sessions``)."""
+               poll_seconds: float = 0.1, agents: tuple[str, ...] | list[str] = ()):
+    """The FastAPI app (module docstring). ``default_agent`` fills the new-game form; ``agents``: more
+    specs the operator offers (with ``default_agent``, the only ones that may name weights files; see
+    ``session.Sessions``); at most ``max_games`` games and as many reviews are kept; ``max_body``: bytes
+    of a request body; ``poll_seconds``: how often a running agent move checks whether its page went
+    away. ``app.state.sessions`` holds the games (``session.Sessions``)."""
     from fastapi import FastAPI
     from fastapi.exceptions import RequestValidationError
     from fastapi.responses import JSONResponse, Response
     from starlette.concurrency import run_in_threadpool
+    from starlette.exceptions import HTTPException
 
     from core.records import jiu_to_record, record_from_json, record_to_jiu, record_to_json
     from core.rules import Ruleset
     from knowledge.plugins import REGISTRY
 
-    sessions = Sessions(max_games)
+    offered = list(dict.fromkeys([default_agent, *agents]))
+    sessions = Sessions(max_games, offered)
 
     @contextlib.asynccontextmanager
     async def lifespan(app):
@@ -157,11 +173,41 @@ def create_app(default_agent: str = "jfa", max_games: int = 32, max_body: int = 
     async def _jiu_error(request: Request, exc: JiuError):
         return JSONResponse({"error": str(exc)}, status_code=400)
 
+    @app.exception_handler(NotOfferedError)
+    async def _not_offered(request: Request, exc: NotOfferedError):
+        return JSONResponse({"error": str(exc)}, status_code=403)
+
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError):
         err = exc.errors()[0] if exc.errors() else {"loc": (), "msg": "invalid request"}
+        if err.get("type") == "json_invalid":
+            reason = (err.get("ctx") or {}).get("error", "JSON decode error")
+            return JSONResponse({"error": f"request body: not valid JSON ({reason} at character {err['loc'][-1]})"},
+                                status_code=422)
         field = ".".join(str(x) for x in err.get("loc", ()) if x != "body") or "request"
         return JSONResponse({"error": f"{field}: {err.get('msg')}"}, status_code=422)
+
+    @app.exception_handler(HTTPException)
+    async def _http_error(request: Request, exc: HTTPException):
+        """Errors raised outside the handlers (routing, body parsing) in the API's ``{"error": ...}``."""
+        path = request.url.path if len(request.url.path) <= 80 else request.url.path[:80] + "..."
+        if exc.status_code == 404:
+            message = f"no such page or API route: {path}"
+        elif exc.status_code == 405:
+            message = f"method {request.method[:16]} is not allowed on {path}"
+        elif exc.status_code == 400 and isinstance(exc.__cause__, UnicodeDecodeError):
+            message = "request body: not UTF-8 text"
+        elif exc.status_code == 400 and isinstance(exc.__cause__, RecursionError):
+            message = "request body: JSON nested too deeply"
+        elif exc.status_code == 400 and exc.__cause__ is not None:
+            message = "request body: not valid JSON"
+        else:
+            message = str(exc.detail)
+        return JSONResponse({"error": message}, status_code=exc.status_code, headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(Exception)
+    async def _internal(request: Request, exc: Exception):
+        return JSONResponse({"error": f"internal error ({type(exc).__name__}); the server goes on"}, status_code=500)
 
     def page(name: str) -> Response:
         return Response(static[name], media_type=STATIC_FILES[name],
@@ -181,7 +227,8 @@ def create_app(default_agent: str = "jfa", max_games: int = 32, max_body: int = 
     @app.get("/api/config")
     def config():
         fields = {k: {"default": f.default, "type": str(f.annotation)} for k, f in Ruleset.model_fields.items()}
-        return {"agents": REGISTRY.names("agent"), "default_agent": default_agent, "rules": fields,
+        return {"agents": [*offered, *(n for n in REGISTRY.names("agent") if n not in offered)],
+                "default_agent": default_agent, "rules": fields,
                 "limits": {"seconds": MAX_SECONDS, "sims": MAX_SIMULATIONS, "body": max_body}}
 
     @app.post("/api/games", status_code=201)
@@ -276,24 +323,55 @@ def create_app(default_agent: str = "jfa", max_games: int = 32, max_body: int = 
     return app
 
 
-def serve(host: str = "127.0.0.1", port: int = 8000, default_agent: str = "jfa", max_games: int = 32) -> None:
-    """Run the board with uvicorn until interrupted (``python cli.py serve``)."""
+class ServeError(ValueError):
+    """``serve`` cannot start: the address does not resolve or the port cannot be bound (one line)."""
+
+
+def listening_socket(host: str, port: int):
+    """A TCP socket bound to ``host``:``port`` (``port`` 0: a free one), as uvicorn binds it
+    (``SO_REUSEADDR``, IPv6 for an address with ``:``). Raises :class:`ServeError` naming the address
+    and the reason (unknown host, port in use, no permission)."""
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (OSError, UnicodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise ServeError(f"serve: cannot resolve host {host!r} ({reason})") from None
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        raise ServeError(f"serve: cannot listen on {host}:{port} ({exc.strerror or exc})") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def serve(host: str = "127.0.0.1", port: int = 8000, default_agent: str = "jfa", max_games: int = 32,
+          agents: tuple[str, ...] | list[str] = ()) -> None:
+    """Run the board with uvicorn until interrupted (``python cli.py serve``). The socket is bound here
+    first (:func:`listening_socket`), so an address that cannot be used is one :class:`ServeError`."""
     import uvicorn
 
-    print(f"Jiu board on http://{host}:{port}/ (Ctrl-C stops it)", flush=True)
-    uvicorn.run(create_app(default_agent, max_games), host=host, port=port, log_level="warning")
+    sock = listening_socket(host, port)
+    try:
+        config = uvicorn.Config(create_app(default_agent, max_games, agents=agents), log_level="warning")
+        print(f"Jiu board on http://{host}:{port}/ (Ctrl-C stops it)", flush=True)
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        sock.close()
 
 
 @contextlib.contextmanager
 def running_server(app, host: str = "127.0.0.1", port: int = 0, timeout: float = 30.0):
     """Run ``app`` with uvicorn in a background thread (tests, screenshots); yields the base URL
     ``http://host:port`` once it accepts connections and stops it on exit. ``port=0`` picks a free port."""
-    import socket
-
     import uvicorn
 
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind((host, port))
+    sock = listening_socket(host, port)
     port = sock.getsockname()[1]
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True, name="uvicorn")

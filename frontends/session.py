@@ -39,6 +39,10 @@ class GameError(JiuError):
     """A request the game cannot take now (not your turn, game over, unknown game); the message says why."""
 
 
+class NotOfferedError(JiuError):
+    """An agent spec off the server's allow-list (``Sessions.check_agent``): it names a file."""
+
+
 class NewGame(BaseModel):
     """The new-game form. ``agent``: spec of the opponent; ``human``: ``"w"`` (White, places first) or
     ``"b"``; strength: ``sims`` simulations and/or ``seconds`` per move (search agents; ``None``: the
@@ -384,10 +388,16 @@ class ReviewSession:
 
 class Sessions:
     """The live games and reviews, at most ``max_games`` of each; the least recently used is closed
-    when a new one would exceed it. Ids are random tokens (``secrets.token_urlsafe``)."""
+    when a new one would exceed it. Ids are random tokens (``secrets.token_urlsafe``).
 
-    def __init__(self, max_games: int = 32) -> None:
+    Agents come from an allow-list fixed here, at start-up (:meth:`check_agent`): ``offered``, the
+    specs the operator gave (``serve --agent``; they may name weights files), and every registered
+    agent with any of its options except those that name a file (``knowledge.agents.file_options``).
+    A client's spec that names a file gets one error, the same whatever the file system holds."""
+
+    def __init__(self, max_games: int = 32, offered: tuple[str, ...] | list[str] = ()) -> None:
         self.max_games = max_games
+        self.offered = frozenset(spec.strip() for spec in offered)
         self.games: OrderedDict[str, GameSession] = OrderedDict()
         self.reviews: OrderedDict[str, ReviewSession] = OrderedDict()
         self.lock = threading.Lock()
@@ -400,23 +410,39 @@ class Sessions:
                 # closed off this lock: a game whose search is running closes when the search ends
                 threading.Thread(target=old.close, name="close-game", daemon=True).start()
 
-    def new_game(self, form: NewGame) -> GameSession:
-        """A new game from the form (``JiuError`` for bad rules, ``KeyError``/``ValueError``/``TypeError``
-        for a bad agent spec, as ``knowledge.agents.make_agent`` raises)."""
+    def check_agent(self, spec: str) -> None:
+        """Raise ``NotOfferedError`` unless ``spec`` is on the allow-list (class docstring): offered by the
+        operator, or naming no file. Reads the spec only (``SpecError`` if it does not parse)."""
+        from knowledge.agents import file_options
+
+        if spec.strip() in self.offered:
+            return
+        named = file_options(spec)
+        if named:
+            agent, option = named[0].split(":", 1)
+            raise NotOfferedError(f"agent {spec!r}: option {option!r} of {agent!r} names a file; this server plays its "
+                                  f"registered agents without file options and the specs its operator offers (serve --agent)")
+
+    def _make_agent(self, spec: str, seed: int):
         from knowledge.agents import make_agent
 
+        self.check_agent(spec)
+        return make_agent(spec, seed=seed)
+
+    def new_game(self, form: NewGame) -> GameSession:
+        """A new game from the form (``JiuError`` for bad rules or an agent off the allow-list,
+        ``KeyError``/``ValueError``/``TypeError`` for a bad agent spec, as ``knowledge.agents.make_agent``
+        raises)."""
         ruleset = Ruleset.parse(dict(form.rules))
-        agent = make_agent(form.agent, seed=form.seed)
+        agent = self._make_agent(form.agent, form.seed)
         session = GameSession(secrets.token_urlsafe(12), form, ruleset, agent)
         self._add(self.games, session)
         return session
 
     def new_review(self, record, agent_spec: str, sims: int | None, seconds: float | None) -> ReviewSession:
-        from knowledge.agents import make_agent
-
         if len(record.moves) > MAX_MOVES:
             raise GameError(f"record: {len(record.moves)} moves, more than the {MAX_MOVES} a review takes")
-        agent = make_agent(agent_spec, seed=0)
+        agent = self._make_agent(agent_spec, 0)
         probe = record.replay()[0]
         if searching_agent(agent, probe) is None:
             raise GameError(f"agent {agent_spec!r} does not search; a review needs a search agent (mcts, jfa)")

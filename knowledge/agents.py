@@ -522,6 +522,26 @@ def validate_agent_spec(spec: str, **overrides: Any) -> None:
         REGISTRY.check(part, "agent", **overrides)
 
 
+def file_options(spec: str) -> list[str]:
+    """The options of agent spec ``spec`` that name a file (``knowledge.registry.NAMES_FILE``: weights
+    paths; ``none`` names none), as ``"agent:option"``, looking into both parts of ``LAYOUT+BATTLE`` and into the agent specs
+    given as option values (``battle=slm:slm=FILE``). Reads the spec only, never the file system.
+    Raises ``SpecError`` for a spec that does not parse or names an unknown agent."""
+    from knowledge.registry import AGENT_SPEC, NAMES_FILE, flagged_options, parse_spec
+
+    found: list[str] = []
+    for part in _parts(spec):
+        name, options = parse_spec(part)
+        model = REGISTRY.entry(name, "agent").options
+        files, nested = flagged_options(model, NAMES_FILE), flagged_options(model, AGENT_SPEC)
+        for key, value in options.items():
+            if key in files and value.strip().lower() != "none":
+                found.append(f"{name}:{key}")
+            elif key in nested and value.strip() and value.strip() != "search":
+                found.extend(file_options(value))
+    return found
+
+
 def make_agent(spec: str, seed: int = 0, **overrides: Any):
     """An agent from a spec string: ``NAME[:k=v,...]`` or ``LAYOUT+BATTLE`` (each part a spec, e.g.
     ``expert+minimax:depth=2``, combined by :class:`PhasedAgent`), seeded with ``seed`` (both parts get

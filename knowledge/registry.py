@@ -58,6 +58,29 @@ class UnknownNameError(SpecError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+# ``json_schema_extra`` of an option field whose value names a file on this machine (weights paths:
+# ``slm=``, ``upper=``, ``lower=``, ``net=``), and of one whose value is itself an agent spec (``layout=``,
+# ``battle=``). A server refuses specs from its clients that use the first (``frontends.server``); the
+# second are looked into (``knowledge.agents.file_options``).
+NAMES_FILE = {"names_file": True}
+AGENT_SPEC = {"agent_spec": True}
+
+
+def flagged_options(model: type[BaseModel] | None, flag: dict[str, Any]) -> set[str]:
+    """The option names (field names and their input aliases) of ``model`` whose ``json_schema_extra``
+    has ``flag`` (:data:`NAMES_FILE`, :data:`AGENT_SPEC`); empty for a factory without an options model."""
+    out: set[str] = set()
+    for name, info in (model.model_fields.items() if model is not None else ()):
+        extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
+        if all(extra.get(k) == v for k, v in flag.items()):
+            out.add(name)
+            alias = info.validation_alias
+            out.update(c for c in getattr(alias, "choices", ()) if isinstance(c, str))
+            if isinstance(alias, str):
+                out.add(alias)
+    return out
+
+
 class Options(BaseModel):
     """Base of the option models of registered factories: frozen, no unknown keys, finite numbers.
     Give every field bounds and a ``description`` (shown by ``python cli.py agents``)."""

@@ -4,16 +4,18 @@
 
 - ``kind``: ``"slm"`` (layout policy/value, 196 actions), ``"upper"`` (battle policy/value over the
   48,804 upper actions) or ``"lower"`` (the HBM's DQN: one Q per (state after capture, upper action)).
-- ``blocks``: residual blocks in the trunk (each two 3x3 conv + BN + ReLU blocks, JFA Fig. 3).
-- ``channels``: trunk width.
-- ``value_hidden``: width of the hidden fully connected layer of the value / Q head.
+- ``blocks``: residual blocks in the trunk (each two 3x3 conv + BN + ReLU blocks, JFA Fig. 3), 1 to
+  ``MAX_BLOCKS`` (64).
+- ``channels``: trunk width, 1 to ``MAX_CHANNELS`` (512).
+- ``value_hidden``: width of the hidden fully connected layer of the value / Q head, 1 to
+  ``MAX_VALUE_HIDDEN`` (4096).
 - ``policy_head``: ``"conv"`` (1x1 convolutions, one output channel per action type per point,
   see ``nets.model``) or ``"fc"`` (AlphaZero-style: 2-channel 1x1 conv then one fully connected layer
   to every action; 19M weights for the upper net at 2 channels, so only sensible at paper scale).
   The lower net has no policy head and only accepts the default ``"conv"``.
-- ``action_embedding``: dimension of the upper-action embedding of the lower net (>= 1 for
-  ``lower``; must be 0 for the other kinds).
-- ``in_planes``: input feature planes, ``nets.features.NUM_PLANES``.
+- ``action_embedding``: dimension of the upper-action embedding of the lower net (1 to
+  ``MAX_ACTION_EMBEDDING`` (512) for ``lower``; must be 0 for the other kinds).
+- ``in_planes``: input feature planes, ``nets.features.NUM_PLANES`` (at most ``MAX_IN_PLANES``, 256).
 - ``tactics``: the trunk adds the fixed tactical planes of ``nets.tactics`` (squares a move into a
   point forms, stones a jump can take; computed from the input planes) to its input (default off).
 
@@ -54,6 +56,16 @@ PRECISIONS: tuple[str, ...] = get_args(Precision)
 KINDS: tuple[str, ...] = ("slm", "upper", "lower")
 PRESET_NAMES: tuple[str, ...] = ("paper", "tiny")
 
+# Upper bounds of the size fields, well above the ``paper`` preset (20 blocks, 256 channels, 256
+# hidden, embedding 64, 14 planes). They bound what a config (a net file's header, ``--set``) can ask
+# for: the largest net they allow has about 3 * 10^8 weights (1.2 GB in float32), where an unbounded
+# header could ask for terabytes. ``nets.io.load`` also checks a file's tensor shapes before building.
+MAX_BLOCKS = 64
+MAX_CHANNELS = 512
+MAX_VALUE_HIDDEN = 4096
+MAX_ACTION_EMBEDDING = 512
+MAX_IN_PLANES = 256
+
 
 class NetConfig(BaseModel):
     """Architecture of one net (see the module docstring)."""
@@ -61,12 +73,12 @@ class NetConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     kind: Kind
-    blocks: int = Field(ge=1)
-    channels: int = Field(ge=1)
-    value_hidden: int = Field(ge=1)
+    blocks: int = Field(ge=1, le=MAX_BLOCKS)
+    channels: int = Field(ge=1, le=MAX_CHANNELS)
+    value_hidden: int = Field(ge=1, le=MAX_VALUE_HIDDEN)
     policy_head: Literal["conv", "fc"] = "conv"
-    action_embedding: int = Field(default=0, ge=0)
-    in_planes: int = Field(default=NUM_PLANES, ge=1)
+    action_embedding: int = Field(default=0, ge=0, le=MAX_ACTION_EMBEDDING)
+    in_planes: int = Field(default=NUM_PLANES, ge=1, le=MAX_IN_PLANES)
     tactics: bool = False
 
     @model_validator(mode="after")

@@ -21,8 +21,10 @@ float32 the model computes in. Files without the key are float32.
 
 :func:`load` checks all of it and raises ``ValueError`` naming the file and the reason for: a file that is
 not a readable safetensors file (corrupt, truncated), a missing or foreign format tag, an encoding
-version other than the current one, an invalid config, a kind other than ``expected_kind``, missing,
-unexpected or mis-shaped tensors, and non-finite weights. A missing file raises ``FileNotFoundError``.
+version other than the current one, an invalid config (every size field bounded, ``nets.config``), a
+kind other than ``expected_kind``, missing, unexpected or mis-shaped tensors, and non-finite weights.
+The tensor names, dtypes and shapes in the header are checked against the config before any tensor is
+read or the model is built, so a file can only make :func:`load` allocate what it holds. A missing file raises ``FileNotFoundError``.
 :func:`read_metadata` reads the header only (cheap; for listings).
 """
 
@@ -45,6 +47,8 @@ from nets.model import build, with_tactics
 
 FORMAT = "jiu-jfa-net"
 FORMAT_VERSION = 1
+# torch dtypes of a net's state_dict -> the dtype names of a safetensors header
+_ST_DTYPES = {torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16", torch.int64: "I64"}
 
 
 def save(model: nn.Module, config: NetConfig, path: str | os.PathLike, extra: dict[str, Any] | None = None,
@@ -130,26 +134,39 @@ def load(path: str | os.PathLike, expected_kind: str | None = None,
     except json.JSONDecodeError as e:
         raise fail(f"extra metadata is not JSON ({e})") from e
 
+    # The header's names, dtypes and shapes against the config's, before any tensor is read or any
+    # weight allocated: the expected shapes come from the net built on the "meta" device (no storage).
+    with torch.device("meta"):
+        expected = {k: (v.dtype, tuple(v.shape)) for k, v in build(config).state_dict().items()}
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            header = {k: (f.get_slice(k).get_dtype(), tuple(f.get_slice(k).get_shape())) for k in f.keys()}
+    except Exception as e:
+        raise fail(f"tensor header unreadable ({e})") from e
+    missing = sorted(set(expected) - set(header))
+    unexpected = sorted(set(header) - set(expected))
+    if missing or unexpected:
+        raise fail(
+            f"tensors do not match the {config.kind} config: missing {missing[:5]}{' ...' if len(missing) > 5 else ''}"
+            f", unexpected {unexpected[:5]}{' ...' if len(unexpected) > 5 else ''}"
+        )
+    for k, (dtype, shape) in expected.items():
+        stored, stored_shape = header[k]
+        allowed = {_ST_DTYPES[dtype]} | ({"F16"} if storage == "float16" and dtype == torch.float32 else set())
+        if stored_shape != shape or stored not in allowed:
+            shown = next((str(t) for t, name in _ST_DTYPES.items() if name == stored), stored)
+            raise fail(f"tensor {k!r} is {shown} {stored_shape}, the config needs {dtype} {shape}")
+
     try:
         with safe_open(str(path), framework="pt") as f:
             tensors = {k: f.get_tensor(k) for k in f.keys()}
     except Exception as e:
         raise fail(f"tensor data unreadable ({e})") from e
     model = build(config)
-    expected = model.state_dict()
-    missing = sorted(set(expected) - set(tensors))
-    unexpected = sorted(set(tensors) - set(expected))
-    if missing or unexpected:
-        raise fail(
-            f"tensors do not match the {config.kind} config: missing {missing[:5]}{' ...' if len(missing) > 5 else ''}"
-            f", unexpected {unexpected[:5]}{' ...' if len(unexpected) > 5 else ''}"
-        )
-    for k, v in expected.items():
+    for k, v in model.state_dict().items():
         t = tensors[k]
-        if storage == "float16" and t.dtype == torch.float16 and v.dtype == torch.float32:
+        if t.dtype == torch.float16 and v.dtype == torch.float32:
             t = tensors[k] = t.float()
-        if t.shape != v.shape or t.dtype != v.dtype:
-            raise fail(f"tensor {k!r} is {t.dtype} {tuple(t.shape)}, the config needs {v.dtype} {tuple(v.shape)}")
         if t.is_floating_point() and not torch.isfinite(t).all():
             raise fail(f"tensor {k!r} has non-finite values")
     model.load_state_dict(tensors, strict=True)

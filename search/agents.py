@@ -72,7 +72,7 @@ from core.state import GameState
 from knowledge.agents import (AgentOptions, PhasedAgent, make_agent,
                               validate_agent_spec)
 from knowledge.plugins import REGISTRY
-from knowledge.registry import SpecError, register
+from knowledge.registry import AGENT_SPEC, NAMES_FILE, SpecError, register
 from nets.config import Precision
 from search.config import SIMS_MAX, SearchConfig, model_search_config, plugin_spec_or_none, preset, with_defaults
 from search.mcts import Search, SearchResult
@@ -262,11 +262,11 @@ class _NetOptions(SearchOptions):
     inference_threads: int = Field(2, ge=1, le=64, description="threads running the nets (nets.evaluator)")
     torch_threads: int | None = Field(None, ge=1, le=256, description="torch intra-op threads (default: nets.evaluator.default_num_threads)")
     precision: Precision = Field("float32", description="net arithmetic: float32, bfloat16 (faster on a CPU with native bfloat16) or auto (bfloat16 where native; nets.inference)")
-    slm: str | None = Field(None, description="SLM weights file (default: models/default/slm.safetensors)")
-    upper: str | None = Field(None, description="HBM upper weights file (default: models/default/upper.safetensors)")
-    lower: str | None = Field(None, description="HBM lower weights file, or none (default: the shipped one for the searched battle when victim_evaluator is none, none for a battle agent); giving it makes the lower net choose the searched battle's victims (victim_evaluator none)")
-    layout: str = Field("search", description="'search' (SLM search) or the spec of an agent playing the layout")
-    battle: str = Field("search", description="'search' (HBM search) or the spec of an agent playing the battle")
+    slm: str | None = Field(None, json_schema_extra=NAMES_FILE, description="SLM weights file (default: models/default/slm.safetensors)")
+    upper: str | None = Field(None, json_schema_extra=NAMES_FILE, description="HBM upper weights file (default: models/default/upper.safetensors)")
+    lower: str | None = Field(None, json_schema_extra=NAMES_FILE, description="HBM lower weights file, or none (default: the shipped one for the searched battle when victim_evaluator is none, none for a battle agent); giving it makes the lower net choose the searched battle's victims (victim_evaluator none)")
+    layout: str = Field("search", json_schema_extra=AGENT_SPEC, description="'search' (SLM search) or the spec of an agent playing the layout")
+    battle: str = Field("search", json_schema_extra=AGENT_SPEC, description="'search' (HBM search) or the spec of an agent playing the battle")
     epsilon: float = Field(0.0, ge=0, le=1, description="battle agent with lower=PATH: chance of a random victim candidate")
     final_victim_eval: str | None = Field(None, description="an evaluator plugin that re-chooses the square victims of the move the battle search plays (not those inside the tree), among the pruner's best victim_candidates sets: for a chooser too slow for every tree node (e.g. eval.expert:plies=2), or none")
 
@@ -326,11 +326,11 @@ NetOptions = with_defaults(_NetOptions, model_search_config(MODELS_DIR / "defaul
 
 
 class SlmOptions(NetOptions):
-    battle: str = Field("expert", description="'search' (HBM search) or the spec of an agent playing the battle")
+    battle: str = Field("expert", json_schema_extra=AGENT_SPEC, description="'search' (HBM search) or the spec of an agent playing the battle")
 
 
 class HbmOptions(NetOptions):
-    layout: str = Field("expert", description="'search' (SLM search) or the spec of an agent playing the layout")
+    layout: str = Field("expert", json_schema_extra=AGENT_SPEC, description="'search' (SLM search) or the spec of an agent playing the layout")
 
 
 # ============================================================================ factories
@@ -348,8 +348,8 @@ class _ShapeOptions(SearchOptions):
     layout move, JFA Fig. 5)."""
 
     prior: str = Field("prior.gaussian", description="layout prior plugin (papers/001 Eq. 10) as the search's policy, or none (uniform)")
-    battle: str = Field("expert", description="the spec of the agent playing the battle")
-    net: str | None = Field(None, description="SLM-kind weights trained with reward.shape (selfplay --model slm --reward reward.shape); default: no net")
+    battle: str = Field("expert", json_schema_extra=AGENT_SPEC, description="the spec of the agent playing the battle")
+    net: str | None = Field(None, json_schema_extra=NAMES_FILE, description="SLM-kind weights trained with reward.shape (selfplay --model slm --reward reward.shape); default: no net")
 
     @field_validator("net")
     @classmethod

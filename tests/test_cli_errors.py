@@ -1,7 +1,7 @@
 """Bad input to every command gives exactly one ``error: ...`` line on stderr and exit status 2: a table
 by class of fault (issue 12): integers out of range (A), unbounded or undecodable input (B), rules lost
 in conversion (E), counts that would never finish (G), usage errors and multi-line library errors (I),
-errors that must name their file or cause (J).
+errors that must name their file or cause (J), crafted net files (O, issue 62).
 
 Most rows run in-process through the command group (``OneLineErrors`` replaces Typer's usage box for
 ``CliRunner`` too); a few run ``python cli.py`` in a subprocess to check the real entry point.
@@ -47,18 +47,21 @@ def files(tmp_path_factory):
     (d / "recs").mkdir()
     write_json(GameRecord.from_moves(moves, rules), d / "recs" / "game.json")
     _bad_config_net(d / "badconfig.safetensors")
+    _bad_config_net(d / "huge.safetensors", {"kind": "upper", "blocks": 6, "channels": 10**6, "value_hidden": 64})
+    _bad_config_net(d / "shapes.safetensors", {"kind": "upper", "blocks": 64, "channels": 512, "value_hidden": 4096})
     return d
 
 
-def _bad_config_net(path: Path) -> None:
-    """A net file in the project's format whose stored config fails validation (channels = -3)."""
+def _bad_config_net(path: Path, config: dict | None = None) -> None:
+    """A net file in the project's format whose stored config fails validation (default channels = -3),
+    or whose one tensor does not match the ``config`` given (issue 62, O: a header asking for 160 GB)."""
     import torch
     from safetensors.torch import save_file
 
     from nets.config import ENCODING_VERSION
     from nets.io import FORMAT, FORMAT_VERSION
 
-    config = {"kind": "slm", "blocks": 1, "channels": -3}
+    config = config or {"kind": "slm", "blocks": 1, "channels": -3}
     save_file({"w": torch.zeros(1)}, str(path), metadata={
         "format": FORMAT, "format_version": str(FORMAT_VERSION), "encoding_version": str(ENCODING_VERSION),
         "config": json.dumps(config), "extra": "{}"})
@@ -102,6 +105,8 @@ CASES = [
     ("I", ["apply", "-" + START_JFEN, "g7"], "goes after '--'"),
     ("I", ["perft"], "Missing argument"),
     ("I", ["export-net", "{d}/badconfig.safetensors", "--out", "{d}/exported"], "invalid net config: field 'channels'"),
+    ("O", ["export-net", "{d}/huge.safetensors", "--out", "{d}/exported"], "huge.safetensors: invalid net config: field 'channels': Input should be less than or equal to 512"),
+    ("O", ["export-net", "{d}/shapes.safetensors", "--out", "{d}/exported"], "shapes.safetensors: tensors do not match the upper config"),
     ("I", ["legal", "--fen", START_JFEN, "-r", "loss_below=4", "-r", "loss-below=5"], "given twice"),
     # J. errors that say what
     ("J", ["selfplay", "--config", "{d}/config.json"], "config file {d}/config.json: not utf-8"),

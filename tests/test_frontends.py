@@ -9,6 +9,8 @@ import threading
 import time
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from fastapi.testclient import TestClient
 
 from core.errors import IllegalMoveError
@@ -266,3 +268,178 @@ def test_a_failing_agent_is_a_game_error_and_the_game_goes_on():
     session.agent = make_agent("random")
     stop, generation = session.begin_agent_move()
     assert session.agent_move(stop, generation)["moves"]
+
+
+# ------------------------------------------------------------------ hardening (issue 62: causes S, T, U)
+def _one_error(r) -> str:
+    """The response is exactly one ``{"error": "one line"}`` object; returns the line."""
+    body = r.json()
+    assert isinstance(body, dict) and list(body) == ["error"], r.text
+    assert isinstance(body["error"], str) and "\n" not in body["error"] and body["error"], r.text
+    return body["error"]
+
+
+def _chunks(n: int, size: int = 1 << 20):
+    for _ in range(n):
+        yield b" " * size
+
+
+JSON = {"content-type": "application/json"}
+
+
+@pytest.mark.parametrize("method, path, kwargs, status, message", [
+    ("GET", "/no/such/page", {}, 404, "no such page or API route: /no/such/page"),
+    ("DELETE", "/api/games", {}, 405, "method DELETE is not allowed on /api/games"),
+    ("PUT", "/", {}, 405, "method PUT"),
+    ("POST", "/api/games", {"content": b'{"agent": "\xff\xfe"}', "headers": JSON}, 400, "not UTF-8"),
+    ("POST", "/api/games", {"content": b"[" * 200_000 + b"]" * 200_000, "headers": JSON}, 400, "nested too deeply"),
+    ("POST", "/api/games", {"content": _chunks, "headers": JSON}, 413, "request body over 1048576 bytes"),
+    ("POST", "/api/games", {"content": b"{not json", "headers": JSON}, 422, "request body: not valid JSON"),
+    ("POST", "/api/games", {"content": b"1" * 10, "headers": {**JSON, "content-length": "x"}}, 400, "Content-Length"),
+])
+def test_errors_outside_the_handlers_are_one_json_error(client, method, path, kwargs, status, message):
+    if kwargs.get("content") is _chunks:  # a 3 MB chunked body: no Content-Length to refuse it by
+        kwargs = {**kwargs, "content": _chunks(3)}
+    r = client.request(method, path, **kwargs)
+    assert r.status_code == status, r.text
+    assert message in _one_error(r)
+
+
+def test_a_client_cannot_name_server_files(client, tmp_path):
+    """Any option naming a file, at any depth of the spec, gets the same 403 whether the file exists
+    or not (the answer depends on the spec's text only); operator specs may name files."""
+    present = tmp_path / "present.safetensors"
+    present.write_bytes(b"not a net")
+    for template in ("slm:slm={}", "jfa:upper={}", "jfa:lower={}", "hbm:sims=2,upper={}", "expert+slm:slm={}",
+                     "jfa:battle=shape:net={}", "shape:battle=hbm:upper={}"):
+        answers = set()
+        for path in (present, tmp_path / "missing.safetensors", "~/.bashrc", "/etc/passwd", tmp_path):
+            spec = template.format(path)
+            for url, body in (("/api/games", {"agent": spec}), ("/api/reviews", {"text": "x", "agent": spec})):
+                r = client.post(url, json=body)
+                if url == "/api/reviews" and r.status_code == 400:  # "x" is not a record: refused first
+                    continue
+                answers.add((url, r.status_code, _one_error(r).replace(str(path), "PATH")))
+        assert len(answers) == 1, answers
+        (_, status, message), = answers
+        assert status == 403 and "names a file" in message and "serve --agent" in message
+    assert client.post("/api/games", json={"agent": "jfa:lower=none,battle=expert,layout=random"}).status_code != 403
+    app = create_app("random", agents=[f"slm:slm={present}"])
+    app.state.sessions.check_agent(f" slm:slm={present} ")  # offered by the operator: allowed
+    with pytest.raises(Exception, match="names a file"):
+        app.state.sessions.check_agent(f"slm:slm={present},sims=3")
+    with TestClient(app) as c:
+        assert c.get("/api/config").json()["agents"][:2] == ["random", f"slm:slm={present}"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--host", "no-such-host.invalid"], "error: serve: cannot resolve host 'no-such-host.invalid'"),
+    (["--port", "PORT"], "error: serve: cannot listen on 127.0.0.1:PORT"),
+])
+def test_serve_start_up_failures_are_one_error_line(args, message):
+    import socket
+
+    from typer.testing import CliRunner
+
+    from cli import app
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = str(busy.getsockname()[1])
+        args = [a.replace("PORT", port) for a in args]
+        result = CliRunner().invoke(app, ["serve", "--agent", "random", *args])
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert result.exit_code == 2 and len(lines) == 1, (result.exit_code, result.stdout, result.stderr)
+    assert lines[0].startswith(message.replace("PORT", port)) and result.stdout == ""
+
+
+# JSON values of any shape, and bodies near the API's: known keys with values of any type.
+_json = st.recursive(st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats(allow_nan=False)
+                     | st.text(max_size=20), lambda inner: st.lists(inner, max_size=4)
+                     | st.dictionaries(st.text(max_size=8), inner, max_size=4), max_leaves=12)
+_KEYS = ["agent", "human", "sims", "seconds", "rules", "seed", "move", "path", "jump", "victims", "text", "format"]
+_AGENTS = ["random", "greedy", "expert", "mcts:sims=2", "nosuch", "random:seed=-1", "slm:slm=/etc/passwd",
+           "jfa:upper=~/x", "random+", "+", ":", "random:seed=1,seed=2", "expert+greedy", "a" * 200]
+_near = st.fixed_dictionaries({}, optional={
+    "agent": st.sampled_from(_AGENTS) | st.text(max_size=30),
+    "human": st.sampled_from(["w", "b", "x"]) | _json,
+    "sims": st.integers(-5, 200_000) | _json, "seconds": st.floats(-1, 100) | _json,
+    "rules": st.dictionaries(st.sampled_from(["max_battle_plies", "adjudicate", "loss_below", "x"]),
+                             st.integers(-3, 10**6) | st.text(max_size=8), max_size=3) | _json,
+    "seed": st.integers(-1, 2**40), "move": st.text(max_size=30) | _json,
+    "path": st.lists(st.sampled_from(["a1", "c3", "c5", "n14", "z9", ""]), max_size=5) | _json,
+    "jump": _json, "victims": _json, "text": st.text(max_size=40) | _json, "format": st.sampled_from(["json", "jiu", "x"]),
+}) | st.dictionaries(st.sampled_from(_KEYS), _json, max_size=4) | _json
+
+
+@given(body=_near | st.binary(max_size=40) | st.sampled_from([b"[" * 5000, b"\xff\xfe", b"{" * 3 + b"\x00"]),
+       route=st.sampled_from(["/api/games", "GAME/move", "GAME/options", "/api/reviews", "GAME/agent"]))
+@settings(max_examples=100, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+def test_fuzz_any_json_body_gives_a_success_or_one_4xx_error(fuzz_client, body, route):
+    """Any body (JSON near the API's or not, or bytes that are not JSON or not UTF-8) to any POST
+    route: a success or a 4xx that is one ``{"error": ...}``, never a 5xx."""
+    client, gid = fuzz_client
+    url = route.replace("GAME", f"/api/games/{gid}")
+    r = client.post(url, content=body, headers=JSON) if isinstance(body, bytes) else client.post(url, json=body)
+    assert r.status_code < 500, r.text
+    if r.status_code >= 400:
+        _one_error(r)
+
+
+@pytest.fixture(scope="module")
+def fuzz_client():
+    with TestClient(create_app("random", max_games=64), raise_server_exceptions=False) as c:
+        gid = c.post("/api/games", json={"agent": "random", "rules": SHORT}).json()["id"]
+        yield c, gid
+
+
+def test_soak_threads_against_a_real_server_no_5xx_no_hang():
+    """A bounded soak of ``serve``: 6 threads x 40 requests on 127.0.0.1, good and bad bodies mixed,
+    games evicted under load (max_games=3): no 5xx, every error one JSON object, done in 60 s."""
+    import random
+
+    import httpx
+
+    bad = [("POST", "/api/games", {"content": b"{oops", "headers": JSON}),
+           ("POST", "/api/games", {"json": {"agent": "slm:slm=/etc/passwd"}}),
+           ("POST", "/api/games", {"json": {"agent": "random", "human": 3}}),
+           ("GET", "/no/such/route", {}), ("PATCH", "/api/games", {}),
+           ("POST", "/api/games", {"content": b"[" * 50_000, "headers": JSON}),
+           ("POST", "/api/games", {"content": b"\xff" * 10, "headers": JSON}),
+           ("POST", "/api/reviews", {"json": {"text": "not a record"}})]
+    failures, statuses = [], []
+
+    def worker(seed: int) -> None:
+        rng = random.Random(seed)
+        games: list[str] = []
+        with httpx.Client(base_url=base, timeout=20) as http:
+            for _ in range(40):
+                roll = rng.random()
+                if roll < 0.25 or not games:
+                    r = http.post("/api/games", json={"agent": "random", "rules": SHORT, "human": rng.choice("wb")})
+                    if r.status_code == 201:
+                        games.append(r.json()["id"])
+                elif roll < 0.5:
+                    r = http.post(f"/api/games/{rng.choice(games)}/agent")
+                elif roll < 0.65:
+                    r = http.get(f"/api/games/{rng.choice(games)}")
+                elif roll < 0.7:
+                    r = http.post("/api/games", content=_chunks(2, 1 << 20), headers=JSON)
+                else:
+                    method, path, kwargs = rng.choice(bad)
+                    r = http.request(method, path, **kwargs)
+                statuses.append(r.status_code)
+                if r.status_code >= 500 or (r.status_code >= 400 and list(r.json()) != ["error"]):
+                    failures.append((r.request.method, r.request.url.path, r.status_code, r.text[:200]))
+
+    t0 = time.monotonic()
+    with running_server(create_app("random", max_games=3)) as base:
+        threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(max(0.0, 60 - (time.monotonic() - t0)))
+        assert not any(t.is_alive() for t in threads), "the soak did not finish in 60 s"
+    assert not failures, failures[:5]
+    assert len(statuses) == 240 and {201, 404, 413, 403} <= set(statuses)
