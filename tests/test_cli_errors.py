@@ -120,6 +120,19 @@ CASES = [
     ("J", ["diagnose", "models/default", "--value-drift", "4", "--drift-ends", "end"], "--drift-ends: ends must be one of result, drop"),
     ("J", ["diagnose", "models/default", "--value-drift", "4", "--value-eval", "eval.nope"], "evaluator: unknown evaluator"),
     ("J", ["diagnose", "models/default", "--value-drift", "4", "--shards", "{d}"], "the drift value is scored on records"),
+    # issue 62 Q: the experiment's options have the other commands' bounds
+    ("Q", ["experiment", "table5", "--workers", "1000", "--out", "{d}/exp"], "--workers"),
+    ("Q", ["experiment", "table5", "--seed", str(2**70), "--out", "{d}/exp"], "--seed"),
+    # issue 62 V: messages name the right thing, once
+    ("V", ["export-net", "{d}", "--out", "{d}/x.safetensors"], "net file {d}: is a directory, not a regular file"),
+    ("V", ["export-net", "/dev/zero", "--out", "{d}/x.safetensors"], "/dev/zero: is a device, not a regular file"),
+    ("V", ["selfplay", "--set", "gate.expert=bogus", "--run-dir", "{d}/sp"], "error: --set gate.expert: unknown agent"),
+    ("V", ["selfplay", "--reward", "bogus", "--run-dir", "{d}/sp"], "error: --reward: unknown reward 'bogus'"),
+    ("V", ["selfplay", "-r", "max_battle_plies=0", "--run-dir", "{d}/sp"], "error: --rule max_battle_plies: "),
+    ("V", ["diagnose", "models/default", "--records", "{d}/config.json"], "error: {d}/config.json: not utf-8 text"),
+    # issue 62 remnants: pretraining records are checked before the pretraining games are played
+    ("V", ["selfplay", "--from-scratch", "--set", 'pretrain.records=["/nope"]', "--run-dir", "{d}/sp"],
+     "error: --set pretrain.records: /nope: no such file or directory"),
 ]
 
 
@@ -132,6 +145,14 @@ def test_bad_input_gives_one_error_line_and_status_2(files, cls, args, message):
     assert len(errors) == 1 and errors[0].startswith("error: "), result.stderr
     assert message.replace("{d}", str(files)) in errors[0]
     assert "Traceback" not in result.stdout + result.stderr
+
+
+def test_a_refused_selfplay_leaves_no_run_directory(tmp_path):
+    """Issue 62 V: a bad ``--reward`` is refused before the run directory is printed or made."""
+    run = tmp_path / "run"
+    result = runner.invoke(app, ["selfplay", "--reward", "bogus", "--run-dir", str(run)])
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1 and "run directory" not in result.stderr
+    assert not run.exists()
 
 
 @pytest.mark.parametrize("args", [
