@@ -175,3 +175,33 @@ def test_a_closed_pipe_ends_quietly():
     stderr = proc.stderr.read()
     proc.wait(timeout=120)
     assert "Traceback" not in stderr and "Error" not in stderr, stderr
+
+
+def test_a_damaged_numba_cache_is_repaired_once_with_one_line(tmp_path):
+    """Issue 62 remnant: an index file cut short (a full disk, a kill) made every command end in an
+    ``UnpicklingError`` traceback; ``core.jit`` removes it at import and says so once on stderr."""
+    import os
+    import pickle
+
+    import numba
+
+    from core.jit import _cache_dir
+
+    env = {**os.environ, "JIU_NUMBA_CACHE": str(tmp_path)}
+    code = "import core.jit, numba; print(numba.config.CACHE_DIR)"
+    cache = Path(subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
+                                timeout=120).stdout.strip())
+    assert cache.parent == tmp_path and cache.name == Path(_cache_dir()).name
+    good = pickle.dumps(numba.__version__) + pickle.dumps((("stamp", 1), {}))
+    (cache / "m").mkdir(parents=True)
+    (cache / "m" / "good.py312.nbi").write_bytes(good)
+    (cache / "m" / "cut.py312.nbi").write_bytes(good[: len(good) - 7])
+    (cache / "m" / "empty.py312.nbi").write_bytes(b"")
+    first = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
+                           timeout=120)
+    assert first.returncode == 0 and "Traceback" not in first.stderr
+    assert len(first.stderr.splitlines()) == 1 and "removed 2 damaged index file(s)" in first.stderr
+    assert sorted(p.name for p in (cache / "m").iterdir()) == ["good.py312.nbi"]
+    again = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
+                           timeout=120)
+    assert again.returncode == 0 and again.stderr == ""
