@@ -290,7 +290,9 @@ def load_spec(source: str | os.PathLike) -> ExperimentSpec:
         return ExperimentSpec.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
-        raise ExperimentError(f"{path}: field {_field(err['loc'])!r}: {_short(err['msg'], 200)}") from None
+        reason = str(err["ctx"]["error"]) if err["type"] == "value_error" else err["msg"]
+        where = f"field {_field(err['loc'])!r}: " if err["loc"] else ""
+        raise ExperimentError(f"{path}: {where}{_short(reason, 300)}") from None
 
 
 def parse_params(items: Sequence[str] | None) -> dict[str, Any]:
