@@ -10,12 +10,19 @@ digest of every module of the packages that hold kernels (``KERNEL_PACKAGES``: r
 knowledge kernels in ``knowledge``, encodings and feature planes in ``nets``, tree kernels in
 ``search``): any edit of one of them starts a fresh cache. The root is ``$JIU_NUMBA_CACHE``
 (default ``~/.cache/jiu-numba``).
+
+A damaged cache (an index file cut short by a full disk or a kill, which Numba would answer with an
+``UnpicklingError`` traceback on every command) is repaired at import: :func:`repair_cache` removes the
+index files that do not read back, the kernels they named are compiled again, and one line on stderr
+says so.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import pickle
+import sys
 from pathlib import Path
 
 import numba
@@ -57,7 +64,46 @@ def _cache_dir() -> str:
     return str(base / f"{digest.hexdigest()[:16]}-numba{numba.__version__}")
 
 
+def _index_reads(path: Path) -> bool:
+    """Whether a Numba index file reads back as Numba reads it (a pickled version, then a pickled
+    ``(stamp, overloads)`` pair)."""
+    try:
+        with open(path, "rb") as f:
+            pickle.load(f)
+            stamp, _ = pickle.loads(f.read())
+    except FileNotFoundError:
+        return True  # removed meanwhile (another process repairing it): nothing to do
+    except Exception:  # noqa: BLE001 - any failure to read back is damage: UnpicklingError, EOFError, ...
+        return False
+    return True
+
+
+def repair_cache(directory: str | os.PathLike) -> int:
+    """Remove the Numba index files (``*.nbi``) under ``directory`` that do not read back (their kernels
+    are compiled again and the index rewritten); the number removed. Data files (``*.nbc``) are left:
+    Numba overwrites them."""
+    removed = 0
+    root = Path(directory)
+    if not root.is_dir():
+        return 0
+    for index in root.rglob("*.nbi"):
+        if not _index_reads(index):
+            try:
+                index.unlink()
+                removed += 1
+            except FileNotFoundError:
+                pass
+    return removed
+
+
 numba.config.CACHE_DIR = _cache_dir()
+try:
+    _removed = repair_cache(numba.config.CACHE_DIR)
+except OSError:  # an unreadable cache directory: Numba reports it itself
+    _removed = 0
+if _removed:
+    print(f"warning: Numba cache {numba.config.CACHE_DIR}: removed {_removed} damaged index file(s); the kernels"
+          " they named are compiled again", file=sys.stderr)
 
 
 def kernel(fn):

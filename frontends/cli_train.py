@@ -78,7 +78,14 @@ def selfplay(
     line per phase and at least one a minute. Prints the run directory."""
     import shlex
 
-    from train.learning.config import apply_overrides, config_to_dict, read_config_file, validate_config
+    from train.learning.config import (
+        apply_overrides,
+        config_to_dict,
+        override_origins,
+        read_config_file,
+        resolve_names,
+        validate_config,
+    )
     from train.learning.modeldir import load_run_config
     from train.learning.pipeline import default_run_dir, run_pipeline
 
@@ -86,6 +93,11 @@ def selfplay(
              "backend": backend, "selfplay.reward": reward}
     typed = {k: v for k, v in typed.items() if v is not None}
     sets = [*(overrides or []), *_rule_overrides(rule)]
+    options = {"model": "--model", "iterations": "--iterations", "minutes": "--minutes", "workers": "--workers",
+               "seed": "--seed", "backend": "--backend", "selfplay.reward": "--reward"}
+    origins = override_origins(overrides, {f"ruleset.{k.partition('=')[0].strip().replace('-', '_')}":
+                                           f"--rule {k.partition('=')[0].strip()}" for k in rule or []})
+    origins.update({k: v for k, v in options.items() if k in typed})
     if resume is not None:
         if run_dir is not None:
             fail("give either --resume RUN_DIR or --run-dir DIR, not both")
@@ -94,7 +106,7 @@ def selfplay(
         if from_scratch:
             fail("--from-scratch cannot be combined with --resume (the run keeps how it started)")
         base = config_to_dict(load_run_config(resume))
-        cfg = validate_config(apply_overrides(apply_overrides(base, sets), typed))
+        cfg = validate_config(apply_overrides(apply_overrides(base, sets), typed), origins=origins)
         target, is_resume = resume, True
     else:
         from train.learning.modeldir import read_model_config
@@ -111,8 +123,9 @@ def selfplay(
                 fail(f"--model-dir {model_dir}: no nets (slm/upper/lower.safetensors) to continue from; "
                      "use --from-scratch")
             data = {**data, "init_dir": str(model_dir)}
-        cfg = validate_config(apply_overrides(apply_overrides(data, sets), typed), source)
+        cfg = validate_config(apply_overrides(apply_overrides(data, sets), typed), source, origins)
         target, is_resume = (run_dir if run_dir is not None else default_run_dir()), False
+    resolve_names(cfg, origins)  # every name and file the run will use, before anything is printed or made
     typer.echo(f"run directory: {target}", err=True)
     progress = "off" if no_progress or json_out else "auto"
     if is_resume and export is not None and iterations is None and minutes is None:

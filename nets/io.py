@@ -80,12 +80,25 @@ def save(model: nn.Module, config: NetConfig, path: str | os.PathLike, extra: di
     return path
 
 
+def _not_a_file(path: Path) -> str:
+    """What an existing path that is not a regular file is, for an error message."""
+    for test, what in ((path.is_dir, "a directory"), (path.is_fifo, "a FIFO"), (path.is_char_device, "a device"),
+                       (path.is_block_device, "a device"), (path.is_socket, "a socket")):
+        if test():
+            return f"is {what}, not a regular file"
+    return "not a regular file"
+
+
 def read_metadata(path: str | os.PathLike) -> dict[str, str]:
     """The header metadata of a saved net (see the module docstring), validated only as far as the
-    format tag; ``ValueError`` for unreadable or foreign files, ``FileNotFoundError`` if missing."""
+    format tag; ``ValueError`` for unreadable or foreign files and for a path that is not a regular
+    file (a directory, a device such as ``/dev/zero``, a FIFO: the message says which),
+    ``FileNotFoundError`` if missing."""
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"net file {path} does not exist")
+        if not path.exists():
+            raise FileNotFoundError(f"net file {path} does not exist")
+        raise ValueError(f"net file {path}: {_not_a_file(path)}")
     try:
         with safe_open(str(path), framework="pt") as f:
             meta = f.metadata()

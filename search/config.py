@@ -56,6 +56,7 @@ from knowledge.registry import SEED_MAX, SpecError
 
 SIMS_MAX = 1_000_000  # simulations per move a configuration accepts (a search keeps at most max_nodes nodes)
 SECONDS_MAX = 3600.0  # seconds (wall time) per move a search accepts: the time budget's bound, as SIMS_MAX is the simulations'
+THREADS_MAX = 256  # WU-UCT search threads a configuration accepts
 MAX_NODES = 50_000_000  # tree capacity a configuration accepts (search.tree allocates it up front)
 TD_LAYOUT_PRIOR = "prior.gaussian"  # the Eq. 10 feedback of TD backups when layout_prior is None (papers/001)
 AGENT_FILE = "agent.toml"  # a model directory's play settings (model_search_config)
@@ -212,7 +213,7 @@ class SearchConfig(BaseModel):
 
     simulations: int = Field(400, ge=1, le=SIMS_MAX, validation_alias=_alias("simulations", "sims"),
                              description="simulations per move (old name: sims)")
-    threads: int = Field(1, ge=1, le=256, description="WU-UCT search threads")
+    threads: int = Field(1, ge=1, le=THREADS_MAX, description="WU-UCT search threads")
     c_puct: float = Field(1.5, gt=0, le=1000, description="exploration constant of Eq. 1")
     formula: Literal["puct", "printed"] = Field("puct", description="Eq. 1: standard PUCT or as printed in JFA")
     fpu_reduction: float | None = Field(None, ge=-2, le=2, description="an unvisited child's Q is the parent's mean value minus this (none: 0.2 for puct, 0 for printed)")

@@ -125,6 +125,19 @@ CASES = [
     ("J", ["diagnose", "models/default", "--value-drift", "4", "--drift-ends", "end"], "--drift-ends: ends must be one of result, drop"),
     ("J", ["diagnose", "models/default", "--value-drift", "4", "--value-eval", "eval.nope"], "evaluator: unknown evaluator"),
     ("J", ["diagnose", "models/default", "--value-drift", "4", "--shards", "{d}"], "the drift value is scored on records"),
+    # issue 62 Q: the experiment's options have the other commands' bounds
+    ("Q", ["experiment", "table5", "--workers", "1000", "--out", "{d}/exp"], "--workers"),
+    ("Q", ["experiment", "table5", "--seed", str(2**70), "--out", "{d}/exp"], "--seed"),
+    # issue 62 V: messages name the right thing, once
+    ("V", ["export-net", "{d}", "--out", "{d}/x.safetensors"], "net file {d}: is a directory, not a regular file"),
+    ("V", ["export-net", "/dev/zero", "--out", "{d}/x.safetensors"], "/dev/zero: is a device, not a regular file"),
+    ("V", ["selfplay", "--set", "gate.expert=bogus", "--run-dir", "{d}/sp"], "error: --set gate.expert: unknown agent"),
+    ("V", ["selfplay", "--reward", "bogus", "--run-dir", "{d}/sp"], "error: --reward: unknown reward 'bogus'"),
+    ("V", ["selfplay", "-r", "max_battle_plies=0", "--run-dir", "{d}/sp"], "error: --rule max_battle_plies: "),
+    ("V", ["diagnose", "models/default", "--records", "{d}/config.json"], "error: {d}/config.json: not utf-8 text"),
+    # issue 62 remnants: pretraining records are checked before the pretraining games are played
+    ("V", ["selfplay", "--from-scratch", "--set", 'pretrain.records=["/nope"]', "--run-dir", "{d}/sp"],
+     "error: --set pretrain.records: /nope: no such file or directory"),
 ]
 
 
@@ -137,6 +150,14 @@ def test_bad_input_gives_one_error_line_and_status_2(files, cls, args, message):
     assert len(errors) == 1 and errors[0].startswith("error: "), result.stderr
     assert message.replace("{d}", str(files)) in errors[0]
     assert "Traceback" not in result.stdout + result.stderr
+
+
+def test_a_refused_selfplay_leaves_no_run_directory(tmp_path):
+    """Issue 62 V: a bad ``--reward`` is refused before the run directory is printed or made."""
+    run = tmp_path / "run"
+    result = runner.invoke(app, ["selfplay", "--reward", "bogus", "--run-dir", str(run)])
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1 and "run directory" not in result.stderr
+    assert not run.exists()
 
 
 @pytest.mark.parametrize("args", [
@@ -159,3 +180,33 @@ def test_a_closed_pipe_ends_quietly():
     stderr = proc.stderr.read()
     proc.wait(timeout=120)
     assert "Traceback" not in stderr and "Error" not in stderr, stderr
+
+
+def test_a_damaged_numba_cache_is_repaired_once_with_one_line(tmp_path):
+    """Issue 62 remnant: an index file cut short (a full disk, a kill) made every command end in an
+    ``UnpicklingError`` traceback; ``core.jit`` removes it at import and says so once on stderr."""
+    import os
+    import pickle
+
+    import numba
+
+    from core.jit import _cache_dir
+
+    env = {**os.environ, "JIU_NUMBA_CACHE": str(tmp_path)}
+    code = "import core.jit, numba; print(numba.config.CACHE_DIR)"
+    cache = Path(subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
+                                timeout=120).stdout.strip())
+    assert cache.parent == tmp_path and cache.name == Path(_cache_dir()).name
+    good = pickle.dumps(numba.__version__) + pickle.dumps((("stamp", 1), {}))
+    (cache / "m").mkdir(parents=True)
+    (cache / "m" / "good.py312.nbi").write_bytes(good)
+    (cache / "m" / "cut.py312.nbi").write_bytes(good[: len(good) - 7])
+    (cache / "m" / "empty.py312.nbi").write_bytes(b"")
+    first = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
+                           timeout=120)
+    assert first.returncode == 0 and "Traceback" not in first.stderr
+    assert len(first.stderr.splitlines()) == 1 and "removed 2 damaged index file(s)" in first.stderr
+    assert sorted(p.name for p in (cache / "m").iterdir()) == ["good.py312.nbi"]
+    again = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
+                           timeout=120)
+    assert again.returncode == 0 and again.stderr == ""

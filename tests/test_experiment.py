@@ -266,3 +266,81 @@ def test_backups_spec_builds_agents_differing_only_in_the_backup():
         assert diff == {"search.backup": (mode, "mean")}
     diff = config_diff(agent_config(rows["hybrid-vs-mean"]["a"]), agent_config(rows["hybrid-vs-mean"]["b"]))
     assert diff == {"search.backup": ("hybrid", "mean")}
+
+
+# ---------------------------------------------------------------------------- issue 62: bounds, placeholders, lock
+DT_SPEC = {"name": "dt", "title": "decision time", "kind": "decision-time", "simulations": [4], "threads": 2}
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"steps": 10**24}, "field 'steps': Input should be less than or equal to 100000"),
+    ({"games": 10**24}, "field 'games': Input should be less than or equal to 1000000"),
+    ({"bin_steps": 30, "steps": 20}, "bin_steps (30) must be at most steps (20)"),
+    ({"rows": [{"id": "r", "label": "r", "a": "random", "b": "random", "games": 10**24}]}, "field 'rows.0.games'"),
+    ({"params": {"capture": 10**30}}, "field 'params.capture"),
+    ({"name": "n" * 10_000}, "field 'name': String should have at most 64 characters"),
+    ({"kind": "decision-time", "rows": [], "simulations": [10**24]}, "field 'simulations.0'"),
+    ({"kind": "decision-time", "rows": [], "simulations": [4], "threads": 1000}, "field 'threads"),
+    ({"rows": [{"id": "r", "label": "r", "a": "greedy:capture={capture:>20000000}", "b": "random"}]},
+     "bad placeholder '{capture:>20000000}': a placeholder is {name}"),
+    ({"rows": [{"id": "r", "label": "r", "a": "greedy:capture={capture!r}", "b": "random"}]}, "bad placeholder"),
+    ({"rows": [{"id": "r", "label": "r", "a": "greedy:capture={0}", "b": "random"}]}, "bad placeholder '{0}'"),
+    ({"rows": [{"id": "r", "label": "r", "a": "greedy:capture=}", "b": "random"}]}, "unmatched"),
+])
+def test_every_spec_field_is_bounded_when_loaded(tmp_path, change, message):
+    """Issue 62 P: out-of-range values and format-string placeholders are refused by load_spec, before any
+    work, in one short line naming the field (they used to overflow, hang, fail after minutes, or print
+    a 20 MB line)."""
+    data = {"name": "b", "title": "bounds", "games": 2, "params": {"capture": 5},
+            "rows": [{"id": "r", "label": "r", "a": "greedy:capture={capture}", "b": "random"}], **change}
+    path = tmp_path / "b.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ExperimentError) as info:
+        load_spec(path)
+    assert message in str(info.value) and len(str(info.value)) < 400 and "\n" not in str(info.value)
+
+
+def test_placeholders_substitute_values_and_filled_values_are_bounded(tmp_path):
+    spec = ExperimentSpec(**{**DT_SPEC, "params": {"t": 2}, "threads": "{t}"})
+    assert resolve(spec)["threads"] == 2 and resolve(spec, {"t": 256})["threads"] == 256
+    for value in (1000, 0, 10**24, "x"):
+        with pytest.raises(ExperimentError, match=r"^field 'threads': .*1\.\.256"):
+            resolve(spec, {"t": value})
+    # a value is inserted as text, never interpreted: braces or format specs in it stay literal
+    row = ExperimentSpec(name="p", title="p", params={"x": "{y}"}, rows=[{"id": "r", "label": "r", "a": "a={x}",
+                                                                             "b": "random"}])
+    assert resolve(row)["rows"][0]["a"] == "a={y}"
+    with pytest.raises(ExperimentError, match="--games: must be an even number in 2..1000000"):
+        resolve(row, games=10**24)
+
+
+def test_experiment_seed_and_workers_have_the_other_commands_bounds(tmp_path):
+    spec = _spec(tmp_path)
+    with pytest.raises(ExperimentError, match=r"--seed: must be an integer in 0\.\.4294967295"):
+        run_experiment(spec, tmp_path / "s", workers=0, seed=2**70, progress=False)
+    assert not (tmp_path / "s").exists()
+    runner = CliRunner()
+    for args, message in ((["--workers", "1000"], "--workers"), (["--seed", str(2**70)], "--seed"),
+                          (["--seed", "-1"], "--seed")):
+        result = runner.invoke(app, ["experiment", "--spec", str(tmp_path / "tiny.toml"), "--out",
+                                     str(tmp_path / "o"), *args])
+        assert result.exit_code == 2 and message in result.stderr and len(result.stderr.splitlines()) == 1
+        assert not (tmp_path / "o").exists()
+
+
+def test_a_second_experiment_on_a_locked_directory_is_refused_at_once(tmp_path):
+    """Issue 62 R: ``experiment --out`` holds the run-directory lock, as ``arena --out`` does; a second
+    experiment on the directory is refused before it writes anything there."""
+    from train.jobs.rundir import DirectoryInUse, lock_dir
+
+    spec = _spec(tmp_path)
+    out = tmp_path / "run"
+    with lock_dir(out):
+        with pytest.raises(DirectoryInUse, match="is in use by pid"):
+            run_experiment(spec, out, workers=0, seed=3, progress=False)
+        result = CliRunner().invoke(app, ["experiment", "--spec", str(tmp_path / "tiny.toml"), "--out", str(out)])
+        assert result.exit_code == 2 and "is in use by pid" in result.stderr
+        assert len(result.stderr.splitlines()) == 1
+    assert not (out / "experiment.json").exists() and not (out / "result.json").exists()
+    # the lock files alone do not make the directory "another run"
+    assert run_experiment(spec, out, workers=0, seed=3, progress=False, rows=["greedy"])["complete"]

@@ -921,7 +921,7 @@ def test_shards_carry_their_format_and_encoding_version(tmp_path, states):
 
 
 @pytest.mark.parametrize("args, field", [
-    (["--reward", "bogus"], "selfplay.reward"),
+    (["--reward", "bogus"], "--reward: unknown reward"),  # the option that gave the value (issue 62 V)
     (["--set", "selfplay.aux_agent=nobody"], "selfplay.aux_agent"),
     (["--set", "gate.expert=expert:bogus=1"], "gate.expert"),
     (["--set", "selfplay.search.capture_pruner=prune.nothing"], "selfplay.search.capture_pruner"),

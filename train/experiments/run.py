@@ -19,6 +19,10 @@ Run directory (``--out``, default ``runs/experiments/<name>``), every file writt
     table.md           the table as the paper prints it, with the command, the budget and the paper's values
     *.png              the spec's plots (``train.matches.plots``)
 
+The run directory is locked while the experiment runs (``train.jobs.rundir.lock_dir``, as ``arena
+--out``): a second experiment on it is refused at once, before it reads or writes anything there, so
+``experiment.json`` and ``result.json`` always come from one run.
+
 Errors (bad spec file, unknown agent, unknown parameter, a run directory of another experiment) raise
 :class:`ExperimentError` with one line naming the field.
 """
@@ -46,9 +50,11 @@ Timer = Callable[..., dict]
 
 
 def _check_run_dir(out: Path, identity: dict[str, Any], resume: bool) -> None:
+    from train.jobs.rundir import LOCK_FILE, LOCK_INFO
+
     path = out / SPEC_FILE
     if not path.exists():
-        if out.exists() and any(out.iterdir()) and not resume:
+        if out.exists() and any(p.name not in (LOCK_FILE, LOCK_INFO) for p in out.iterdir()) and not resume:
             raise ExperimentError(f"--out {out}: exists and is not an experiment run directory; use another --out")
         return
     if not resume:
@@ -89,19 +95,23 @@ def run_experiment(
     """Run (or resume) an experiment and return its result dictionary (also ``result.json``;
     ``table.md`` and the plots beside it). ``games``: games per match row (even; default: the
     spec's); ``workers``: processes shared by all rows (``0``: in this process); ``seed``: the base
-    seed of every row; ``params``: placeholder values; ``rows``: row ids to run (default all);
-    ``resume``: continue the run in ``out_dir`` (without it an existing run is refused); ``timer``:
+    seed of every row, in ``0..core.playout.MAX_SEED`` (2**32 - 1); ``params``: placeholder values;
+    ``rows``: row ids to run (default all);
+    ``resume``: continue the run in ``out_dir`` (without it an existing run is refused; the directory
+    is locked for the run, another experiment on it is refused with ``DirectoryInUse``); ``timer``:
     the decision-time measurement (``bench.search.measure_decision_time``), required by
     ``decision-time`` experiments; ``command``: the command line, printed in ``table.md``.
 
     Raises ``ExperimentError`` (bad parameter, unknown agent, run directory of another experiment)
     or ``train.matches.arena.ArenaError`` (a failed game: finished games stay; rerun with ``--resume``)."""
-    from core.atomic import atomic_write_text
+    from core.playout import MAX_SEED
+    from train.jobs.rundir import lock_dir
 
     if workers < 0:
         raise ExperimentError(f"--workers: must be >= 0, got {workers}")
-    if seed < 0:
-        raise ExperimentError(f"--seed: must be >= 0, got {seed}")
+    if not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+        shown = seed if not isinstance(seed, int) or abs(seed) < 10**12 else f"{str(seed)[:12]}..."
+        raise ExperimentError(f"--seed: must be an integer in 0..{MAX_SEED}, got {shown}")
     resolved = resolve(spec, params, games, rows)
     problems = agent_problems(resolved)
     if problems:
@@ -119,8 +129,17 @@ def run_experiment(
     identity = {"format": RESULT_FORMAT + "-spec", "version": VERSION, "name": spec.name, "kind": spec.kind,
                 "seed": seed, "rules": ruleset.model_dump(), "threads": resolved.get("threads"),
                 "params": resolved["params"], "rows": resolved["rows"], "spec": spec.model_dump()}
-    _check_run_dir(out, identity, resume)
-    out.mkdir(parents=True, exist_ok=True)
+    if out.exists() and not out.is_dir():
+        raise ExperimentError(f"--out {out}: exists and is not a directory; use another --out")
+    with lock_dir(out):  # checked under the lock: a second experiment on `out` can neither pass nor race it
+        _check_run_dir(out, identity, resume)
+        return _run_locked(spec, resolved, identity, out, workers, seed, ruleset, progress, timer, command)
+
+
+def _run_locked(spec: ExperimentSpec, resolved: dict[str, Any], identity: dict[str, Any], out: Path, workers: int,
+                seed: int, ruleset: Ruleset, progress: bool, timer: Timer | None, command: str) -> dict[str, Any]:
+    from core.atomic import atomic_write_text
+
     _write_json(out / SPEC_FILE, identity)
     if spec.kind == "match":
         matches = _run_matches([r for r in resolved["rows"] if r["measure"] == "match"], out, workers, seed, ruleset,

@@ -18,7 +18,13 @@ kinds:
   import ``bench``).
 
 Specs may use ``{name}`` placeholders in agent specs and ``threads``; ``[params]`` gives their
-defaults and ``--param name=value`` overrides them (e.g. small simulation counts to try a spec).
+defaults and ``--param name=value`` overrides them (e.g. small simulation counts to try a spec). A
+placeholder is replaced by its value's text, nothing more: it is not a Python format string, and
+``{name:spec}``, ``{0}``, a stray ``{`` or ``}`` are refused.
+
+Every field is bounded when the spec is loaded, before any work (:data:`LIMITS`): games per row at
+most ``train.matches.arena.MAX_GAMES``, simulations at most ``search.config.SIMS_MAX``, threads at most
+``search.config.THREADS_MAX``, ``steps`` at most :data:`MAX_STEPS`, texts and lists of bounded length.
 
 :func:`list_experiments` lists the built-ins (``python cli.py experiment --list``). Running a spec is
 ``train.experiments.run``; its table and plots are ``train.experiments.tables``. Bad input (spec file, unknown
@@ -29,14 +35,15 @@ from __future__ import annotations
 
 import os
 import re
-import string
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from core.errors import JiuError
+from search.config import SIMS_MAX, THREADS_MAX
+from train.matches.arena import MAX_GAMES
 
 EXPERIMENTS_DIR = Path(__file__).resolve().parents[2] / "experiments"
 
@@ -67,22 +74,41 @@ class ExperimentError(JiuError):
 
 
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_PARAM = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+MAX_STEPS = 100_000  # plies of one squares run
+MAX_ROWS = 1_000  # rows of a match experiment, simulation counts of a decision-time one
+MAX_PARAMS = 100  # entries of [params], [rules], paper_values
+MAX_ID = 64  # characters of a name, a row id or a parameter name
+MAX_TEXT = 10_000  # characters of a title, a description, a paper reference, a label
+MAX_SPEC = 1_000  # characters of an agent spec or a parameter's text value
+MAX_NUMBER = 10**9  # magnitude of a numeric parameter or rule value
+LIMITS = {"games": MAX_GAMES, "simulations": SIMS_MAX, "threads": THREADS_MAX, "steps": MAX_STEPS, "rows": MAX_ROWS,
+          "params": MAX_PARAMS, "id": MAX_ID, "text": MAX_TEXT, "spec": MAX_SPEC, "number": MAX_NUMBER}
+Id = Annotated[str, Field(min_length=1, max_length=MAX_ID)]
+Text = Annotated[str, Field(max_length=MAX_TEXT)]
+AgentText = Annotated[str, Field(min_length=1, max_length=MAX_SPEC)]
+Number = Annotated[int, Field(ge=-MAX_NUMBER, le=MAX_NUMBER)]
+Finite = Annotated[float, Field(ge=-MAX_NUMBER, le=MAX_NUMBER, allow_inf_nan=False)]
+ParamValue = Number | Finite | Annotated[str, Field(max_length=MAX_SPEC)]
+RuleValue = Number | Annotated[str, Field(max_length=MAX_SPEC)]
+Sims = Annotated[int, Field(ge=1, le=SIMS_MAX)]
 
 
 class Row(BaseModel):
-    """One row of a ``match`` experiment: ``a`` vs ``b`` (agent spec strings, ``{param}`` allowed),
-    ``games`` (even; default: the experiment's), ``paper``: the paper's figures for this row, printed
-    beside ours."""
+    """One row of a ``match`` experiment: ``id`` (at most :data:`MAX_ID` characters), ``label``;
+    ``a`` vs ``b`` (agent spec strings of at most :data:`MAX_SPEC` characters, ``{param}`` allowed),
+    ``games`` (even, 2..``MAX_GAMES``; default: the experiment's), ``paper``: the paper's figures for
+    this row, printed beside ours."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    id: str
-    label: str
-    a: str
-    b: str | None = None
+    id: Id
+    label: Text
+    a: AgentText
+    b: AgentText | None = None
     measure: Literal["match", "squares"] = "match"
-    games: int | None = Field(None, ge=2)
-    paper: str = ""
+    games: int | None = Field(None, ge=2, le=MAX_GAMES)
+    paper: Text = ""
 
     @field_validator("id")
     @classmethod
@@ -115,28 +141,35 @@ class ExperimentSpec(BaseModel):
     overall per row, JFA Figs. 5-6; ``ablation``: win rate and ``ablation_time`` per row, JFA
     Table 5; ``squares``: the squares rows' squares per block of steps, papers/001 Fig. 5), ``steps``
     and ``bin_steps`` (squares rows); for ``decision-time``: ``simulations``, ``threads`` (int or ``"{param}"``), ``phases``,
-    ``paper_values`` (``{simulations: text}``)."""
+    ``paper_values`` (``{simulations: text}``).
+
+    Bounds (:data:`LIMITS`): ``games`` 2..``MAX_GAMES``; ``steps`` 1..:data:`MAX_STEPS` and
+    ``bin_steps`` 1..``steps``; each of ``simulations`` 1..``SIMS_MAX``, at most :data:`MAX_ROWS` of
+    them, as of ``rows``; ``threads`` 1..``THREADS_MAX`` (a ``"{param}"`` is checked once filled);
+    ``params``, ``rules``, ``paper_values`` at most :data:`MAX_PARAMS` entries, numbers within
+    +-:data:`MAX_NUMBER`, texts within :data:`MAX_SPEC` characters."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    name: str
-    title: str
-    paper: str = ""
-    description: str = ""
+    name: Id
+    title: Text
+    paper: Text = ""
+    description: Text = ""
     kind: Literal["match", "decision-time"] = "match"
-    params: dict[str, int | float | str] = {}
-    rules: dict[str, int | str] = {}
-    games: int = Field(100, ge=2)
-    columns: list[MatchColumn] = ["wins", "draws", "losses", "win_rate", "se", "ci95", "white", "black"]
-    rows: list[Row] = []
-    plots: list[Literal["win-rates", "ablation", "squares"]] = []
-    steps: int = Field(200, ge=1)
-    bin_steps: int = Field(20, ge=1)
+    params: dict[Id, ParamValue] = Field({}, max_length=MAX_PARAMS)
+    rules: dict[Id, RuleValue] = Field({}, max_length=MAX_PARAMS)
+    games: int = Field(100, ge=2, le=MAX_GAMES)
+    columns: list[MatchColumn] = Field(["wins", "draws", "losses", "win_rate", "se", "ci95", "white", "black"],
+                                       max_length=len(MATCH_COLUMNS))
+    rows: list[Row] = Field([], max_length=MAX_ROWS)
+    plots: list[Literal["win-rates", "ablation", "squares"]] = Field([], max_length=3)
+    steps: int = Field(200, ge=1, le=MAX_STEPS)
+    bin_steps: int = Field(20, ge=1, le=MAX_STEPS)
     ablation_time: MatchColumn = "time_a_battle"
-    simulations: list[int] = []
-    threads: int | str = 16
-    phases: list[Literal["layout", "battle"]] = ["layout"]
-    paper_values: dict[int, str] = {}
+    simulations: list[Sims] = Field([], max_length=MAX_ROWS)
+    threads: Annotated[int, Field(ge=1, le=THREADS_MAX)] | Annotated[str, Field(max_length=MAX_ID + 2)] = 16
+    phases: list[Literal["layout", "battle"]] = Field(["layout"], max_length=2)
+    paper_values: dict[Sims, Annotated[str, Field(max_length=MAX_TEXT)]] = Field({}, max_length=MAX_PARAMS)
 
     @field_validator("name")
     @classmethod
@@ -152,15 +185,23 @@ class ExperimentSpec(BaseModel):
             raise ValueError(f"must be even (colour-balanced pairs), got {v}")
         return v
 
-    @field_validator("simulations")
+    @field_validator("params")
     @classmethod
-    def _sims(cls, v: list[int]) -> list[int]:
-        if any(x < 1 for x in v):
-            raise ValueError("simulation counts must be >= 1")
+    def _param_names(cls, v: dict[str, Any]) -> dict[str, Any]:
+        for key in v:
+            if not _PARAM.match(key):
+                raise ValueError(f"parameter {key!r}: letters, digits and '_' only, not starting with a digit")
         return v
 
     @model_validator(mode="after")
     def _kind(self) -> "ExperimentSpec":
+        if self.bin_steps > self.steps:
+            raise ValueError(f"bin_steps ({self.bin_steps}) must be at most steps ({self.steps})")
+        for where, text in self._texts():
+            try:
+                placeholder_names(text, where)
+            except ExperimentError as exc:
+                raise ValueError(str(exc)) from None
         if self.kind == "match":
             if not self.rows:
                 raise ValueError("a match experiment needs at least one row ([[rows]])")
@@ -172,10 +213,48 @@ class ExperimentSpec(BaseModel):
             raise ValueError("a decision-time experiment needs 'simulations'")
         return self
 
+    def _texts(self) -> list[tuple[str, str]]:
+        texts = [(f"row {r.id!r} field {side!r}", t) for r in self.rows for side, t in (("a", r.a), ("b", r.b))
+                 if t is not None]
+        return texts + [("field 'threads'", str(self.threads))]
+
     def placeholders(self) -> set[str]:
         """Names of the ``{param}`` placeholders used by the rows and ``threads``."""
-        texts = [t for r in self.rows for t in (r.a, r.b) if t is not None] + [str(self.threads)]
-        return {f for t in texts for _, f, _, _ in string.Formatter().parse(t) if f}
+        return {name for where, text in self._texts() for name in placeholder_names(text, where)}
+
+
+# ============================================================================ placeholders
+_PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
+
+
+def _short(text: str, limit: int = 40) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def placeholder_names(text: str, where: str = "spec") -> list[str]:
+    """The ``{name}`` placeholders of ``text`` in order; ``ExperimentError`` (naming ``where``, the
+    offending placeholder cut to 40 characters) for anything else in braces (a format spec
+    ``{x:>9}``, a conversion ``{x!r}``, ``{0}``, ``{}``) or a stray ``{`` or ``}``."""
+    names = []
+    for m in _PLACEHOLDER.finditer(text):
+        if not _PARAM.match(m.group(1)):
+            raise ExperimentError(f"{where}: bad placeholder {_short(m.group(0))!r}: a placeholder is {{name}}"
+                                  " (letters, digits, '_'), replaced by the value as given; no format specs")
+        names.append(m.group(1))
+    rest = _PLACEHOLDER.sub("", text)
+    if "{" in rest or "}" in rest:
+        raise ExperimentError(f"{where}: unmatched '{{' or '}}' in {_short(text)!r}")
+    return names
+
+
+def substitute(text: str, params: dict[str, Any], where: str) -> str:
+    """``text`` with each ``{name}`` replaced by ``str(params[name])`` (no formatting); ``ExperimentError``
+    for a placeholder without a value or a malformed one (:func:`placeholder_names`)."""
+    for name in placeholder_names(text, where):
+        if name not in params:
+            raise ExperimentError(f"{where}: placeholder {{{name}}} has no value; add it to [params] or pass"
+                                  f" --param {name}=VALUE")
+    return _PLACEHOLDER.sub(lambda m: str(params[m.group(1)]), text)
 
 
 # ============================================================================ loading
@@ -211,7 +290,9 @@ def load_spec(source: str | os.PathLike) -> ExperimentSpec:
         return ExperimentSpec.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
-        raise ExperimentError(f"{path}: field {_field(err['loc'])!r}: {err['msg']}") from None
+        reason = str(err["ctx"]["error"]) if err["type"] == "value_error" else err["msg"]
+        where = f"field {_field(err['loc'])!r}: " if err["loc"] else ""
+        raise ExperimentError(f"{path}: {where}{_short(reason, 300)}") from None
 
 
 def parse_params(items: Sequence[str] | None) -> dict[str, Any]:
@@ -231,13 +312,10 @@ def parse_params(items: Sequence[str] | None) -> dict[str, Any]:
 
 
 def _fill(text: str, params: dict[str, Any], where: str) -> str:
-    try:
-        return text.format(**params)
-    except KeyError as exc:
-        raise ExperimentError(f"{where}: placeholder {{{exc.args[0]}}} has no value; add it to [params] or pass"
-                              f" --param {exc.args[0]}=VALUE") from None
-    except (ValueError, IndexError) as exc:
-        raise ExperimentError(f"{where}: bad placeholder in {text!r} ({exc})") from None
+    filled = substitute(text, params, where)
+    if len(filled) > MAX_SPEC:
+        raise ExperimentError(f"{where}: {len(filled)} characters once filled; at most {MAX_SPEC}")
+    return filled
 
 
 def resolve(spec: ExperimentSpec, params: dict[str, Any] | None = None, games: int | None = None,
@@ -252,8 +330,9 @@ def resolve(spec: ExperimentSpec, params: dict[str, Any] | None = None, games: i
         known = ", ".join(sorted(set(spec.params) | spec.placeholders())) or "(none)"
         raise ExperimentError(f"--param {unknown[0]}: experiment {spec.name!r} has no such parameter; parameters: {known}")
     values = {**spec.params, **given}
-    if games is not None and (games < 2 or games % 2):
-        raise ExperimentError(f"--games: must be an even number >= 2 (colour-balanced pairs), got {games}")
+    if games is not None and not (2 <= games <= MAX_GAMES and games % 2 == 0):
+        raise ExperimentError(f"--games: must be an even number in 2..{MAX_GAMES} (colour-balanced pairs),"
+                              f" got {_short(str(games), 20)}")
     out: dict[str, Any] = {"params": values}
     if spec.kind == "match":
         resolved = [{"id": r.id, "label": r.label, "a": _fill(r.a, values, f"row {r.id!r} field 'a'"),
@@ -262,12 +341,11 @@ def resolve(spec: ExperimentSpec, params: dict[str, Any] | None = None, games: i
                     for r in spec.rows]
     else:
         threads = _fill(str(spec.threads), values, "field 'threads'")
-        try:
-            out["threads"] = int(threads)
-        except ValueError:
-            raise ExperimentError(f"field 'threads': expected an integer, got {threads!r}") from None
-        if out["threads"] < 1:
-            raise ExperimentError(f"field 'threads': must be >= 1, got {out['threads']}")
+        if not re.fullmatch(r"[0-9]{1,4}", threads.strip()):
+            raise ExperimentError(f"field 'threads': expected an integer in 1..{THREADS_MAX}, got {_short(threads)!r}")
+        out["threads"] = int(threads)
+        if not 1 <= out["threads"] <= THREADS_MAX:
+            raise ExperimentError(f"field 'threads': must be in 1..{THREADS_MAX}, got {out['threads']}")
         resolved = [{"id": f"{phase}-{s}", "label": f"{s}", "phase": phase, "simulations": s,
                      "paper": spec.paper_values.get(s, "") if phase == "layout" else ""}
                     for phase in spec.phases for s in spec.simulations]

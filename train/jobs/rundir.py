@@ -92,12 +92,12 @@ class MetricsLog:
     malformed last line)."""
 
     def __init__(self, path: Path):
-        self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path  # the directory is made by the first row: a job refused at its start leaves nothing
 
     def log(self, event: str, **fields: Any) -> dict[str, Any]:
         row = {"event": event, "time": round(time.time(), 3), **fields}
         line = json_text(row, indent=None) + "\n"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             os.write(fd, line.encode())

@@ -543,8 +543,38 @@ def _field_path(loc) -> str:
     return ".".join(str(x) for x in loc) or "config"
 
 
-def validate_config(data: Any, source: str = "config") -> TrainConfig:
-    """A ``TrainConfig`` from a mapping; raises :class:`ConfigError` naming the first bad field."""
+def _origin(field: str, origins: dict[str, str]) -> str | None:
+    """Where the value of ``field`` (dotted) came from: the origin of the field or of a section holding it."""
+    parts = field.split(".")
+    for n in range(len(parts), 0, -1):
+        key = ".".join(parts[:n])
+        if key in origins:
+            return origins[key]
+    return None
+
+
+def _where(field: str, origins: dict[str, str] | None) -> str:
+    """``config field 'a.b'``, or the origin of its value (:func:`_origin`)."""
+    return _origin(field, origins or {}) or f"config field {field!r}"
+
+
+def override_origins(sets: list[str] | None, options: dict[str, str] | None = None) -> dict[str, str]:
+    """``{dotted field: origin}`` for :func:`validate_config`: each ``--set KEY=VALUE`` item names
+    ``--set KEY``; ``options`` maps fields set by a command's own options to the option's name
+    (``{"selfplay.reward": "--reward"}``), and win over ``--set``, as they are applied after it."""
+    out = {}
+    for item in sets or []:
+        key = item.partition("=")[0].strip()
+        if key:
+            out[".".join(p.strip().replace("-", "_") for p in key.split("."))] = f"--set {key}"
+    return {**out, **(options or {})}
+
+
+def validate_config(data: Any, source: str = "config", origins: dict[str, str] | None = None) -> TrainConfig:
+    """A ``TrainConfig`` from a mapping; raises :class:`ConfigError` naming the first bad field.
+    ``source`` names where the mapping came from (a file); ``origins`` maps a dotted field to where its
+    value came from instead (``{"gate.expert": "--set gate.expert"}``): an error in such a field (or
+    inside it) names that origin, not ``source``."""
     if isinstance(data, TrainConfig):
         return data
     if not isinstance(data, dict):
@@ -557,6 +587,9 @@ def validate_config(data: Any, source: str = "config") -> TrainConfig:
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         prefix = f"{source}: " if source != "config" else ""
         where = f"config field {_field_path(first['loc'])!r}" if first["loc"] else "config"
+        origin = _origin(_field_path(first["loc"]), origins or {}) if first["loc"] else None
+        if origin is not None:
+            prefix, where = "", origin
         reason = str(first["ctx"]["error"]) if first["type"] == "value_error" else first["msg"]
         raise ConfigError(f"{prefix}{where}: {reason}{more}") from None
 
@@ -659,11 +692,13 @@ def changed_fields(old: TrainConfig, new: TrainConfig) -> list[str]:
     return out
 
 
-def resolve_names(config: TrainConfig) -> None:
+def resolve_names(config: TrainConfig, origins: dict[str, str] | None = None) -> None:
     """Build every plugin of ``config`` once before any work starts (``selfplay.reward``, the pruners), so
     that a bad name or option fails at once; the agent specs (``selfplay.aux_agent``, ``gate.expert``,
-    ``pretrain.agent``, ``curve.anchors``) are resolved when the configuration is validated. Raises
-    :class:`ConfigError` naming the field, the spec and the reason (e.g. the available names)."""
+    ``pretrain.agent``, ``curve.anchors``) are resolved when the configuration is validated. With
+    ``pretrain.enabled``, every path of ``pretrain.records`` must exist (it is read only after the
+    pretraining games are played). Raises :class:`ConfigError` naming the field, the spec and the
+    reason (e.g. the available names); ``origins`` as :func:`validate_config`'s."""
     import catalog  # noqa: F401 - registers every built-in agent and plugin
     from knowledge.plugins import REGISTRY
 
@@ -681,11 +716,15 @@ def resolve_names(config: TrainConfig) -> None:
         try:
             REGISTRY.create(spec, kind)
         except KeyError as exc:
-            raise ConfigError(f"config field {field!r}: {exc.args[0] if exc.args else exc}") from None
+            raise ConfigError(f"{_where(field, origins)}: {exc.args[0] if exc.args else exc}") from None
         except (ValueError, TypeError) as exc:
-            raise ConfigError(f"config field {field!r}: {spec!r}: {exc}") from None
+            raise ConfigError(f"{_where(field, origins)}: {spec!r}: {exc}") from None
+    if config.pretrain.enabled:
+        for i, path in enumerate(config.pretrain.records):
+            if not Path(path).exists():
+                raise ConfigError(f"{_where(f'pretrain.records.{i}', origins)}: {path}: no such file or directory")
     if config.selfplay.value_drift:
         try:
             config.drift_target("upper").check()
         except ValueError as exc:
-            raise ConfigError(f"config field 'selfplay.value_drift': {exc}") from None
+            raise ConfigError(f"{_where('selfplay.value_drift', origins)}: {exc}") from None

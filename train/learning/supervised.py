@@ -74,8 +74,9 @@ def read_records(paths: Iterable[str | os.PathLike], ruleset: Ruleset = DEFAULT_
     for f in record_files(paths):
         try:
             records.extend(read_record(f, ruleset=ruleset))
-        except JiuError as exc:
-            raise SupervisedError(f"{f}: {exc}") from None
+        except JiuError as exc:  # named once: the record readers' messages mostly start with the file already
+            message = str(exc)
+            raise SupervisedError(message if message.startswith(f"{f}:") else f"{f}: {message}") from None
     return records
 
 
