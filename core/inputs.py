@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Sequence
-from typing import BinaryIO
+from typing import IO, BinaryIO
 
 from core.errors import InputError
 
@@ -53,16 +53,31 @@ def read_text(path: str | os.PathLike, limit: int, what: str = "file",
     return decode(read_bytes(path, limit, what), str(path), encodings)
 
 
-def iter_lines(stream: BinaryIO, source: str, limit: int = MAX_LINE_BYTES) -> Iterator[tuple[int, str]]:
-    """``(line number, text)`` of each line of a binary ``stream`` (UTF-8), line ends stripped.
-    Raises ``InputError`` naming ``source`` and the line for a line longer than ``limit`` bytes or
-    one that is not UTF-8."""
+def bounded_lines(stream: IO, limit: int) -> Iterator[tuple[int, bytes | str | None]]:
+    """``(line number, line)`` of each line of ``stream`` (binary or text; line end kept), each read
+    with at most ``limit + 1`` bytes (characters) held in memory. A line longer than ``limit`` gives
+    ``None``, yielded as soon as the limit is passed; its rest is read and dropped only when the next
+    line is asked for, so an endless line (``/dev/zero``) is reported in bounded memory."""
     n = 0
     while True:
         raw = stream.readline(limit + 1)
         if not raw:
             return
         n += 1
-        if len(raw) > limit and not raw.endswith(b"\n"):
+        end = b"\n" if isinstance(raw, bytes) else "\n"
+        if len(raw) > limit and not raw.endswith(end):
+            yield n, None
+            while raw and not raw.endswith(end):
+                raw = stream.readline(limit + 1)
+            continue
+        yield n, raw
+
+
+def iter_lines(stream: BinaryIO, source: str, limit: int = MAX_LINE_BYTES) -> Iterator[tuple[int, str]]:
+    """``(line number, text)`` of each line of a binary ``stream`` (UTF-8), line ends stripped.
+    Raises ``InputError`` naming ``source`` and the line for a line longer than ``limit`` bytes or
+    one that is not UTF-8."""
+    for n, raw in bounded_lines(stream, limit):
+        if raw is None:
             raise InputError(f"{source}: line {n} longer than {limit} bytes; refused")
         yield n, decode(raw, f"{source}: line {n}", ("utf-8-sig",) if n == 1 else ("utf-8",)).rstrip("\r\n")

@@ -38,6 +38,7 @@ from typing import IO, Any, TextIO
 
 from core.board import DRAW, WHITE
 from core.errors import InputError, JiuError
+from core.inputs import bounded_lines
 from core.jfen import START_JFEN
 from core.rules import Ruleset
 from core.state import GameState
@@ -78,17 +79,9 @@ def command_lines(stream: IO, limit: int = MAX_LINE_BYTES) -> Iterator[str | Inp
     limit (yielded as soon as the limit is passed, before the rest of the line is read and dropped), a
     line that is not UTF-8 one naming the byte; reading goes on with the next line. So an endless
     line (``< /dev/zero``) is answered once and read in bounded memory."""
-    n = 0
-    while True:
-        raw = stream.readline(limit + 1)
-        if not raw:
-            return
-        n += 1
-        end = b"\n" if isinstance(raw, bytes) else "\n"
-        if len(raw) > limit and not raw.endswith(end):
+    for n, raw in bounded_lines(stream, limit):
+        if raw is None:
             yield InputError(f"line {n} longer than {limit} bytes; refused")
-            while raw and not raw.endswith(end):
-                raw = stream.readline(limit + 1)
             continue
         if isinstance(raw, str):
             yield raw
