@@ -195,7 +195,9 @@ class NetEvaluator:
     simulations/s with batches of 2, 569-580 with 2 in flight of 1; 8 threads 596-604 with batches
     of 8, 692-706 with 2 in flight of 4).
     ``num_threads`` (torch intra-op threads) and ``inference_threads`` (threads serving the queue, each
-    running whole batches): see the module docstring. ``compiled`` (default): run the nets compiled by
+    running whole batches): see the module docstring; ``inference_threads=0`` starts none: ``evaluate``
+    runs the nets in the calling thread, ``max_batch`` positions a pass (``search.batched.drive``, whose
+    one thread waits for the answers anyway). ``compiled`` (default): run the nets compiled by
     ``nets.inference.compile_for_inference`` (same outputs; faster, and the forward pass releases the
     GIL); ``False`` runs the eager modules. ``precision``: ``"float32"`` (default), ``"bfloat16"`` or
     ``"auto"`` (``nets.inference``: bfloat16 weights and activations, float32 in and out; raises
@@ -238,8 +240,8 @@ class NetEvaluator:
             raise ValueError(f"clients must be >= 1, got {clients}")
         if in_flight < 1:
             raise ValueError(f"in_flight must be >= 1, got {in_flight}")
-        if inference_threads < 1:
-            raise ValueError(f"inference_threads must be >= 1, got {inference_threads}")
+        if inference_threads < 0:
+            raise ValueError(f"inference_threads must be >= 0, got {inference_threads}")
         self.inference_threads = int(inference_threads)
         # With ``clients`` search threads sharing the evaluator, a batch is ready when it holds a
         # request from each thread of its share (lc0 style); without it, when nothing else is queued.
@@ -282,8 +284,12 @@ class NetEvaluator:
         with self._lock:
             if self._closed:
                 raise RuntimeError("NetEvaluator is closed")
-            for r in requests:
-                self._queue.put(r)
+            if not self._threads:  # inference_threads=0: the nets run here, max_batch positions a pass
+                for i in range(0, len(requests), self.max_batch):
+                    self._answer(requests[i:i + self.max_batch])
+            else:
+                for r in requests:
+                    self._queue.put(r)
         return [r.future.result() for r in requests]
 
     def submit(self, fn: Callable[[], Any]) -> Future:
@@ -293,7 +299,10 @@ class NetEvaluator:
         with self._lock:
             if self._closed:
                 raise RuntimeError("NetEvaluator is closed")
-            self._queue.put(_Call(fn, fut))
+            if not self._threads:  # inference_threads=0: run it here
+                self._call(_Call(fn, fut))
+            else:
+                self._queue.put(_Call(fn, fut))
         return fut
 
     def close(self) -> None:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 import threading
+from functools import partial
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
@@ -53,8 +54,10 @@ from search.tree import (
     children_status,
     kept_children,
     resolve_victims,
+    same_position,
     select_node,
     shared_prior,
+    subtree,
     write_children,
 )
 from search.victims import choose_victims
@@ -143,7 +146,7 @@ class Search:
         self._remaining, self._claimed = 0, 0
         self._deadline: float | None = None
         self._stop: threading.Event | None = None
-        self._pool = ThreadPoolExecutor(cfg.threads, thread_name_prefix="wuuct") if cfg.threads > 1 else None
+        self._pool: ThreadPoolExecutor | None = None  # run()'s search threads, started by its first search
         self.tree_full = False
         self._backup_lock = threading.Lock()
         self._rewards: dict[int, float] = {}  # knowledge feedback per node of the current tree (TD backups)
@@ -186,6 +189,26 @@ class Search:
         ``seconds`` (wall time, > 0) and ``stop`` (set from another thread) end the search early: no new
         simulation starts after the deadline or once ``stop`` is set, except that the first one always
         runs, so the root has children. Simulations already started finish."""
+        start_n, t0 = self.begin(state, simulations, seconds, stop)
+        if self._pool is None and self.config.threads > 1:
+            self._pool = ThreadPoolExecutor(self.config.threads, thread_name_prefix="wuuct")
+        if self._pool is None:
+            while self._claim():
+                self._simulate()
+        else:
+            futures = [self._pool.submit(self._worker) for _ in range(self.config.threads)]
+            for f in futures:
+                f.result()
+        return self.finish(start_n, t0)
+
+    # ------------------------------------------------------------------ step mode (search.batched)
+    def begin(self, state: GameState, simulations: int | None = None, seconds: float | None = None,
+              stop: threading.Event | None = None) -> tuple[int, float]:
+        """Start a search of ``state`` as :meth:`run` does (same arguments and errors) without running a
+        simulation; returns ``(root visits before, start time)`` for :meth:`finish`. Simulations are then
+        claimed with :meth:`claim`, selected with :meth:`select_leaf`, expanded with :meth:`leaf_state`,
+        :meth:`knowledge_job` and :meth:`expand_leaf`, and backed up with :meth:`backup`
+        (``search.batched.search_steps``)."""
         if state.is_terminal():
             raise ValueError("search: the position is terminal")
         if seconds is not None and not seconds > 0:
@@ -201,18 +224,46 @@ class Search:
         if self.tree.flag[0] == EXPANDED and self.config.dirichlet_epsilon > 0 and not self._gumbel:
             self._noise_root()  # a reused root: its priors were expanded without noise
         self._halving = None
-        tree = self.tree
-        start_n = int(tree.N[0])
-        t0 = time.perf_counter()
         self._remaining = sims
-        if self._pool is None:
-            while self._claim():
-                self._simulate()
-        else:
-            futures = [self._pool.submit(self._worker) for _ in range(self.config.threads)]
-            for f in futures:
-                f.result()
-        return self._result(int(tree.N[0]) - start_n, time.perf_counter() - t0)
+        return int(self.tree.N[0]), time.perf_counter()
+
+    def finish(self, start_n: int, t0: float) -> SearchResult:
+        """The :class:`SearchResult` of the search started by :meth:`begin` (``start_n``, ``t0``)."""
+        return self._result(int(self.tree.N[0]) - start_n, time.perf_counter() - t0)
+
+    def claim(self) -> bool:
+        """Claim the next simulation of the budget; ``False`` when it is spent, or past the deadline or
+        the ``stop`` event after the first one."""
+        return self._claim()
+
+    def select_leaf(self, path: list[int] | None = None) -> tuple[list[int], bool]:
+        """One claimed simulation's selection (JFA Eq. 1-2) from the root, or continued from the last
+        node of ``path`` (a simulation that waited): returns ``(path, ready)``. ``ready``: the path ends
+        at a ``TERMINAL`` node or at an unexpanded leaf now claimed for expansion (``EXPANDING``); not
+        ready: it ends at a leaf that another simulation in flight is expanding, so the simulation waits
+        and continues from there once that expansion is written (as a search thread does)."""
+        tree = self.tree
+        if path is None:
+            path = [0]
+            tree.O[0] += 1  # Eq. 2 at the root
+        node = path[-1]
+        while True:
+            flag = tree.flag[node]
+            if flag == EXPANDED:
+                child = self._gumbel_child(tree) if node == 0 and self._gumbel else self._select(tree, node)
+                tree.O[child] += 1  # Eq. 2
+                path.append(child)
+                node = child
+            elif flag == UNEXPANDED:
+                tree.flag[node] = EXPANDING
+                return path, True
+            else:
+                return path, flag == TERMINAL
+
+    def backup(self, path: list[int], value: float) -> None:
+        """The complete update (JFA Eq. 3-5) of a simulation along ``path`` whose leaf has ``value`` for
+        its side to move."""
+        self._backup(self.tree, path, value, int(self.tree.side[path[-1]]))
 
     def principal_variation(self, max_moves: int = 8) -> list[Move]:
         """The moves of the latest search's main line: from the root, the most visited child (ties: the
@@ -237,9 +288,9 @@ class Search:
             frontier = [0]
             for _ in range(3):
                 for n in frontier:
-                    if tree.hash[n] == np.uint64(state.hash) and _same_position(tree, n, state):
+                    if tree.hash[n] == np.uint64(state.hash) and same_position(tree, n, state):
                         if n != 0:
-                            self.tree = _subtree(tree, n)
+                            self.tree = subtree(tree, n)
                             self._rewards = {}
                         return
                 frontier = [c for n in frontier if tree.flag[n] == EXPANDED
@@ -358,55 +409,88 @@ class Search:
     def _expand(self, tree: Tree, node: int, path: list[int]) -> float:
         """Evaluate the leaf and write its children; returns the value for its side to move."""
         try:
-            if tree.pending[node] > 0:
-                self._resolve(tree, node)
-            state = self._state_at(tree, node, path)
-            if state.is_terminal():
-                value = self._end_value(state.side, state.winner())
-                with tree.lock(node):
-                    tree.terminal_value[node] = value
-                    tree.flag[node] = TERMINAL
-                return value
+            state = self.leaf_state(tree, node, path)
+            if not isinstance(state, GameState):
+                return state  # terminal: its value
             evaluation = self.evaluator.evaluate([state])[0]
-            value = float(evaluation.value)
-            if (self.layout_value_plugin is not None and self._root_state.phase == PHASE_LAYOUT
-                    and state.ply >= self.config.layout_value_from):
-                mix = self.config.layout_value_mix
-                value = (1.0 - mix) * value + mix * float(self.layout_value_plugin.value(state))
-            elif self._value_plugin is not None and state.phase == PHASE_BATTLE:
-                mix = self.config.value_mix
-                if self._centred():  # the root's margin is already known (run)
-                    margin = self._root_margin if node == 0 else float(self._value_plugin.margin(state))
-                    plugin = self._centred_value(state, margin)
-                else:
-                    plugin = float(self._value_plugin.value(state))
-                value = (1.0 - mix) * value + mix * plugin
-            moves = self._children(state, evaluation.policy, root=node == 0)
-            try:
-                start, pool = tree.allocate(moves.k, moves.pool_size)
-            except TreeFullError:
-                self.tree_full = True
-                with tree.lock(node):
-                    tree.flag[node] = UNEXPANDED  # evaluated as a leaf; expandable in a larger tree
-                return value
-            write_children(
-                tree.board, tree.side, tree.phase, tree.counts, tree.quiet, tree.ply, tree.hash, tree.parent,
-                tree.mover, tree.action, tree.P, tree.move_off, tree.move_npath, tree.move_nvic, tree.move_jump,
-                tree.move_pool, tree.flag, tree.first_child, tree.n_children, tree.pending,
-                node, start, pool, moves.pts, moves.off, moves.jump, moves.squares,
-                moves.actions, moves.priors, moves.k,
-            )
-            if self.config.terminal_bound and state.phase == PHASE_BATTLE:
-                value = max(value, self._terminal_bound(tree, state, start, moves.k))
-            with tree.lock(node):
-                tree.first_child[node] = start
-                tree.n_children[node] = moves.k
-                tree.flag[node] = EXPANDED
-            return value
+            job = self.knowledge_job(state, node)
+            return self.expand_leaf(node, state, evaluation, job() if job is not None else None)
         finally:
             event = self._pending.pop(node, None)
             if event is not None:
                 event.set()
+
+    # ------------------------------------------------------------------ the steps of an expansion
+    # (``_expand`` runs them in a search thread; ``search.batched`` runs them for many searches at once)
+    def leaf_state(self, tree: Tree, node: int, path: list[int]) -> GameState | float:
+        """The position of the leaf ``node`` reached by ``path`` (its pending square victims chosen
+        first, ``_resolve``), or, when the game is over there, its value for the side to move (the node
+        is marked ``TERMINAL``)."""
+        if tree.pending[node] > 0:
+            self._resolve(tree, node)
+        state = self._state_at(tree, node, path)
+        if state.is_terminal():
+            value = self._end_value(state.side, state.winner())
+            with tree.lock(node):
+                tree.terminal_value[node] = value
+                tree.flag[node] = TERMINAL
+            return value
+        return state
+
+    def knowledge_job(self, state: GameState, node: int):
+        """The knowledge the leaf value of ``state`` (at ``node``) needs besides the evaluator, as a
+        callable returning a float (the layout value plugin's value, the value plugin's margin with
+        ``value_center``, else its value), or ``None`` when it needs none. Thread-safe: the knowledge
+        plugins are, so the callables of many leaves may run at once."""
+        if (self.layout_value_plugin is not None and self._root_state.phase == PHASE_LAYOUT
+                and state.ply >= self.config.layout_value_from):
+            return partial(self.layout_value_plugin.value, state)
+        if self._value_plugin is not None and state.phase == PHASE_BATTLE:
+            if self._centred():
+                return None if node == 0 else partial(self._value_plugin.margin, state)
+            return partial(self._value_plugin.value, state)
+        return None
+
+    def expand_leaf(self, node: int, state: GameState, evaluation, knowledge: float | None) -> float:
+        """Write the children of the leaf ``node`` (position ``state``) from the evaluator's
+        ``evaluation`` and the result of its :meth:`knowledge_job` (``knowledge``, ``None`` when it had
+        none); returns the leaf's value for its side to move (the net's value mixed with the knowledge,
+        ``value_mix`` / ``layout_value_mix``). A full tree leaves the node unexpanded (``tree_full``)."""
+        tree = self.tree
+        value = float(evaluation.value)
+        if (self.layout_value_plugin is not None and self._root_state.phase == PHASE_LAYOUT
+                and state.ply >= self.config.layout_value_from):
+            mix = self.config.layout_value_mix
+            value = (1.0 - mix) * value + mix * float(knowledge)
+        elif self._value_plugin is not None and state.phase == PHASE_BATTLE:
+            mix = self.config.value_mix
+            if self._centred():  # the root's margin is already known (run)
+                plugin = self._centred_value(state, self._root_margin if node == 0 else float(knowledge))
+            else:
+                plugin = float(knowledge)
+            value = (1.0 - mix) * value + mix * plugin
+        moves = self._children(state, evaluation.policy, root=node == 0)
+        try:
+            start, pool = tree.allocate(moves.k, moves.pool_size)
+        except TreeFullError:
+            self.tree_full = True
+            with tree.lock(node):
+                tree.flag[node] = UNEXPANDED  # evaluated as a leaf; expandable in a larger tree
+            return value
+        write_children(
+            tree.board, tree.side, tree.phase, tree.counts, tree.quiet, tree.ply, tree.hash, tree.parent,
+            tree.mover, tree.action, tree.P, tree.move_off, tree.move_npath, tree.move_nvic, tree.move_jump,
+            tree.move_pool, tree.flag, tree.first_child, tree.n_children, tree.pending,
+            node, start, pool, moves.pts, moves.off, moves.jump, moves.squares,
+            moves.actions, moves.priors, moves.k,
+        )
+        if self.config.terminal_bound and state.phase == PHASE_BATTLE:
+            value = max(value, self._terminal_bound(tree, state, start, moves.k))
+        with tree.lock(node):
+            tree.first_child[node] = start
+            tree.n_children[node] = moves.k
+            tree.flag[node] = EXPANDED
+        return value
 
     def _terminal_bound(self, tree: Tree, state: GameState, start: int, k: int) -> float:
         """``terminal_bound``: the best value for ``state``'s side to move among its ``k`` children at
@@ -567,11 +651,6 @@ def normalised(p: np.ndarray) -> np.ndarray:
     return p / total if total > 0 and np.isfinite(total) else np.full(len(p), 1.0 / len(p))
 
 
-def _same_position(tree: Tree, node: int, state: GameState) -> bool:
-    return (int(tree.side[node]) == state.side and int(tree.phase[node]) == state.phase
-            and int(tree.ply[node]) == state.ply and np.array_equal(tree.board[node], state.board))
-
-
 class _Children(NamedTuple):
     k: int
     pts: np.ndarray
@@ -581,38 +660,3 @@ class _Children(NamedTuple):
     actions: np.ndarray
     priors: np.ndarray | None  # the prior plugin's over the kept paths or the placements (float64[k]), or None
     pool_size: int
-
-
-def _subtree(tree: Tree, root: int) -> Tree:
-    """A new tree holding the subtree of ``tree`` below ``root`` (breadth first, so that each node's
-    children stay contiguous), with the same statistics."""
-    order = [root]
-    i = 0
-    while i < len(order):
-        n = order[i]
-        if tree.flag[n] == EXPANDED:
-            order.extend(range(int(tree.first_child[n]), int(tree.first_child[n] + tree.n_children[n])))
-        i += 1
-    order_a = np.array(order, np.int64)
-    new = Tree(tree.capacity)
-    remap = np.full(tree.size, -1, np.int32)
-    remap[order_a] = np.arange(len(order), dtype=np.int32)
-    for name in ("N", "W", "P", "terminal_value", "n_children", "flag", "mover", "action", "board", "side",
-                 "phase", "counts", "quiet", "ply", "hash", "move_npath", "move_nvic", "move_jump", "pending"):
-        getattr(new, name)[: len(order)] = getattr(tree, name)[order_a]
-    fc = tree.first_child[order_a]
-    new.first_child[: len(order)] = np.where(fc >= 0, remap[np.maximum(fc, 0)], -1)
-    par = tree.parent[order_a]
-    new.parent[: len(order)] = np.where(par >= 0, remap[np.maximum(par, 0)], -1)
-    new.parent[0] = -1
-    new.flag[: len(order)][new.flag[: len(order)] == EXPANDING] = UNEXPANDED
-    sizes = (tree.move_npath[order_a] + np.maximum(tree.move_nvic[order_a], tree.pending[order_a])).astype(np.int64)
-    starts = np.zeros(len(order), np.int64)
-    np.cumsum(sizes[:-1], out=starts[1:])
-    for j, n in enumerate(order):
-        o = int(tree.move_off[n])
-        new.move_pool[starts[j]:starts[j] + sizes[j]] = tree.move_pool[o:o + sizes[j]]
-    new.move_off[: len(order)] = starts
-    new.size = len(order)
-    new.pool_used = int(sizes.sum())
-    return new

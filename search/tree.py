@@ -283,3 +283,44 @@ def shared_prior(policy, actions):
             out[c] = np.float64(policy[actions[c]]) / (j - i)
         i = j
     return out
+
+
+def same_position(tree: "Tree", node: int, state) -> bool:
+    """Whether ``node`` holds ``state``'s position (side, phase, ply and board; its hash is compared first by the caller)."""
+    return (int(tree.side[node]) == state.side and int(tree.phase[node]) == state.phase
+            and int(tree.ply[node]) == state.ply and np.array_equal(tree.board[node], state.board))
+
+
+def subtree(tree: "Tree", root: int) -> "Tree":
+    """A new tree holding the subtree of ``tree`` below ``root`` (breadth first, so that each node's
+    children stay contiguous), with the same statistics."""
+    order = [root]
+    i = 0
+    while i < len(order):
+        n = order[i]
+        if tree.flag[n] == EXPANDED:
+            order.extend(range(int(tree.first_child[n]), int(tree.first_child[n] + tree.n_children[n])))
+        i += 1
+    order_a = np.array(order, np.int64)
+    new = Tree(tree.capacity)
+    remap = np.full(tree.size, -1, np.int32)
+    remap[order_a] = np.arange(len(order), dtype=np.int32)
+    for name in ("N", "W", "P", "terminal_value", "n_children", "flag", "mover", "action", "board", "side",
+                 "phase", "counts", "quiet", "ply", "hash", "move_npath", "move_nvic", "move_jump", "pending"):
+        getattr(new, name)[: len(order)] = getattr(tree, name)[order_a]
+    fc = tree.first_child[order_a]
+    new.first_child[: len(order)] = np.where(fc >= 0, remap[np.maximum(fc, 0)], -1)
+    par = tree.parent[order_a]
+    new.parent[: len(order)] = np.where(par >= 0, remap[np.maximum(par, 0)], -1)
+    new.parent[0] = -1
+    new.flag[: len(order)][new.flag[: len(order)] == EXPANDING] = UNEXPANDED
+    sizes = (tree.move_npath[order_a] + np.maximum(tree.move_nvic[order_a], tree.pending[order_a])).astype(np.int64)
+    starts = np.zeros(len(order), np.int64)
+    np.cumsum(sizes[:-1], out=starts[1:])
+    for j, n in enumerate(order):
+        o = int(tree.move_off[n])
+        new.move_pool[starts[j]:starts[j] + sizes[j]] = tree.move_pool[o:o + sizes[j]]
+    new.move_off[: len(order)] = starts
+    new.size = len(order)
+    new.pool_used = int(sizes.sum())
+    return new

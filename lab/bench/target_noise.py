@@ -92,7 +92,7 @@ def measure(cfg, upper_net, states, simulations: int, seed: int) -> list[dict[st
     """``pair_stats`` of each of ``states`` searched twice (``open_search`` of ``cfg`` with
     ``selfplay.search.simulations = simulations`` and one search thread, seeds drawn from ``seed`` per position
     and search); positions with fewer than two root children are skipped."""
-    from train.learning.selfplay import _close, open_search
+    from train.learning.selfplay import _close, open_search, selfplay_evaluator
 
     search = cfg.selfplay.search.model_copy(update={"simulations": simulations, "threads": 1})
     sp = cfg.selfplay.model_copy(update={"search": search})
@@ -101,8 +101,9 @@ def measure(cfg, upper_net, states, simulations: int, seed: int) -> list[dict[st
     for i, state in enumerate(states):
         results = []
         for rep in range(2):
-            search, evaluator = open_search(cfg, int(np.random.SeedSequence([seed, simulations, i, rep])
-                                                     .generate_state(1)[0]), None, upper_net)
+            evaluator = selfplay_evaluator(cfg, upper_net=upper_net)
+            search = open_search(cfg, int(np.random.SeedSequence([seed, simulations, i, rep]).generate_state(1)[0]),
+                                 True, evaluator)
             try:
                 results.append(search.run(state))
             finally:

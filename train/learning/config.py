@@ -35,7 +35,7 @@ GROUP_DQN_LOSSES: tuple[str, ...] = ("group", "choice")
 MODELS: tuple[str, ...] = (*KINDS, "cycle")
 # Fields a resumed run may change (they do not change what the run computes, only how far/fast).
 RESUMABLE_FIELDS: tuple[str, ...] = ("iterations", "minutes", "workers", "backend", "curve", "export_dir",
-                                     "gate.export_games")
+                                     "gate.export_games", "selfplay.games_in_flight", "selfplay.max_batch")
 
 TRAIN_RULESET = Ruleset(max_battle_plies=300, adjudicate="stones")
 
@@ -88,6 +88,8 @@ class NetsConfig(_Section):
 # noise of scale 1 (Gumbel root), as before the search was nested (issue 61).
 SELFPLAY_SEARCH = preset("shipped").model_copy(update={"simulations": 32, "threads": 4, "dirichlet_epsilon": 0.25,
                                                        "gumbel_scale": 1.0})
+MAX_BATCH = 4096  # selfplay.max_batch: positions of one forward pass at most
+GAMES_IN_FLIGHT_MAX = 4096  # selfplay.games_in_flight: games one worker plays at once at most
 # Keys of SelfPlayConfig that moved into its ``search`` table (old flat key -> SearchConfig field).
 MOVED_TO_SEARCH = {"simulations": "simulations", "search_threads": "threads", "c_puct": "c_puct",
                    "dirichlet_alpha": "dirichlet_alpha", "dirichlet_epsilon": "dirichlet_epsilon",
@@ -105,7 +107,8 @@ class SelfPlayConfig(_Section):
     search: SearchConfig = SELFPLAY_SEARCH
     full_simulations: int | None = Field(None, ge=1)
     full_fraction: float = Field(0.25, gt=0, le=1)
-    max_batch: int = Field(8, ge=1)
+    max_batch: int = Field(256, ge=1, le=MAX_BATCH)
+    games_in_flight: int | None = Field(None, ge=1, le=GAMES_IN_FLIGHT_MAX)
     precision: Precision = "auto"
     temperature: float = Field(1.0, ge=0)
     temperature_plies: int = Field(30, ge=0)

@@ -285,7 +285,7 @@ class Pipeline:
         """Play the missing self-play games of iteration ``it``; ``False`` if stopped by the time budget."""
         from train.jobs.workers import WorkerDied
         from train.learning.samples import clean_temp_files
-        from train.learning.selfplay import selfplay_task
+        from train.learning.selfplay import plan_batches, selfplay_batch
 
         cfg = self.config
         clean_temp_files(self.paths.shards(kind))
@@ -295,13 +295,20 @@ class Pipeline:
         done_before = total - len(todo)
         base = {"run_dir": str(self.paths.root), "config": config_to_dict(cfg), "kind": kind, "iteration": it,
                 "net": str(self.paths.best(kind))}
-        tasks = [{**base, "index": g} for g in todo]
+        batches = plan_batches([{**base, "index": g} for g in todo], cfg)
         stats = {"games": 0, "plies": 0, "simulations": 0, "samples": 0, "searched": 0}
         t0 = time.time()
         task_id = self.dash.task(f"self-play i{it} ({kind})", total, done_before) if self.dash else None
         self.show(phase="self-play", games_total=total, games_done=done_before)
 
+        def on_batch(results: list[dict[str, Any]]) -> None:
+            for info in results:
+                on_done(info)
+
         def on_done(info: dict[str, Any]) -> None:
+            batch = info.pop("batch", None)
+            if batch is not None:  # a worker's batch of games ended: its engine statistics (search.batched)
+                self.log("selfplay_batch", iteration=it, kind=kind, pid=info["pid"], **batch)
             for k in ("plies", "simulations", "samples", "searched"):
                 stats[k] += info[k]
             stats["games"] += 1
@@ -316,7 +323,7 @@ class Pipeline:
                 self.dash.advance(task_id, f"{info['result']} {info['plies']} plies")
 
         try:
-            complete = self.get_runner().run(selfplay_task, tasks, on_done, self.out_of_time)
+            complete = self.get_runner().run(selfplay_batch, batches, on_batch, self.out_of_time)
         except WorkerDied:
             raise TrainError("self-play: a worker process died (killed or crashed); the finished games are saved;"
                              f" continue with python cli.py selfplay --resume {self.paths.root}") from None

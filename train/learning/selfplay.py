@@ -147,11 +147,13 @@ class _Game:
         self.moves.append(str(move))
         self.search.append(info)
 
-    def searched_move(self, search, rng: np.random.Generator, cfg, builder, teacher=None) -> None:
+    def searched_move(self, search, rng: np.random.Generator, cfg, builder, teacher=None):
         """Search the position, add a sample to ``builder`` and play the sampled move. ``teacher``: a
         ``battle_prior`` plugin blended into a battle sample's policy target (module docstring). With
         playout-cap randomization (``selfplay.full_simulations``) a fast search (``selfplay.search.simulations``)
-        only plays; a full search, drawn with ``rng`` at ``selfplay.full_fraction``, also gives the sample."""
+        only plays; a full search, drawn with ``rng`` at ``selfplay.full_fraction``, also gives the sample.
+        A generator: the search's leaf requests go to the caller (``search.batched.search_steps``)."""
+        from search.batched import search_steps
         from nets.features import state_planes
 
         state = self.state
@@ -161,7 +163,7 @@ class _Game:
             return
         sp = cfg.selfplay
         full = sp.full_simulations is None or rng.random() < sp.full_fraction
-        result = search.run(state, simulations=sp.full_simulations if full and sp.full_simulations else None)
+        result = yield from search_steps(search, state, sp.full_simulations if full and sp.full_simulations else None)
         self.searched += 1
         self.simulations += int(result.simulations)
         self.search_seconds += float(result.seconds)
@@ -189,32 +191,40 @@ def _close(*things) -> None:
                 pass
 
 
-def open_search(cfg, seed: int, slm_net, upper_net):
-    """``(search, evaluator)``: the self-play search of a ``TrainConfig`` (``search_config``) over a
-    ``nets.evaluator.NetEvaluator`` of the given nets (either may be ``None``), the victims of
-    square-forming paths chosen by ``selfplay.search.victim_evaluator`` among the capture pruner's sets when there is
-    an upper net (else the pruner's best set; no lower net). The caller closes both (``_close``)."""
-    from nets.evaluator import NetEvaluator
+def open_search(cfg, seed: int, upper: bool, evaluator=None):
+    """The self-play search of a ``TrainConfig`` (``search_config``) for :func:`search.batched.search_steps`
+    (it has no evaluator of its own: the driver answers its leaves); with ``upper`` (a battle search of
+    the upper net) the victims of square-forming paths are chosen by ``selfplay.search.victim_evaluator``
+    among the capture pruner's sets (else the pruner's best set; no lower net). ``evaluator``: for
+    ``Search.run`` instead (a ``nets.evaluator.Evaluator``). The caller closes it."""
     from search.mcts import Search
 
-    sp = cfg.selfplay
-    evaluator = NetEvaluator(slm_net, upper_net, max_batch=sp.max_batch, num_threads=1, clients=sp.search.threads,
-                             precision=sp.precision)
     scorer = None
-    if upper_net is not None and sp.search.victim_evaluator is not None:
+    if upper and cfg.selfplay.search.victim_evaluator is not None:
         from knowledge.evaluation import EvaluatorVictimScorer
 
-        scorer = EvaluatorVictimScorer.from_spec(sp.search.victim_evaluator)
-    return Search(evaluator, search_config(cfg, seed), victim_scorer=scorer), evaluator
+        scorer = EvaluatorVictimScorer.from_spec(cfg.selfplay.search.victim_evaluator)
+    return Search(evaluator, search_config(cfg, seed), victim_scorer=scorer)
 
 
-def _searched_moves(cfg, game, rng, builder, seed: int, slm_net, upper_net, until) -> tuple[list[int], list[int]]:
-    """Play searched moves (``open_search``) while ``until(game.state)``; returns the side to move and the
-    position's index in the game (plies from the start) of each recorded sample."""
+def selfplay_evaluator(cfg, slm_net=None, upper_net=None):
+    """The ``nets.evaluator.NetEvaluator`` the self-play games of one worker share (``selfplay.max_batch``
+    positions per forward pass at most, one torch thread, ``selfplay.precision``), running its nets in the
+    thread that calls it (the driver's, ``search.batched.drive``). The caller closes it."""
+    from nets.evaluator import NetEvaluator
+
+    return NetEvaluator(slm_net, upper_net, max_batch=cfg.selfplay.max_batch, num_threads=1, inference_threads=0,
+                        precision=cfg.selfplay.precision)
+
+
+def _searched_moves(cfg, game, rng, builder, seed: int, upper: bool, until):
+    """Play searched moves (``open_search``) while ``until(game.state)``; a generator of the searches' leaf
+    requests, returning the side to move and the position's index in the game (plies from the start) of
+    each recorded sample."""
     sp = cfg.selfplay
-    search, evaluator = open_search(cfg, seed, slm_net, upper_net)
+    search = open_search(cfg, seed, upper)
     teacher = None
-    if upper_net is not None and sp.teacher is not None and sp.teacher_mix > 0:
+    if upper and sp.teacher is not None and sp.teacher_mix > 0:
         from knowledge.plugins import REGISTRY
 
         teacher = REGISTRY.create(sp.teacher, "battle_prior")
@@ -224,13 +234,19 @@ def _searched_moves(cfg, game, rng, builder, seed: int, slm_net, upper_net, unti
         while until(game.state):
             n = len(builder)
             side, ply = game.state.side, len(game.moves)
-            game.searched_move(search, rng, cfg, builder, teacher)
+            yield from game.searched_move(search, rng, cfg, builder, teacher)
             if len(builder) > n:
                 sides.append(side)
                 plies.append(ply)
     finally:
-        _close(search, evaluator)
+        _close(search)
     return sides, plies
+
+
+def _play_out(game, agents, until) -> None:
+    """Let ``agents`` (one per side) play ``game`` while ``until(game.state)``."""
+    while until(game.state):
+        game.play(agents[game.state.side].select(game.state))
 
 
 def _drift_z(cfg, game, plies: list[int]) -> list[float]:
@@ -250,21 +266,25 @@ def _outcome_z(final: GameState, sides: list[int]) -> list[float]:
 
 
 # ============================================================================ the three games
-def play_slm_game(cfg, slm_net, seed: int) -> tuple[_Game, Any, dict]:
-    """One ``slm`` self-play game (module docstring): ``(game, samples, info)``."""
+# ``slm_game`` and ``upper_game`` are jobs of ``search.batched.drive``: generators of their searches' leaf
+# requests (and ``Offload`` calls for the auxiliary agent's moves and the reward), returning
+# ``(game, samples, info)``; ``play_slm_game`` / ``play_upper_game`` play one alone.
+def slm_game(cfg, seed: int):
+    """One ``slm`` self-play game (module docstring), as a ``search.batched`` job."""
     from knowledge.agents import make_agent
     from knowledge.plugins import REGISTRY
+    from search.batched import Offload
     from train.learning.samples import SampleBuilder
 
     s_search, s_sample, s_aux, s_reward = sub_seeds(seed)
     rng = np.random.default_rng(s_sample)
     game = _Game(GameState.initial(cfg.ruleset))
     builder = SampleBuilder("slm")
-    sides, _ = _searched_moves(cfg, game, rng, builder, s_search, slm_net, None, lambda st: st.phase == PHASE_LAYOUT)
+    sides, _ = yield from _searched_moves(cfg, game, rng, builder, s_search, False, lambda st: st.phase == PHASE_LAYOUT)
     layout_end = game.state
     reward = REGISTRY.create(cfg.selfplay.reward, "reward")
     t0 = time.perf_counter()
-    rewards = reward.rewards(layout_end, seed=s_reward)
+    rewards = yield Offload(lambda: reward.rewards(layout_end, seed=s_reward))
     reward_seconds = time.perf_counter() - t0
     builder.set_values([rewards[s] for s in sides])
     reward_moves = list(getattr(reward, "last_moves", None) or ())
@@ -273,8 +293,7 @@ def play_slm_game(cfg, slm_net, seed: int) -> tuple[_Game, Any, dict]:
             break
         game.play(move, {"reward": True})
     agents = (make_agent(cfg.selfplay.aux_agent, seed=s_aux), make_agent(cfg.selfplay.aux_agent, seed=s_aux + 1))
-    while not game.state.is_terminal():
-        game.play(agents[game.state.side].select(game.state))
+    yield Offload(lambda: _play_out(game, agents, lambda st: not st.is_terminal()))
     info = {"reward": {"plugin": cfg.selfplay.reward, "white": rewards[0], "black": rewards[1],
                        "seconds": round(reward_seconds, 3), "plies": len(reward_moves)},
             "seeds": {"search": s_search, "sample": s_sample, "aux": s_aux, "reward": s_reward},
@@ -282,23 +301,47 @@ def play_slm_game(cfg, slm_net, seed: int) -> tuple[_Game, Any, dict]:
     return game, builder, info
 
 
-def play_upper_game(cfg, upper_net, seed: int) -> tuple[_Game, Any, dict]:
-    """One ``upper`` self-play game (module docstring)."""
+def upper_game(cfg, seed: int):
+    """One ``upper`` self-play game (module docstring), as a ``search.batched`` job."""
     from knowledge.agents import make_agent
+    from search.batched import Offload
     from train.learning.samples import SampleBuilder
 
     s_search, s_sample, s_aux, _ = sub_seeds(seed)
     rng = np.random.default_rng(s_sample)
     game = _Game(GameState.initial(cfg.ruleset))
     agents = (make_agent(cfg.selfplay.aux_agent, seed=s_aux), make_agent(cfg.selfplay.aux_agent, seed=s_aux + 1))
-    while game.state.phase == PHASE_LAYOUT:
-        game.play(agents[game.state.side].select(game.state))
+    yield Offload(lambda: _play_out(game, agents, lambda st: st.phase == PHASE_LAYOUT))
     builder = SampleBuilder("upper")
-    sides, plies = _searched_moves(cfg, game, rng, builder, s_search, None, upper_net, lambda st: not st.is_terminal())
-    builder.set_values(_drift_z(cfg, game, plies) if cfg.selfplay.value_drift else _outcome_z(game.state, sides))
+    sides, plies = yield from _searched_moves(cfg, game, rng, builder, s_search, True, lambda st: not st.is_terminal())
+    if cfg.selfplay.value_drift:
+        z = yield Offload(lambda: _drift_z(cfg, game, plies))
+    else:
+        z = _outcome_z(game.state, sides)
+    builder.set_values(z)
     info = {"seeds": {"search": s_search, "sample": s_sample, "aux": s_aux},
             "players": f"{cfg.selfplay.aux_agent}+upper-mcts:sims={cfg.selfplay.search.simulations}"}
     return game, builder, info
+
+
+def _play_alone(job, cfg, slm_net=None, upper_net=None):
+    from search.batched import run_alone
+
+    evaluator = selfplay_evaluator(cfg, slm_net, upper_net)
+    try:
+        return run_alone(job, evaluator)
+    finally:
+        _close(evaluator)
+
+
+def play_slm_game(cfg, slm_net, seed: int) -> tuple[_Game, Any, dict]:
+    """One ``slm`` self-play game played alone (:func:`slm_game`): ``(game, samples, info)``."""
+    return _play_alone(slm_game(cfg, seed), cfg, slm_net=slm_net)
+
+
+def play_upper_game(cfg, upper_net, seed: int) -> tuple[_Game, Any, dict]:
+    """One ``upper`` self-play game played alone (:func:`upper_game`): ``(game, samples, info)``."""
+    return _play_alone(upper_game(cfg, seed), cfg, upper_net=upper_net)
 
 
 def play_lower_game(cfg, lower_net, seed: int) -> tuple[_Game, Any, dict]:
@@ -346,34 +389,116 @@ def play_lower_game(cfg, lower_net, seed: int) -> tuple[_Game, Any, dict]:
     return game, builder, info
 
 
-GAMES = {"slm": play_slm_game, "upper": play_upper_game, "lower": play_lower_game}
+def _lower_job(cfg, lower_net, seed: int):
+    """A ``lower`` game as a ``search.batched`` job: it searches nothing, so it runs off the driver."""
+    from search.batched import Offload
+
+    return (yield Offload(lambda: play_lower_game(cfg, lower_net, seed)))
+
+
+JOBS = {"slm": lambda cfg, net, seed: slm_game(cfg, seed), "upper": lambda cfg, net, seed: upper_game(cfg, seed),
+        "lower": _lower_job}
 
 
 # ============================================================================ the worker task
+GAMES_IN_FLIGHT_CPU = 16  # selfplay.games_in_flight's default on CPU (docs/performance.md, "Self-play engine")
+GAMES_IN_FLIGHT_CUDA = 128  # ... and on a CUDA device (not measured: no GPU here)
+
+
+def games_in_flight(cfg) -> int:
+    """The games a self-play worker plays at once: ``selfplay.games_in_flight``, or when it is not given
+    :data:`GAMES_IN_FLIGHT_CUDA` on a CUDA ``device`` and :data:`GAMES_IN_FLIGHT_CPU` otherwise."""
+    if cfg.selfplay.games_in_flight is not None:
+        return int(cfg.selfplay.games_in_flight)
+    return GAMES_IN_FLIGHT_CUDA if str(getattr(cfg, "device", "cpu")).startswith("cuda") else GAMES_IN_FLIGHT_CPU
+
+
+def plan_batches(tasks: list[dict[str, Any]], cfg) -> list[dict[str, Any]]:
+    """The :func:`selfplay_batch` tasks of a worker pool for the game ``tasks``: the games shared out
+    round-robin over ``workers`` (at least one batch), at most ``4 * games_in_flight`` games a batch (so
+    that a worker picks up a newer net between batches), each batch with ``games_in_flight`` (no more than
+    its games) and ``threads``: the cores this process may use divided among the workers, at least 1."""
+    from nets.evaluator import available_cores
+
+    if not tasks:
+        return []
+    in_flight = games_in_flight(cfg)
+    workers = max(1, cfg.workers)
+    per_batch = max(1, min(-(-len(tasks) // workers), 4 * in_flight))
+    n = -(-len(tasks) // per_batch)
+    threads = max(1, available_cores() // workers)
+    return [{"tasks": tasks[i::n], "games_in_flight": min(in_flight, len(tasks[i::n])), "threads": threads}
+            for i in range(n)]
+
+
+def selfplay_batch(batch: dict[str, Any]) -> list[dict[str, Any]]:
+    """Play the self-play games ``batch["tasks"]`` together and write each one's shard and record as it ends.
+
+    ``batch``: ``tasks`` (dicts of :func:`selfplay_task`, all of one run, kind, iteration and net),
+    ``games_in_flight`` (games played at once, >= 1) and ``threads`` (>= 1: the knowledge pool's
+    threads, ``search.batched.drive``). The games share one evaluator of the net ``task["net"]``, loaded
+    once per batch (so a batch picks up the newest net at its start), and their searches' leaves are
+    evaluated together; a game whose record exists is skipped, so a batch run again (a killed worker)
+    plays only the games without one. Returns the statistics of :func:`selfplay_task` of each game
+    played, in the order they ended, each with the batch's ``drive`` summary (``search.batched.DriveStats``)
+    under ``"batch"`` in the last one."""
+    import torch
+
+    import catalog  # noqa: F401 - the auxiliary agent may be any registered agent (Ray tasks skip init_worker)
+    from search.batched import DriveStats, drive
+    from train.learning.config import validate_config
+
+    torch.set_num_threads(1)
+    tasks = [t for t in batch["tasks"]
+             if not (Path(t["run_dir"]) / "records" / record_name(int(t["iteration"]), int(t["index"]))).exists()]
+    if not tasks:
+        return []
+    cfg = validate_config(tasks[0]["config"])
+    kind = tasks[0]["kind"]
+    net = load_net(tasks[0]["net"], kind)
+    evaluator = selfplay_evaluator(cfg, net if kind == "slm" else None, net if kind == "upper" else None)
+    starts: dict[int, tuple[float, str]] = {}
+
+    def jobs():
+        for t in tasks:
+            index = int(t["index"])
+            starts[index] = (time.perf_counter(), time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+            yield index, JOBS[kind](cfg, net, game_seed(cfg.seed, int(t["iteration"]), index))
+
+    by_index = {int(t["index"]): t for t in tasks}
+    stats = DriveStats()
+    results = []
+    try:
+        for index, (game, builder, info) in drive(jobs(), evaluator, int(batch["games_in_flight"]),
+                                                  int(batch.get("threads", 1)), stats):
+            results.append(_write_game(by_index[index], cfg, game, builder, info, *starts[index]))
+    finally:
+        _close(evaluator)
+    if results:
+        results[-1]["batch"] = stats.summary()
+    return results
+
+
 def selfplay_task(task: dict[str, Any]) -> dict[str, Any]:
-    """Play self-play game ``task["index"]`` of ``task["iteration"]`` and write its shard and record.
+    """Play self-play game ``task["index"]`` of ``task["iteration"]`` alone and write its shard and record.
 
     ``task``: ``run_dir``, ``config`` (``TrainConfig`` as a dict), ``kind``, ``iteration``, ``index``,
     ``net`` (path of the net that plays). Returns statistics: ``index``, ``seed``, ``plies``,
     ``searched`` (positions searched or decided by the net), ``simulations``, ``samples``, ``seconds``,
-    ``search_seconds``, ``result``, ``reason``, ``z_mean``, ``pid``."""
-    import torch
+    ``search_seconds``, ``result``, ``reason``, ``z_mean``, ``pid`` (nothing is played, and ``{}``
+    returned, when its record exists)."""
+    results = selfplay_batch({"tasks": [task], "games_in_flight": 1, "threads": 1})
+    return results[0] if results else {}
 
-    import catalog  # noqa: F401 - the auxiliary agent may be any registered agent (Ray tasks skip init_worker)
+
+def _write_game(task: dict[str, Any], cfg, game, builder, info: dict, t0: float, started: str) -> dict[str, Any]:
+    """Write the shard, then the record, of a finished game (both atomic); returns its statistics."""
     from core.records import GameRecord, write_json
-    from train.learning.config import validate_config
     from train.learning.samples import write_shard
 
-    torch.set_num_threads(1)
-    t0 = time.perf_counter()
-    cfg = validate_config(task["config"])
     kind, iteration, index = task["kind"], int(task["iteration"]), int(task["index"])
     seed = game_seed(cfg.seed, iteration, index)
-    net = load_net(task["net"], kind)
-    started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    game, builder, info = GAMES[kind](cfg, net, seed)
-    final = game.state
-    outcome = final.outcome()
+    outcome = game.state.outcome()
     meta = {"selfplay": {"kind": kind, "iteration": iteration, "game": index, "run_seed": cfg.seed,
                          "game_seed": seed, "seeds": info.pop("seeds"), "worker_pid": os.getpid(),
                          "net": str(task["net"])}}
