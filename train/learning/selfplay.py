@@ -199,7 +199,7 @@ def open_search(cfg, seed: int, slm_net, upper_net):
 
     sp = cfg.selfplay
     evaluator = NetEvaluator(slm_net, upper_net, max_batch=sp.max_batch, num_threads=1, clients=sp.search.threads,
-                             precision=sp.precision)
+                             precision=sp.precision, device=cfg.device)
     scorer = None
     if upper_net is not None and sp.search.victim_evaluator is not None:
         from knowledge.evaluation import EvaluatorVictimScorer
@@ -315,7 +315,7 @@ def play_lower_game(cfg, lower_net, seed: int) -> tuple[_Game, Any, dict]:
     game = _Game(GameState.initial(cfg.ruleset))
     agents = (make_agent(cfg.selfplay.aux_agent, seed=s_aux), make_agent(cfg.selfplay.aux_agent, seed=s_aux + 1))
     pruner = REGISTRY.create(cfg.selfplay.search.capture_pruner, "capture_pruner")
-    scorer = NetVictimScorer(lower_net, precision=cfg.selfplay.precision)
+    scorer = NetVictimScorer(lower_net, precision=cfg.selfplay.precision, device=cfg.device)
     judge = EvaluatorVictimScorer.from_spec(cfg.selfplay.lower_eval) if cfg.selfplay.lower_eval else None
     builder = SampleBuilder("lower")
     sides: list[int] = []
