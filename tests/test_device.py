@@ -237,15 +237,53 @@ def test_the_config_field_is_validated_and_resumable():
         validate_config({"device": "cuda:99"})
 
 
-def test_selfplay_builds_its_evaluator_on_the_configured_device():
+def test_selfplay_and_pretraining_pass_the_configured_device_on(monkeypatch, tmp_path, states):
+    import nets.evaluator
+    import train.learning.learner
     from train.learning.selfplay import _close, open_search
+    from train.learning.supervised import pretrain
 
+    seen = []
+
+    class Recording(NetEvaluator):
+        def __init__(self, *args, **kwargs):
+            seen.append(kwargs.get("device"))
+            super().__init__(*args, **kwargs)
+
+    class RecordingLearner(Learner):
+        def __init__(self, *args, **kwargs):
+            seen.append(kwargs.get("device"))
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(nets.evaluator, "NetEvaluator", Recording)
+    monkeypatch.setattr(train.learning.learner, "Learner", RecordingLearner)
     cfg = validate_config({"device": "cpu"})
     search, evaluator = open_search(cfg, 0, None, None)
-    try:
-        assert evaluator.device == torch.device("cpu")
-    finally:
-        _close(search, evaluator)
+    _close(search, evaluator)
+    batch_states = [s for s in states if s.phase == 1][:6]
+    b = SampleBuilder("upper")
+    for s in batch_states:
+        ps = s.paths()
+        acts = encode_paths(ps.pts, ps.off, ps.jump, ps.m)
+        b.add_policy(state_planes(s), acts, np.ones(len(acts)), 1.0)
+    pretrain(b.build(), _net_config(), _learner_cfg(), tmp_path / "p.safetensors", steps=1, batch_size=4,
+             device="cpu")
+    assert seen == ["cpu", "cpu"]
+
+
+def test_a_resumed_run_may_name_another_device(tmp_path):
+    import json
+
+    from train.jobs.rundir import RunPaths
+    from train.learning.config import config_to_dict
+    from train.learning.modeldir import load_run_config
+
+    paths = RunPaths(tmp_path)
+    paths.config.parent.mkdir(parents=True, exist_ok=True)
+    paths.config.write_text(json.dumps({**config_to_dict(validate_config({})), "device": "cuda:99"}))
+    with pytest.raises(ConfigError, match="'device': 'cuda:99' is not available"):
+        load_run_config(tmp_path)  # written on a machine with that GPU
+    assert load_run_config(tmp_path, device="cpu").device == "cpu"
 
 
 def test_the_docs_table_lists_the_field():
