@@ -66,6 +66,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from core.board import SIZE
 from nets.encoding import NUM_LAYOUT_ACTIONS, NUM_UPPER_ACTIONS
 from nets.features import batch_planes, state_planes
 from core.state import GameState
@@ -427,7 +428,7 @@ class NetEvaluator:
         if phase not in (0, 1):
             raise ValueError(f"forward_batch: phase must be 0 (layout) or 1 (battle), got {phase!r}")
         planes = np.ascontiguousarray(planes, dtype=np.float32)
-        if planes.ndim != 4 or planes.shape[2:] != (14, 14):
+        if planes.ndim != 4 or planes.shape[2:] != (SIZE, SIZE):
             raise ValueError(f"forward_batch: planes must be (B, planes, 14, 14) float32, got {planes.shape}")
         b, size = planes.shape[0], POLICY_SIZE[phase]
         net = self._forward[phase]

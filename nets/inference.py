@@ -1,4 +1,4 @@
-"""Nets compiled for CPU inference: traced, frozen, fused TorchScript.
+"""Nets compiled for inference: traced, frozen, fused TorchScript (on the CPU by default; devices below).
 
 :func:`compile_for_inference` turns an eval-mode net of ``nets.model`` into a TorchScript module with
 the weights folded in as constants, batch norm folded into the convolutions and oneDNN conv fusions
@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import re
 import warnings
-from typing import Literal
 
 import torch
 from torch import nn
@@ -50,7 +49,6 @@ from nets.encoding import NUM_UPPER_ACTIONS
 from nets.features import NUM_PLANES
 
 
-DeviceName = Literal["auto", "cpu", "cuda"]  # plus "cuda:N" (an index), which a Literal cannot spell
 DEVICE_CHOICES: tuple[str, ...] = ("auto", "cpu", "cuda", "cuda:N")  # the accepted spellings, for messages
 _CUDA_INDEX = re.compile(r"cuda:(\d+)")
 
@@ -65,7 +63,8 @@ def resolve_device(spec: str | torch.device) -> torch.device:
     if isinstance(spec, torch.device):
         spec = str(spec)
     if not isinstance(spec, str):
-        raise ValueError(f"device: expected a string such as 'cpu' or 'cuda:0', got {type(spec).__name__}")
+        # ValueError (not TypeError): the one error of a bad device, which pydantic reports as the field's
+        raise ValueError(f"device: expected a string such as 'cpu' or 'cuda:0', got {type(spec).__name__}")  # noqa: TRY004
     text = spec.strip().lower()
     if text == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
