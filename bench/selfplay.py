@@ -91,7 +91,7 @@ def run_selfplay_benchmark(games: int | None = None, games_in_flight: int | None
     drive_wall = seconds["wall"] / max(1, len(summaries))
     return {
         "kind": kind, "games": len(results), "games_in_flight": in_flight, "workers": cfg.workers,
-        "threads": int(batches[0]["threads"]) if batches else 1, "device": getattr(cfg, "device", "cpu"),
+        "threads": int(batches[0]["threads"]) if batches else 1, "device": cfg.device,
         "simulations": cfg.selfplay.search.simulations, "searched_positions": searched,
         "wall_seconds": round(wall, 3), "positions_per_second": round(searched / wall, 3),
         "steady_positions_per_second": round(searched / drive_wall, 3) if drive_wall > 0 else None,

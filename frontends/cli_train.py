@@ -38,6 +38,22 @@ def _drift_target(value_drift: int, value_eval: str | None, drift_ends: str | No
     return drift
 
 
+DeviceOption = Annotated[Optional[str], typer.Option(help="Where the nets run and train: auto (CUDA when available, "
+                                                   "else the CPU), cpu, cuda or cuda:N (default: the config's "
+                                                   "device, auto).")]
+
+
+def _check_device(device: str | None) -> None:
+    """``--device``: a one-line error (status 2) for a bad or missing device, before anything starts."""
+    if device is not None:
+        from nets.inference import resolve_device
+
+        try:
+            resolve_device(device)
+        except ValueError as exc:
+            fail(str(exc))
+
+
 def _rule_overrides(rule: list[str] | None) -> list[str]:
     out = []
     for item in rule or []:
@@ -59,6 +75,7 @@ def selfplay(
     workers: Annotated[Optional[int], typer.Option(help="Worker processes (0: everything in this process; default: the config's workers, 2).")] = None,
     seed: Annotated[Optional[int], typer.Option(min=0, max=MAX_SEED, help="Run seed (default: the config's seed).")] = None,
     backend: Annotated[Optional[str], typer.Option(help="Self-play backend: process (default) or ray.")] = None,
+    device: DeviceOption = None,
     reward: Annotated[Optional[str], typer.Option(help="SLM reward plugin (default reward.first_square; or reward.outcome, or reward.shape for the shape agent).")] = None,
     run_dir: Annotated[Optional[Path], typer.Option("--run-dir", help="Directory of a new run (default runs/selfplay-<time>).")] = None,
     resume: Annotated[Optional[Path], typer.Option(help="Continue the run in this directory where it stopped (across days).")] = None,
@@ -89,12 +106,13 @@ def selfplay(
     from train.learning.modeldir import load_run_config
     from train.learning.pipeline import default_run_dir, run_pipeline
 
+    _check_device(device)
     typed = {"model": model, "iterations": iterations, "minutes": minutes, "workers": workers, "seed": seed,
-             "backend": backend, "selfplay.reward": reward}
+             "backend": backend, "device": device, "selfplay.reward": reward}
     typed = {k: v for k, v in typed.items() if v is not None}
     sets = [*(overrides or []), *_rule_overrides(rule)]
     options = {"model": "--model", "iterations": "--iterations", "minutes": "--minutes", "workers": "--workers",
-               "seed": "--seed", "backend": "--backend", "selfplay.reward": "--reward"}
+               "seed": "--seed", "backend": "--backend", "device": "--device", "selfplay.reward": "--reward"}
     origins = override_origins(overrides, {f"ruleset.{k.partition('=')[0].strip().replace('-', '_')}":
                                            f"--rule {k.partition('=')[0].strip()}" for k in rule or []})
     origins.update({k: v for k, v in options.items() if k in typed})
@@ -105,7 +123,7 @@ def selfplay(
             fail("--config cannot be combined with --resume (the run keeps its config.json)")
         if from_scratch:
             fail("--from-scratch cannot be combined with --resume (the run keeps how it started)")
-        base = config_to_dict(load_run_config(resume))
+        base = config_to_dict(load_run_config(resume, device=device))
         cfg = validate_config(apply_overrides(apply_overrides(base, sets), typed), origins=origins)
         target, is_resume = resume, True
     else:
@@ -187,6 +205,7 @@ def pretrain(
     value_eval: Annotated[Optional[str], typer.Option(help="Evaluator (with a margin) of the --value-drift target "
                                                       "(default: the search's battle leaf value).")] = None,
     drift_ends: DriftEndsOption = None,
+    device: DeviceOption = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the summary as one JSON object.")] = False,
     rule: RuleOption = None,
 ):
@@ -198,6 +217,7 @@ def pretrain(
     from train.learning.supervised import check_teacher, read_records, samples_from_records
     from train.learning.supervised import pretrain as run_pretrain
 
+    _check_device(device)
     if model not in KINDS:
         fail(f"--model {model!r}: expected one of {', '.join(KINDS)}")
     check_teacher(model, teacher)
@@ -242,6 +262,7 @@ def pretrain(
                 step_task, completed=i + 1, score=f"loss {losses['total']:.4f}")
         summary = run_pretrain(samples, cfg.nets.net_config(model), cfg.learner, target, steps, batch_size, lr,
                                seed=seed, symmetries=cfg.replay.symmetries, init=init, callback=step_done,
+                               device=device if device is not None else cfg.device,
                                extra={"records": len(games), "shards": [str(p) for p in shards or []],
                                       "teacher": teacher, "teacher_mix": teacher_mix if teacher else None,
                                       "value_target": drift.spec() if drift is not None else "result",

@@ -66,6 +66,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from core.board import SIZE
 from nets.encoding import NUM_LAYOUT_ACTIONS, NUM_UPPER_ACTIONS
 from nets.features import batch_planes, state_planes
 from core.state import GameState
@@ -201,7 +202,11 @@ class NetEvaluator:
     ``nets.inference.compile_for_inference`` (same outputs; faster, and the forward pass releases the
     GIL); ``False`` runs the eager modules. ``precision``: ``"float32"`` (default), ``"bfloat16"`` or
     ``"auto"`` (``nets.inference``: bfloat16 weights and activations, float32 in and out; raises
-    ``ValueError`` for another value).
+    ``ValueError`` for another value; resolved for ``device``, so ``"auto"`` on CUDA is bfloat16 or
+    float16). ``device``: ``"cpu"`` (default), ``"cuda"``, ``"cuda:N"``, ``"auto"`` or a ``torch.device``
+    (``nets.inference.resolve_device``; ``ValueError`` starting ``device:`` for a bad or missing one): the
+    nets run there (a copy is moved, the given modules stay where they are), the planes travel through
+    pinned host memory, and the answers come back to the CPU as float32 (:meth:`forward_batch`).
     Use as a context manager or call :meth:`close`."""
 
     name = "net"
@@ -218,6 +223,7 @@ class NetEvaluator:
         in_flight: int = 2,
         inference_threads: int = 1,
         precision: str = "float32",
+        device: str | torch.device = "cpu",
     ):
         if max_batch < 1:
             raise ValueError(f"max_batch must be >= 1, got {max_batch}")
@@ -230,10 +236,11 @@ class NetEvaluator:
             if net is not None:
                 net.eval()
         # what the inference thread runs (``nets`` stay the eager modules, e.g. for their configs)
-        from nets.inference import resolve_precision
+        from nets.inference import resolve_device, resolve_precision
 
-        self.precision = resolve_precision(precision)
-        self._forward = tuple(_runnable(net, compiled, self.precision) for net in self.nets)
+        self.device = resolve_device(device)
+        self.precision = resolve_precision(precision, self.device)
+        self._forward = tuple(_runnable(net, compiled, self.precision, self.device) for net in self.nets)
         self.max_batch = int(max_batch)
         self.max_wait = float(max_wait_ms) / 1000.0
         if clients is not None and clients < 1:
@@ -397,28 +404,54 @@ class NetEvaluator:
                 part = [r for r in batch if r.phase == phase]
                 if not part:
                     continue
-                net = self._forward[phase]
-                if net is None:
+                if self._forward[phase] is None:
                     self._warn_missing(phase)
                     for r in part:
                         r.future.set_result(Evaluation(UNIFORM_POLICY[phase], 0.0))
                     continue
-                x = torch.from_numpy(np.stack([r.planes for r in part]))
-                with torch.inference_mode():
-                    logits, value = net(x)
-                    probs = torch.softmax(logits.float(), dim=1).numpy()
-                    values = value.float().reshape(-1).clamp(-1.0, 1.0).tolist()
-                if probs.shape != (len(part), POLICY_SIZE[phase]):
-                    raise ValueError(
-                        f"{PHASE_NAMES[phase]} net returned policy {probs.shape}, expected "
-                        f"({len(part)}, {POLICY_SIZE[phase]})"
-                    )
+                probs, values = self.forward_batch(phase, np.stack([r.planes for r in part]))
                 for i, r in enumerate(part):
-                    r.future.set_result(Evaluation(probs[i].copy(), values[i]))
+                    r.future.set_result(Evaluation(probs[i].copy(), float(values[i])))
         except BaseException as e:  # noqa: BLE001 - handed to every caller of the batch
             for r in batch:
                 if not r.future.done():
                     r.future.set_exception(e)
+
+    def forward_batch(self, phase: int, planes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The phase's net on a batch, synchronously in the calling thread (no queue, no batching):
+        what the inference threads run on each phase's part of a batch.
+
+        ``phase``: 0 (layout, the SLM) or 1 (battle, the upper net). ``planes``: ``float32 (B, 14, 14,
+        14)`` feature planes (``nets.features.state_planes``/``batch_planes``; other float dtypes are
+        converted), B >= 0. Returns ``(policy, value)`` on the CPU: ``policy`` ``float32 (B, A)``, each row
+        the softmax of the net's logits over the phase's whole action space (A = 196 layout, 48,804
+        battle; not masked to the legal actions), ``value`` ``float32 (B,)`` in [-1, 1] for the side to
+        move. A phase without a net gives uniform rows and zeros (with the one-time ``RuntimeWarning``).
+        On CUDA the planes are copied through pinned host memory (``nets.inference.to_device``); the call
+        returns when the results are on the host. Each call uses only its own tensors, so calls from
+        several threads (the inference threads included) are safe; one calling thread at a time is what a
+        synchronous engine needs. Raises ``ValueError`` for a bad ``phase``, bad plane shapes or a net
+        whose policy has the wrong width, and whatever the net raises."""
+        from nets.inference import to_device
+
+        if phase not in (0, 1):
+            raise ValueError(f"forward_batch: phase must be 0 (layout) or 1 (battle), got {phase!r}")
+        planes = np.ascontiguousarray(planes, dtype=np.float32)
+        if planes.ndim != 4 or planes.shape[2:] != (SIZE, SIZE):
+            raise ValueError(f"forward_batch: planes must be (B, planes, 14, 14) float32, got {planes.shape}")
+        b, size = planes.shape[0], POLICY_SIZE[phase]
+        net = self._forward[phase]
+        if net is None or b == 0:
+            if net is None:
+                self._warn_missing(phase)
+            return np.full((b, size), 1.0 / size, np.float32), np.zeros(b, np.float32)
+        with torch.inference_mode():
+            logits, value = net(to_device(torch.from_numpy(planes), self.device))
+            probs = torch.softmax(logits.float(), dim=1).cpu().numpy()
+            values = value.float().reshape(-1).clamp(-1.0, 1.0).cpu().numpy()
+        if probs.shape != (b, size):
+            raise ValueError(f"{PHASE_NAMES[phase]} net returned policy {probs.shape}, expected ({b}, {size})")
+        return probs, values
 
     def _warn_missing(self, phase: int) -> None:
         with self._stats_lock:  # several inference threads: warn once
@@ -458,28 +491,30 @@ class NetEvaluator:
             phase = 1 if self.nets[1] is not None else 0
         if self.nets[phase] is None:
             raise ValueError(f"throughput: no net for the {PHASE_NAMES[phase]} phase")
-        return net_throughput(self.nets[phase], batch_size, seconds, forward=self._forward[phase])
+        return net_throughput(self.nets[phase], batch_size, seconds, forward=self._forward[phase],
+                              device=self.device)
 
 
-def _runnable(net: nn.Module | None, compiled: bool, precision: str = "float32"):
-    """What an inference thread runs for ``net``: compiled (``nets.inference``) or eager, in
-    ``precision`` (``float32``, ``bfloat16`` or ``auto``)."""
+def _runnable(net: nn.Module | None, compiled: bool, precision: str = "float32", device: torch.device | str = "cpu"):
+    """What an inference thread runs for ``net`` on ``device``: compiled (``nets.inference``) or eager, in
+    ``precision`` (``float32``, ``bfloat16``, ``float16`` or ``auto``)."""
     from nets.inference import compile_for_inference, eager_in_precision
 
     if net is None:
         return None
     if compiled:
-        return compile_for_inference(net, precision)
-    return eager_in_precision(net, precision)
+        return compile_for_inference(net, precision, device)
+    return eager_in_precision(net, precision, device)
 
 
 def net_throughput(model: nn.Module, batch_size: int, seconds: float = 2.0, forward: Callable | None = None,
-                   callers: int = 1) -> float:
+                   callers: int = 1, device: torch.device | str = "cpu") -> float:
     """Positions per second of ``model``'s forward pass (eval mode, inference mode) at ``batch_size`` on
     random binary planes (a lower net also gets random upper actions), measured for about ``seconds``
     after two warm-up passes. ``forward``: what to time instead of ``model`` itself, taking the same
     inputs (e.g. ``nets.inference.compile_for_inference(model)``). ``callers``: threads running passes
-    concurrently (as ``NetEvaluator``'s ``inference_threads``); the total is returned. The window lasts
+    concurrently (as ``NetEvaluator``'s ``inference_threads``); the total is returned. ``device``: where
+    the inputs are put (where ``forward`` runs; the CPU by default). The window lasts
     until at least one pass has finished, so the rate is never 0 for a short ``seconds`` on a busy machine."""
     from nets.inference import example_inputs
 
@@ -487,7 +522,7 @@ def net_throughput(model: nn.Module, batch_size: int, seconds: float = 2.0, forw
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     if callers < 1:
         raise ValueError(f"callers must be >= 1, got {callers}")
-    args = example_inputs(model, batch_size)
+    args = example_inputs(model, batch_size, device)
     run = forward if forward is not None else model
     was_training = model.training
     model.eval()
@@ -527,17 +562,21 @@ class NetVictimScorer:
     """The lower net as a :class:`VictimScorer`: one batched forward pass (chunks of ``max_batch``) over
     the candidates. ``evaluator``: a :class:`NetEvaluator` whose inference thread should run the passes
     (recommended: one thread runs PyTorch); without it the passes run in the calling thread under a
-    lock. The net is put in ``eval()`` mode; ``compiled`` and ``precision`` as for :class:`NetEvaluator`."""
+    lock. The net is put in ``eval()`` mode; ``compiled``, ``precision`` and ``device`` as for
+    :class:`NetEvaluator` (the Q values come back to the CPU)."""
 
     name = "lower"
 
     def __init__(self, lower: nn.Module, max_batch: int = 256, evaluator: NetEvaluator | None = None,
-                 compiled: bool = True, precision: str = "float32"):
+                 compiled: bool = True, precision: str = "float32", device: str | torch.device = "cpu"):
+        from nets.inference import resolve_device
+
         _check_kind(lower, "lower", "NetVictimScorer")
         if max_batch < 1:
             raise ValueError(f"max_batch must be >= 1, got {max_batch}")
         self.lower = lower.eval()
-        self._forward_net = _runnable(self.lower, compiled, precision)
+        self.device = resolve_device(device)
+        self._forward_net = _runnable(self.lower, compiled, precision, self.device)
         self.max_batch = int(max_batch)
         self.evaluator = evaluator
         self._lock = threading.Lock()
@@ -558,10 +597,12 @@ class NetVictimScorer:
             return self._forward(planes, actions)
 
     def _forward(self, planes: np.ndarray, actions: np.ndarray) -> np.ndarray:
+        from nets.inference import to_device
+
         out = np.empty(actions.shape[0], np.float32)
         with torch.inference_mode():
             for i in range(0, actions.shape[0], self.max_batch):
-                x = torch.from_numpy(planes[i : i + self.max_batch])
-                a = torch.from_numpy(actions[i : i + self.max_batch])
-                out[i : i + self.max_batch] = self._forward_net(x, a).float().reshape(-1).numpy()
+                x = to_device(torch.from_numpy(planes[i : i + self.max_batch]), self.device)
+                a = to_device(torch.from_numpy(actions[i : i + self.max_batch]), self.device)
+                out[i : i + self.max_batch] = self._forward_net(x, a).float().reshape(-1).cpu().numpy()
         return out

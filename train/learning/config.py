@@ -34,8 +34,9 @@ DqnLoss = Literal["huber", "mse", "group", "choice"]
 GROUP_DQN_LOSSES: tuple[str, ...] = ("group", "choice")
 MODELS: tuple[str, ...] = (*KINDS, "cycle")
 # Fields a resumed run may change (they do not change what the run computes, only how far/fast).
-RESUMABLE_FIELDS: tuple[str, ...] = ("iterations", "minutes", "workers", "backend", "curve", "export_dir",
-                                     "gate.export_games", "selfplay.games_in_flight", "selfplay.max_batch")
+RESUMABLE_FIELDS: tuple[str, ...] = ("iterations", "minutes", "workers", "backend", "device", "curve",
+                                     "export_dir", "gate.export_games", "selfplay.games_in_flight",
+                                     "selfplay.max_batch")
 
 TRAIN_RULESET = Ruleset(max_battle_plies=300, adjudicate="stones")
 
@@ -300,6 +301,7 @@ class TrainConfig(BaseModel):
     minutes: float | None = Field(None, gt=0)
     workers: int = Field(2, ge=0, le=256)
     backend: Literal["process", "ray"] = "process"
+    device: str = "auto"
     ruleset: Ruleset = TRAIN_RULESET
     nets: NetsConfig = NetsConfig()
     selfplay: SelfPlayConfig = SelfPlayConfig()
@@ -310,6 +312,13 @@ class TrainConfig(BaseModel):
     pretrain: PretrainConfig = PretrainConfig()
     export_dir: str | None = None
     init_dir: str | None = None
+
+    @field_validator("device")
+    @classmethod
+    def _device(cls, value: str) -> str:
+        from nets.inference import check_device  # torch only when a config is validated, not on import
+
+        return check_device(value)
 
     @model_validator(mode="after")
     def _budget(self) -> "TrainConfig":

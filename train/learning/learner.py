@@ -25,6 +25,16 @@ training, so their weights and BatchNorm statistics, and with them the net's pol
 its steps run the trunk and the value head only (the step's policy terms are reported as 0;
 :meth:`Learner.validate` still scores both).
 
+Devices (``device``: ``"cpu"``, ``"cuda"``, ``"cuda:N"``, ``"auto"``; ``nets.inference.resolve_device``):
+the net and the optimiser state live on the device, and each batch's arrays (planes, values, policy
+targets, masks, actions, groups) are copied there (through pinned host memory on CUDA,
+``nets.inference.to_device``). ``learner.precision`` is resolved for the device
+(``nets.inference.resolve_precision``): bfloat16 runs the forward pass under ``torch.autocast`` (as on the
+CPU); float16 (``"auto"`` on a CUDA device without bfloat16) also scales the loss with a
+``torch.amp.GradScaler`` (not saved in checkpoints: a resumed learner starts a fresh scale). Checkpoints
+are written from CPU copies of the tensors, so a net or optimiser saved on CUDA loads on the CPU (and
+the other way round: :meth:`Learner.from_checkpoint` moves what it loads to its device).
+
 Threads: the learner sets ``torch.set_num_threads(1)`` (measured on the shared 2-core machine: two
 intra-op threads collapse throughput; see ``nets.evaluator``).
 """
@@ -42,7 +52,7 @@ import torch
 
 from core.atomic import atomic_write
 from nets.config import NetConfig
-from nets.inference import resolve_precision
+from nets.inference import LOW_PRECISION_DTYPES, resolve_device, resolve_precision, to_device
 from nets.losses import dqn_loss, group_choice_loss, group_ranking_loss, l2_penalty, policy_value_terms, value_mse
 from train.learning.config import GROUP_DQN_LOSSES, LearnerConfig, check_trainable
 from train.learning.samples import Batch, Samples, make_batch
@@ -77,6 +87,18 @@ def _atomic_torch_save(obj: Any, path: Path) -> None:
     atomic_write(path, lambda f: torch.save(obj, f))
 
 
+def _to_cpu(obj: Any) -> Any:
+    """``obj`` (an optimiser ``state_dict``: nested dicts, lists, tuples) with every tensor on the CPU
+    (CPU tensors are kept as they are)."""
+    if isinstance(obj, torch.Tensor):
+        return obj.cpu()
+    if isinstance(obj, dict):
+        return {k: _to_cpu(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_to_cpu(v) for v in obj)
+    return obj
+
+
 def _optimizer_state_fits(state: dict[str, Any], optimizer: torch.optim.Optimizer) -> bool:
     """Whether an optimiser ``state_dict`` has a per-parameter tensor of each parameter's shape (a net
     widened since it was saved, e.g. by ``nets.io.load(tactics=True)``, has not)."""
@@ -94,23 +116,31 @@ def _optimizer_state_fits(state: dict[str, Any], optimizer: torch.optim.Optimize
 
 class Learner:
     """Trains one net (``kind`` from its config). ``model`` defaults to a fresh net (``torch.manual_seed(seed)``
-    first); ``step`` is the global step the schedule starts from."""
+    first, built on the CPU, so the same weights on every device); ``step`` is the global step the
+    schedule starts from. ``device`` (module docstring): where ``model`` is moved (in place) and trained;
+    ``ValueError`` starting ``device:`` for a bad or missing device."""
 
     def __init__(self, net_config: NetConfig, cfg: LearnerConfig, model: torch.nn.Module | None = None,
-                 step: int = 0, horizon: int = 10_000, seed: int = 0, lr: float | None = None):
+                 step: int = 0, horizon: int = 10_000, seed: int = 0, lr: float | None = None,
+                 device: str | torch.device = "cpu"):
         from nets.model import build
 
         torch.set_num_threads(1)
         self.kind = net_config.kind
         self.net_config = net_config
         self.cfg = cfg
-        self.autocast = resolve_precision(cfg.precision) == "bfloat16"  # "auto": only where the CPU has bfloat16
+        self.device = resolve_device(device)
+        self.precision = resolve_precision(cfg.precision, self.device)  # "auto" on the CPU: only with native bfloat16
+        self.autocast = self.precision != "float32"
+        self.amp_dtype = LOW_PRECISION_DTYPES.get(self.precision, torch.bfloat16)
+        # float16 gradients underflow without loss scaling; bfloat16 has float32's range and needs none
+        self.scaler = torch.amp.GradScaler(self.device.type) if self.precision == "float16" else None
         self.horizon = horizon
         self.peak_lr = cfg.lr if lr is None else lr
         if model is None:
             torch.manual_seed(seed)
             model = build(net_config)
-        self.model = model
+        self.model = model.to(self.device)
         self.step = int(step)
         params = self.model.parameters()
         check_trainable(self.kind, cfg.trainable)
@@ -128,19 +158,22 @@ class Learner:
     # ------------------------------------------------------------------ checkpoints
     @classmethod
     def from_checkpoint(cls, path: str | os.PathLike, cfg: LearnerConfig, horizon: int = 10_000,
-                        lr: float | None = None, kind: str | None = None, tactics: bool = False) -> "Learner":
-        """A learner continuing the net (and optimiser, when its file exists) saved at ``path``;
+                        lr: float | None = None, kind: str | None = None, tactics: bool = False,
+                        device: str | torch.device = "cpu") -> "Learner":
+        """A learner on ``device`` continuing the net (and optimiser, when its file exists) saved at
+        ``path``, whichever device wrote it;
         ``kind`` (``"slm"``, ``"upper"``, ``"lower"``): the net must be of that kind (``ValueError``
         naming the file and both kinds otherwise). ``tactics``: a net without the tactical planes is
         widened first (``nets.io.load``); its optimiser state no longer fits and is not loaded."""
         from nets.io import load
 
         model, config, extra = load(path, expected_kind=kind, tactics=tactics)
-        learner = cls(config, cfg, model=model, step=int(extra.get("step", 0)), horizon=horizon, lr=lr)
+        learner = cls(config, cfg, model=model, step=int(extra.get("step", 0)), horizon=horizon, lr=lr,
+                      device=device)
         opt = optimizer_path(path)
         if opt.exists() and extra.get("optimizer") == cfg.optimizer:
-            try:
-                state = torch.load(opt, weights_only=True)
+            try:  # loaded on the CPU; load_state_dict moves the state to the parameters' device
+                state = torch.load(opt, weights_only=True, map_location="cpu")
                 if _optimizer_state_fits(state, learner.optimizer):  # not for a widened net
                     learner.optimizer.load_state_dict(state)
             except Exception:  # noqa: BLE001 - a stale or corrupt optimiser file: start a fresh optimiser
@@ -148,13 +181,14 @@ class Learner:
         return learner
 
     def save(self, path: str | os.PathLike, extra: dict[str, Any] | None = None, optimizer: bool = True) -> Path:
-        """Weights via ``nets.io.save`` (atomic) and, with ``optimizer``, the optimiser state next to them."""
+        """Weights via ``nets.io.save`` (atomic) and, with ``optimizer``, the optimiser state next to them,
+        both from CPU copies of the tensors (loadable on any device)."""
         from nets.io import save
 
         path = Path(path)
         info = {"kind": self.kind, "step": self.step, "optimizer": self.cfg.optimizer, **(extra or {})}
         if optimizer:
-            _atomic_torch_save(self.optimizer.state_dict(), optimizer_path(path))
+            _atomic_torch_save(_to_cpu(self.optimizer.state_dict()), optimizer_path(path))
         self.model.eval()
         return save(self.model, self.net_config, path, extra=info)
 
@@ -167,32 +201,36 @@ class Learner:
         ``target_entropy``, the policy targets' mean entropy (nats; 0 for ``lower``): the floor of the
         policy cross-entropy, which ``policy - target_entropy`` (the KL divergence) is measured from.
         ``policy=False`` (``slm``/``upper``): the value head alone is run, and the policy terms are 0."""
-        x = torch.from_numpy(batch.planes)
-        z = torch.from_numpy(batch.z)
+        x = self._tensor(batch.planes)
+        z = self._tensor(batch.z)
+        zero = torch.zeros((), device=self.device)
         if self.kind != "lower" and not policy:
             v = self.model.value(self.model.trunk(x)).reshape(-1)
-            zero = torch.zeros(())
             terms = {"value": value_mse(v, z), "policy": zero, "target_entropy": zero}
         elif self.kind == "lower":
-            q = self.model(x, torch.from_numpy(batch.action))
+            q = self.model(x, self._tensor(batch.action))
             if self.cfg.dqn_loss in GROUP_DQN_LOSSES:
                 if batch.group is None:
                     raise ValueError(_NEEDS_GROUPS)
-                group = torch.from_numpy(batch.group)
+                group = self._tensor(batch.group)
                 value = (group_ranking_loss(q, z, group, unit=self.cfg.group_unit) if self.cfg.dqn_loss == "group"
                          else group_choice_loss(q, z, group, self.cfg.choice_temperature))
             else:
                 value = dqn_loss(q, z, kind=self.cfg.dqn_loss)
-            terms = {"value": value, "policy": torch.zeros(()), "target_entropy": torch.zeros(())}
+            terms = {"value": value, "policy": zero, "target_entropy": zero}
         else:
             logits, v = self.model(x)
-            pi = torch.from_numpy(batch.pi)
-            t = policy_value_terms(logits, v, pi, z, torch.from_numpy(batch.mask))
+            pi = self._tensor(batch.pi)
+            t = policy_value_terms(logits, v, pi, z, self._tensor(batch.mask))
             terms = {"value": t.value, "policy": t.policy, "target_entropy": target_entropy(pi)}
         l2 = l2_penalty(self.model, self.cfg.l2_penalty)
         terms["l2"] = l2
         terms["total"] = terms["value"] + terms["policy"] + l2
         return terms
+
+    def _tensor(self, array: np.ndarray) -> torch.Tensor:
+        """A batch array as a tensor on the learner's device (the same dtype; shares memory on the CPU)."""
+        return to_device(torch.from_numpy(array), self.device)
 
     def train_step(self, batch: Batch) -> dict[str, float]:
         """One optimiser step on ``batch``; returns the loss terms (before the step) and ``lr``."""
@@ -203,13 +241,21 @@ class Learner:
         lr = self.lr()
         for group in self.optimizer.param_groups:
             group["lr"] = lr
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.autocast):
+        with torch.autocast(self.device.type, dtype=self.amp_dtype, enabled=self.autocast):
             terms = self.losses(batch, policy=self.cfg.trainable != "value")  # a frozen policy needs no loss
         self.optimizer.zero_grad(set_to_none=True)
-        terms["total"].backward()
-        if self.cfg.grad_clip is not None:
-            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.grad_clip)
-        self.optimizer.step()
+        if self.scaler is None:
+            terms["total"].backward()
+            if self.cfg.grad_clip is not None:
+                torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.grad_clip)
+            self.optimizer.step()
+        else:  # float16: scaled loss; the step is skipped when the scaled gradients overflowed
+            self.scaler.scale(terms["total"]).backward()
+            if self.cfg.grad_clip is not None:
+                self.scaler.unscale_(self.optimizer)
+                torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.grad_clip)
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
         self.step += 1
         out = {k: float(v.detach()) for k, v in terms.items()}
         out["lr"] = lr

@@ -69,9 +69,11 @@ def read_model_config(model_dir: str | os.PathLike) -> dict[str, Any] | None:
     return read_config_file(path) if path.exists() else None
 
 
-def load_run_config(run_dir: str | os.PathLike):
+def load_run_config(run_dir: str | os.PathLike, device: str | None = None):
     """The resolved ``TrainConfig`` a training run stored in ``RUN/config.json`` (the one a resumed run and an
-    export continue with); ``TrainError`` (one line) if missing or unreadable."""
+    export continue with); ``TrainError`` (one line) if missing or unreadable. ``device``: validate with
+    this ``device`` field instead of the stored one (a resumed run may move to another device, and the
+    stored one may not exist on this machine)."""
     from train.learning.config import validate_config
 
     p = RunPaths(Path(run_dir)).config
@@ -81,6 +83,8 @@ def load_run_config(run_dir: str | os.PathLike):
         raise TrainError(f"{run_dir}: no config.json; not a training run directory") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise TrainError(f"{p}: unreadable ({exc})") from None
+    if device is not None and isinstance(data, dict):
+        data = {**data, "device": device}
     return validate_config(data, str(p))
 
 

@@ -250,7 +250,8 @@ class Pipeline:
 
                 summary = pretrain(samples, cfg.nets.net_config(kind), cfg.learner, ckpt, cfg.pretrain.steps,
                                    cfg.pretrain.batch_size, cfg.pretrain.lr, seed=cfg.seed,
-                                   symmetries=cfg.replay.symmetries, extra={"iteration": 0}, callback=cb)
+                                   symmetries=cfg.replay.symmetries, extra={"iteration": 0}, callback=cb,
+                                   device=cfg.device)
                 info.update(pretrained=True, **{k: v for k, v in summary.items() if k not in ("kind", "out")})
         if not info["pretrained"] and "init_from" not in info:
             import torch
@@ -348,7 +349,7 @@ class Pipeline:
         cfg = self.config
         self.show(phase="train")
         latest = self.paths.root / self.state.latest[kind]
-        learner = Learner.from_checkpoint(latest, cfg.learner, horizon=cfg.horizon())
+        learner = Learner.from_checkpoint(latest, cfg.learner, horizon=cfg.horizon(), device=cfg.device)
         samples, files = load_window(self.paths.shards(kind), cfg.replay.window, kind)
         if len(samples) == 0:
             raise TrainError(f"iteration {it}: no {kind} samples in {self.paths.shards(kind)} to train on")
@@ -548,7 +549,7 @@ class Pipeline:
         root = self.paths.root
         if resume:
             self.state = read_state(self.paths)
-            stored = load_run_config(root)
+            stored = load_run_config(root, device=cfg.device)  # the device may change (and be missing here)
             bad = [f for f in changed_fields(stored, cfg)
                    if f not in RESUMABLE_FIELDS and f.split(".")[0] not in RESUMABLE_FIELDS]
             if bad:

@@ -73,7 +73,7 @@ def collect(run_dir: str | os.PathLike) -> dict[str, Any]:
     try:
         from train.learning.modeldir import load_run_config
 
-        anchor = load_run_config(run_dir).curve.anchor
+        anchor = load_run_config(run_dir, device="cpu").curve.anchor  # any device of the run: not used here
     except Exception:  # noqa: BLE001 - a run without a readable config: the default anchor
         pass
     curve = fit_curve(points, anchor) if points else {"anchor": anchor, "ratings": {}, "points": []}

@@ -209,12 +209,12 @@ def open_search(cfg, seed: int, upper: bool, evaluator=None):
 
 def selfplay_evaluator(cfg, slm_net=None, upper_net=None):
     """The ``nets.evaluator.NetEvaluator`` the self-play games of one worker share (``selfplay.max_batch``
-    positions per forward pass at most, one torch thread, ``selfplay.precision``), running its nets in the
+    positions per forward pass at most, one torch thread, ``selfplay.precision``, on ``device``), running its nets in the
     thread that calls it (the driver's, ``search.batched.drive``). The caller closes it."""
     from nets.evaluator import NetEvaluator
 
     return NetEvaluator(slm_net, upper_net, max_batch=cfg.selfplay.max_batch, num_threads=1, inference_threads=0,
-                        precision=cfg.selfplay.precision)
+                        precision=cfg.selfplay.precision, device=cfg.device)
 
 
 def _searched_moves(cfg, game, rng, builder, seed: int, upper: bool, until):
@@ -358,7 +358,7 @@ def play_lower_game(cfg, lower_net, seed: int) -> tuple[_Game, Any, dict]:
     game = _Game(GameState.initial(cfg.ruleset))
     agents = (make_agent(cfg.selfplay.aux_agent, seed=s_aux), make_agent(cfg.selfplay.aux_agent, seed=s_aux + 1))
     pruner = REGISTRY.create(cfg.selfplay.search.capture_pruner, "capture_pruner")
-    scorer = NetVictimScorer(lower_net, precision=cfg.selfplay.precision)
+    scorer = NetVictimScorer(lower_net, precision=cfg.selfplay.precision, device=cfg.device)
     judge = EvaluatorVictimScorer.from_spec(cfg.selfplay.lower_eval) if cfg.selfplay.lower_eval else None
     builder = SampleBuilder("lower")
     sides: list[int] = []
@@ -407,10 +407,12 @@ GAMES_IN_FLIGHT_CUDA = 128  # ... and on a CUDA device (not measured: no GPU her
 
 def games_in_flight(cfg) -> int:
     """The games a self-play worker plays at once: ``selfplay.games_in_flight``, or when it is not given
-    :data:`GAMES_IN_FLIGHT_CUDA` on a CUDA ``device`` and :data:`GAMES_IN_FLIGHT_CPU` otherwise."""
+    :data:`GAMES_IN_FLIGHT_CUDA` when ``device`` resolves to CUDA and :data:`GAMES_IN_FLIGHT_CPU` otherwise."""
     if cfg.selfplay.games_in_flight is not None:
         return int(cfg.selfplay.games_in_flight)
-    return GAMES_IN_FLIGHT_CUDA if str(getattr(cfg, "device", "cpu")).startswith("cuda") else GAMES_IN_FLIGHT_CPU
+    from nets.inference import resolve_device
+
+    return GAMES_IN_FLIGHT_CUDA if resolve_device(cfg.device).type == "cuda" else GAMES_IN_FLIGHT_CPU
 
 
 def plan_batches(tasks: list[dict[str, Any]], cfg) -> list[dict[str, Any]]:

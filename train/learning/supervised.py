@@ -248,12 +248,14 @@ def pretrain(
     init: str | os.PathLike | None = None,
     extra: dict[str, Any] | None = None,
     callback=None,
+    device: str = "cpu",
 ) -> dict[str, Any]:
     """Train on ``samples`` for ``steps`` steps (constant ``lr``; the learner's optimiser, L2 and clip) and
     save the net to ``out`` (no optimiser state: self-play starts a fresh optimiser and schedule).
     ``init``: a net file to continue (default: a fresh net seeded with ``seed``; with
     ``net_config.tactics`` a net without the tactical planes is widened first,
-    ``nets.io.load``). Returns the losses of the first and last steps and the mean,
+    ``nets.io.load``). ``device``: where the learner trains (``train.learning.learner``; the file is
+    written from CPU tensors either way). Returns the losses of the first and last steps and the mean,
     ``seconds`` and ``samples``."""
     import torch
 
@@ -264,10 +266,10 @@ def pretrain(
         raise SupervisedError(f"pretrain: {samples.kind} samples for a {kind} net")
     cfg = learner_cfg.model_copy(update={"schedule": "constant", "lr": lr})
     if init is not None:
-        learner = Learner.from_checkpoint(init, cfg, lr=lr, kind=kind, tactics=net_config.tactics)
+        learner = Learner.from_checkpoint(init, cfg, lr=lr, kind=kind, tactics=net_config.tactics, device=device)
         learner.step = 0
     else:
-        learner = Learner(net_config, cfg, seed=seed, lr=lr)
+        learner = Learner(net_config, cfg, seed=seed, lr=lr, device=device)
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
     history: list[dict[str, float]] = []
