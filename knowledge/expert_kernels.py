@@ -37,7 +37,8 @@ position is valued for us, to move, by :func:`_leaf`: ``E_MATERIAL`` per stone o
 shape terms above. A candidate's value is its worst reply (plus ``E_ONE_PLY`` times its one-ply
 score as a tie-breaker). A caller that needs only the best value (``eval.expert:plies=2``, a leaf
 value of ``jfa``'s search) asks for the alpha cut: replies strongest first, and a candidate stops at
-the first reply that holds it below the best so far.
+the first reply that holds it below the best so far. A leaf that cannot lower its candidate's
+minimum stops at a lower bound of its value (:func:`_leaf`).
 """
 
 from __future__ import annotations
@@ -53,12 +54,12 @@ from core.movegen import (
     has_battle_move,
     new_path_buffers,
     square_targets,
-    square_targets_from,
     squares_at,
 )
 from core.play import play_path
 from core.rules import R_LOSS_BELOW
-from core.shapes import shape_counts_from
+from core.shapes import layout_shape_counts, shape_counts_from
+from knowledge.expert_boards import has_one_hop, square_targets_both, sums_after
 
 # ---------------------------------------------------------------------------------- battle weights
 (W_GAIN, W_RISK, W_BREADTH, LEVEL1, LEVEL2, LEVEL3, W_THREAT, W_FLEE, W_BLOCK, W_WIN, W_LOSE,
@@ -103,19 +104,18 @@ def _path_takes(n_points, is_jump, squares, n_left):
 
 
 @kernel
-def _reply(board, sums, side, n_own, n_opp, rules, pts, off, nsq, jump, mark):
-    """The best immediate capture of ``side`` (to move) on ``board`` (``sums`` its
-    ``core.movegen.cell_sums``).
+def _reply(board, targets, side, n_own, n_opp, rules, pts, off, nsq, jump, mark, movable):
+    """The best immediate capture of ``side`` (to move) on ``board`` (``targets`` its
+    ``core.movegen.square_targets`` for ``side``, :func:`square_targets_both`).
 
     Returns ``(movable, best, breadth, origin, m, pts, off, nsq, jump)``: whether ``side`` has a legal
-    path, the most stones one move takes (jump victims + square victims capped by the stones left),
+    path (asked only when ``movable`` is True, else False), the most stones one move takes (jump victims + square victims capped by the stones left),
     the number of distinct destination points of capturing moves, the origin of a best move (-1 if
     none), and the ``m`` capturing paths in the (possibly regrown) path buffers, every jump chain
     among them (``core.movegen.generate_capture_paths``: only the capturing paths are generated).
     ``mark`` ``bool[196]`` scratch, all False on entry and exit.
     """
-    m, pts, off, nsq, jump = generate_capture_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump,
-                                                    square_targets_from(board, sums, side + 1))
+    m, pts, off, nsq, jump = generate_capture_paths(board, side, n_own, n_opp, rules, pts, off, nsq, jump, targets)
     best = 0
     breadth = 0
     origin = -1
@@ -134,7 +134,8 @@ def _reply(board, sums, side, n_own, n_opp, rules, pts, off, nsq, jump, mark):
                 origin = pts[a]
     for j in range(m):
         mark[pts[off[j + 1] - 1]] = False
-    movable = m > 0 or has_battle_move(board, side, n_own, n_opp, rules)
+    if movable:
+        movable = m > 0 or has_battle_move(board, side, n_own, n_opp, rules)
     return movable, best, breadth, origin, m, pts, off, nsq, jump
 
 
@@ -361,6 +362,10 @@ def battle_scores(board, side, n_own, n_opp, rules, pts, off, nsq, jump, m, leve
         order = np.arange(m)
     b = np.empty(NUM_POINTS, np.int8)
     sums = np.empty(NUM_CELLS, np.int16)
+    tmark = np.zeros((2, NUM_POINTS), np.bool_)
+    tgt_me = np.empty(NUM_POINTS, np.int16)
+    tgt_op = np.empty(NUM_POINTS, np.int16)
+    sums0 = cell_sums(board, np.empty(NUM_CELLS, np.int16))
     me = side + 1
     for r in range(m):
         i = order[r]
@@ -388,12 +393,14 @@ def battle_scores(board, side, n_own, n_opp, rules, pts, off, nsq, jump, m, leve
             scores[i] = s + w[W_WIN]
             continue
         k = gain[i] - hops
+        nv = 0
         if k > 0:
             nv, nt, bpts, boff, bnsq, bjump = _take_victims(b, side, n_own, n_opp - hops, rules, k, bpts, boff, bnsq,
                                                             bjump, value, victims)
-        cell_sums(b, sums)
+        sums_after(b, sums0, sums, pts, a, e, jump[i] != 0, victims, nv)
+        t_me, t_op = square_targets_both(b, sums, side, tmark, tgt_me, tgt_op)
         mo, best, breadth, origin, mr, bpts, boff, bnsq, bjump = _reply(
-            b, sums, opp_side, n_opp2, n_own, rules, bpts, boff, bnsq, bjump, mark
+            b, t_op, opp_side, n_opp2, n_own, rules, bpts, boff, bnsq, bjump, mark, True
         )
         if not mo:
             scores[i] = s + w[W_WIN]
@@ -403,7 +410,7 @@ def battle_scores(board, side, n_own, n_opp, rules, pts, off, nsq, jump, m, leve
         if n_own - best < loss_below:
             s -= w[W_LOSE]
         mm, mine, mb, mo2, mr, bpts, boff, bnsq, bjump = _reply(
-            b, sums, side, n_own, n_opp2, rules, bpts, boff, bnsq, bjump, mark
+            b, t_me, side, n_own, n_opp2, rules, bpts, boff, bnsq, bjump, mark, False
         )
         s += w[W_THREAT] * min(mine, 2)
         s += _shape_value(b, sums, side, n_own, n_opp2, rules, w, S_DALIAN, bpts, boff, bjump, mr)
@@ -436,22 +443,74 @@ def _play_path(b, board, pts, a, e, is_jump, side):
 
 
 @kernel
-def _leaf(b, side, n_own, n_opp, rules, w, ew, pts, off, nsq, jump, mark, sums):
+def _leaf(b, side, n_own, n_opp, rules, w, ew, pts, off, nsq, jump, mark, sums, tmark, tgt_me, tgt_op, floor):
     """Static value of ``b`` for ``side``, who is to move: material, our capture now, their capture
-    threat, shapes (``w`` own ``S_*`` and opponent ``O_*`` weights). ``sums`` ``int16[169]`` scratch
-    (for ``b``'s cell sums). Returns ``(value, buffers)``."""
-    sums = cell_sums(b, sums)
-    m1, mine, b1, o1, mp, pts, off, nsq, jump = _reply(b, sums, side, n_own, n_opp, rules, pts, off, nsq, jump, mark)
+    threat, shapes (``w`` own ``S_*`` and opponent ``O_*`` weights). ``sums`` ``int16[169]`` holding
+    ``b``'s cell sums, ``tmark, tgt_me, tgt_op`` :func:`square_targets_both`' scratch. Returns ``(value, buffers)``.
+
+    ``floor`` (``inf``: none): a caller that needs the value only when it is below ``floor`` (the
+    two-ply minimum so far) and whose weights pass :func:`_can_bound`. Three lower bounds of the value
+    (:func:`_lower`: the same float operations in the same order on terms no larger; our gates left
+    out) are tried, cheapest first: their capture taken as 2 and ours as
+    ``knowledge.expert_boards.has_one_hop``; then their capture exact; then ours exact. The first that
+    is ``>= floor`` is returned instead of the value: the value is ``>= floor`` too, so the caller's
+    minimum is the same, bit for bit. Without gates of ours the last bound is the value itself."""
+    bounded = floor < np.inf
+    n_sq = n_dal = n_gates = hop = 0
+    movable = True
+    if bounded:  # their shapes (chains to their gates generated as needed), their capture taken as 2
+        n_sq, n_gates, n_dal = layout_shape_counts(b, sums, side)  # shape_counts_from's squares and Dalians
+        movable = has_battle_move(b, side, n_own, n_opp, rules)
+        their_shapes = _shape_value(b, sums, 1 - side, n_opp, n_own, rules, w, O_DALIAN, pts, off, jump, -1)
+        hop = has_one_hop(b, side, n_own, n_opp, rules)
+        lb = _lower(n_own, n_opp, w, ew, hop, 2, movable, n_dal, n_sq, their_shapes)
+        if lb >= floor:
+            return lb, pts, off, nsq, jump
+    t_me, t_op = square_targets_both(b, sums, side, tmark, tgt_me, tgt_op)
+    m2, theirs, b2, o2, mp, pts, off, nsq, jump = _reply(b, t_op, 1 - side, n_opp, n_own, rules, pts, off, nsq, jump,
+                                                         mark, False)
+    if not bounded:
+        their_shapes = _shape_value(b, sums, 1 - side, n_opp, n_own, rules, w, O_DALIAN, pts, off, jump, mp)
+    else:  # their capture exact
+        lb = _lower(n_own, n_opp, w, ew, hop, min(theirs, 2), movable, n_dal, n_sq, their_shapes)
+        if lb >= floor:
+            return lb, pts, off, nsq, jump
+    m1, mine, b1, o1, mp, pts, off, nsq, jump = _reply(b, t_me, side, n_own, n_opp, rules, pts, off, nsq, jump, mark,
+                                                       True)
+    if bounded:  # our capture exact: our gates are all that is left out (the value itself without gates)
+        lb = _lower(n_own, n_opp, w, ew, min(mine, 2), min(theirs, 2), m1, n_dal, n_sq, their_shapes)
+        if lb >= floor or n_gates == 0:
+            return lb, pts, off, nsq, jump
     ours = _shape_value(b, sums, side, n_own, n_opp, rules, w, S_DALIAN, pts, off, jump, mp)
-    m2, theirs, b2, o2, mp, pts, off, nsq, jump = _reply(b, sums, 1 - side, n_opp, n_own, rules, pts, off, nsq, jump,
-                                                         mark)
     v = ew[E_MATERIAL] * (n_own - n_opp)
     v += ew[E_MY_THREAT] * min(mine, 2) - ew[E_THEIR_THREAT] * min(theirs, 2)
     if not m1:
         v -= w[W_WIN]
     v += ours
-    v -= _shape_value(b, sums, 1 - side, n_opp, n_own, rules, w, O_DALIAN, pts, off, jump, mp)
+    v -= their_shapes
     return v, pts, off, nsq, jump
+
+
+@inline_kernel
+def _lower(n_own, n_opp, w, ew, mine, theirs, movable, n_dal, n_sq, their_shapes):
+    """:func:`_leaf`'s value with the capped captures ``mine``/``theirs`` and our gates left out (our
+    ``n_dal`` Dalians and ``n_sq`` squares counted), in the value's float operations and order: a
+    lower bound of the value when ``mine``/``theirs`` are no more/no less than the real ones and the
+    weights pass :func:`_can_bound`."""
+    lb = ew[E_MATERIAL] * (n_own - n_opp)
+    lb += ew[E_MY_THREAT] * mine - ew[E_THEIR_THREAT] * theirs
+    if not movable:
+        lb -= w[W_WIN]
+    lb += w[S_DALIAN] * n_dal + w[S_SQUARE] * n_sq + w[S_OPEN_GATE] * 0 + w[S_GATE] * 0
+    lb -= their_shapes
+    return lb
+
+
+@kernel
+def _can_bound(w, ew):
+    """Whether :func:`_leaf`'s lower bounds hold for the weights: the terms they drop or round (our
+    capture, their capture, our gates) have weights >= 0."""
+    return ew[E_MY_THREAT] >= 0.0 and ew[E_THEIR_THREAT] >= 0.0 and w[S_OPEN_GATE] >= 0.0 and w[S_GATE] >= 0.0
 
 
 @kernel
@@ -465,7 +524,8 @@ def leaf_value(board, side, n_own, n_opp, rules, w, ew):
     pts, off, nsq, jump = new_path_buffers(256)
     mark = np.zeros(NUM_POINTS, np.bool_)
     v, pts, off, nsq, jump = _leaf(board, side, n_own, n_opp, rules, w, ew, pts, off, nsq, jump, mark,
-                                   np.empty(NUM_CELLS, np.int16))
+                                   cell_sums(board, np.empty(NUM_CELLS, np.int16)), np.zeros((2, NUM_POINTS), np.bool_),
+                                   np.empty(NUM_POINTS, np.int16), np.empty(NUM_POINTS, np.int16), np.inf)
     return v
 
 
@@ -515,10 +575,14 @@ def refine_scores(board, side, n_own, n_opp, rules, pts, off, nsq, jump, m, one,
     level_bonus[3] = w[LEVEL3]
     b1 = np.empty(NUM_POINTS, np.int8)
     b2 = np.empty(NUM_POINTS, np.int8)
-    rpts, roff, rnsq, rjump = new_path_buffers(256)
+    rpts, roff, rnsq, rjump = new_path_buffers(2048)
     lpts, loff, lnsq, ljump = new_path_buffers(256)
     mark = np.zeros(NUM_POINTS, np.bool_)
     sums = np.empty(NUM_CELLS, np.int16)
+    sums1 = np.empty(NUM_CELLS, np.int16)
+    tmark = np.zeros((2, NUM_POINTS), np.bool_)
+    tgt_me = np.empty(NUM_POINTS, np.int16)
+    tgt_op = np.empty(NUM_POINTS, np.int16)
     threatened = np.zeros(NUM_POINTS, np.bool_)
     hot = np.zeros(NUM_POINTS, np.bool_)
     value = np.zeros(NUM_POINTS)
@@ -526,6 +590,7 @@ def refine_scores(board, side, n_own, n_opp, rules, pts, off, nsq, jump, m, one,
     top = min(n_top, m)
     best = -np.inf  # the best candidate's score so far (the alpha of the cut)
     cut = margin < np.inf
+    bound = _can_bound(w, ew)  # leaves that cannot lower a candidate's minimum stop at a bound (_leaf)
     for r in range(top):
         i = order[r]
         a = off[i]
@@ -593,17 +658,20 @@ def refine_scores(board, side, n_own, n_opp, rules, pts, off, nsq, jump, m, one,
             best = max(best, out[i])
             continue
         worst = np.inf
+        cell_sums(b1, sums1)
         for jj in range(rorder.shape[0]):
             j = rorder[jj]
             ra = roff[j]
             re = roff[j + 1]
             rh = _play_path(b2, b1, rpts, ra, re, rjump[j] != 0, opp_side)
             rk = rgain[j] - rh
+            nv = 0
             if rk > 0:
                 nv, nt, lpts, loff, lnsq, ljump = _take_victims(b2, opp_side, n_opp1, n_own - rh, rules, rk, lpts, loff,
                                                                 lnsq, ljump, value, victims)
+            sums_after(b2, sums1, sums, rpts, ra, re, rjump[j] != 0, victims, nv)
             v, lpts, loff, lnsq, ljump = _leaf(b2, side, n_own - rgain[j], n_opp1, rules, w, ew, lpts, loff, lnsq,
-                                               ljump, mark, sums)
+                                               ljump, mark, sums, tmark, tgt_me, tgt_op, worst if bound else np.inf)
             if v < worst:
                 worst = v
                 if cut and worst + tie < best - margin:
