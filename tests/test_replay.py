@@ -111,3 +111,29 @@ def test_replay_window_errors_name_the_shard(tmp_path):
         ReplayWindow(d, 10, "slm").update()
     with pytest.raises(ValueError, match="at least 1"):
         ReplayWindow(d, 0, "slm")
+
+
+@pytest.mark.integration
+@pytest.mark.filterwarnings("ignore:NetEvaluator has no upper net")
+def test_the_pipeline_decompresses_each_shard_once_across_iterations(tmp_path, monkeypatch):
+    """Two iterations in one invocation: the second train phase reads only the second iteration's shards
+    (its window, kept by the pipeline, already holds the first's)."""
+    from train.learning.config import load_config
+    from train.learning.pipeline import run_pipeline
+
+    calls: list[str] = []
+    real = samples_mod.read_shard
+
+    def counting(path):
+        calls.append(Path(path).name)
+        return real(path)
+
+    monkeypatch.setattr(samples_mod, "read_shard", counting)
+    cfg = load_config(None, ["nets.blocks=1", "nets.channels=8", "nets.value_hidden=8", "selfplay.games=2",
+                             "selfplay.search.simulations=2", "selfplay.search.threads=1",
+                             "selfplay.temperature_plies=4", "pretrain.enabled=false", "learner.steps=1",
+                             "learner.batch_size=8", "gate.max_games=0", "curve.every=0",
+                             "ruleset.max_battle_plies=20", "workers=0", "replay.window=100000", "iterations=2"])
+    run_pipeline(cfg, tmp_path / "run", progress=False)
+    assert sorted(calls) == ["i0001-g0000.npz", "i0001-g0001.npz", "i0002-g0000.npz", "i0002-g0001.npz"]
+    assert calls[2:] == ["i0002-g0001.npz", "i0002-g0000.npz"]  # newest first, as load_window reads
