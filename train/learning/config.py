@@ -214,6 +214,8 @@ class LearnerConfig(_Section):
     choice_temperature: float = Field(0.1, gt=0, le=10)
     precision: Precision = "float32"
     trainable: Literal["all", "value"] = "all"
+    mode: Literal["alternate", "concurrent"] = "alternate"
+    publish_every_samples: int = Field(2000, ge=1, le=10_000_000)
 
 
 def _even_or_zero(v: int) -> int:
@@ -333,6 +335,9 @@ class TrainConfig(BaseModel):
                              "selfplay.lower_eval (every candidate set a sample)")
         for kind in KINDS if self.model == "cycle" else (self.model,):
             check_trainable(kind, self.learner.trainable)
+        if self.learner.mode == "concurrent" and self.gate.max_games > 0:
+            raise ValueError("field 'learner.mode' = 'concurrent' plays every net the learner publishes, ungated: "
+                             "set gate.max_games = 0 (or learner.mode = 'alternate')")
         return self
 
     def drift_target(self, kind: str):

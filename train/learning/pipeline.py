@@ -18,8 +18,11 @@ phase:
 2. ``selfplay``: ``selfplay.games`` games with the best net (``train.learning.selfplay``) in worker processes
    (``workers``; ``backend="ray"`` runs them as Ray tasks). Each game writes its shard
    ``RUN/shards/<kind>/iNNNN-gNNNN.npz`` and then its record ``RUN/records/iNNNN/gNNNN.json``; games whose
-   record exists are not played again (game seeds depend only on (seed, iteration, game index)).
-3. ``train``: the learner continues the kind's latest checkpoint (weights and optimiser) for
+   record exists are not played again (game seeds depend only on (seed, iteration, game index)). With
+   ``learner.mode = "concurrent"`` a learner process trains and publishes nets meanwhile
+   (``train.learning.concurrent``).
+3. ``train``: the learner continues the kind's latest checkpoint (weights and optimiser; concurrent mode:
+   the learner process's of this iteration, if any) for
    ``learner.steps`` steps on the newest ``replay.window`` samples of ``RUN/shards/<kind>/`` with random
    board symmetries, and saves ``RUN/checkpoints/<kind>-iNNNN.safetensors`` (+ ``.opt.pt``). Before its
    first step it scores the net on the iteration's new samples, which it has not been trained on
@@ -58,12 +61,14 @@ Run directory (every file written atomically: temporary file + ``os.replace``)::
                        (``train.jobs.rundir.RunState``)
     .lock, .lock.json  the directory lock and its holder (pid, start time, command)
     metrics.jsonl      one JSON object per event (run_start, init, game, selfplay, train, evaluate, gate,
-                       iteration, run_end), each appended with a single write
+                       iteration, run_end; concurrent mode: learner_start/_publish/_stop/_error), each
+                       appended with a single write
     tb/                TensorBoard scalars (skipped with a warning when tensorboard is not installed)
     records/iNNNN/     the JSON record of every self-play game (seeds in metadata.selfplay)
     shards/<kind>/     compressed sample shards (train.learning.samples)
     checkpoints/       <kind>-iNNNN.safetensors (+ .opt.pt), the net after iteration NNNN (0000: initial)
     best/<kind>.safetensors   the gated best net of each kind (self-play plays with it)
+    learner/<kind>.safetensors  the concurrent learner's latest published net (+ .opt.pt)
     eval/iNNNN-<kind>/ arena run directories (best/: the SPRT gate, expert/: candidate vs expert)
     curve/iNNNN/       the learning-curve matches (one arena directory per opponent) and results.json
     pretrain/records/  the generated starter corpus
@@ -323,11 +328,16 @@ class Pipeline:
             if self.dash:
                 self.dash.advance(task_id, f"{info['result']} {info['plies']} plies")
 
+        from train.learning.concurrent import start_learner, stop_learner
+
+        learner = start_learner(self, it, kind)  # learner.mode = "concurrent": trains beside the games
         try:
             complete = self.get_runner().run(selfplay_batch, batches, on_batch, self.out_of_time)
         except WorkerDied:
             raise TrainError("self-play: a worker process died (killed or crashed); the finished games are saved;"
                              f" continue with python cli.py selfplay --resume {self.paths.root}") from None
+        finally:
+            stop_learner(self, learner)
         if self.dash:
             self.dash.finish(task_id)
         wall = time.time() - t0
@@ -343,14 +353,17 @@ class Pipeline:
     def phase_train(self, it: int, kind: str) -> None:
         import torch
 
+        from train.learning.concurrent import train_start
         from train.learning.learner import Learner
-        from train.learning.samples import iteration_tail, load_window
+        from train.learning.samples import ReplayWindow, iteration_tail
 
         cfg = self.config
         self.show(phase="train")
-        latest = self.paths.root / self.state.latest[kind]
+        latest = train_start(self.paths, self.state.latest[kind], kind, it, cfg.learner.mode)
         learner = Learner.from_checkpoint(latest, cfg.learner, horizon=cfg.horizon(), device=cfg.device)
-        samples, files = load_window(self.paths.shards(kind), cfg.replay.window, kind)
+        if getattr(self, "_replay", None) is None or self._replay.kind != kind:  # one window: the kind trained now
+            self._replay = ReplayWindow(self.paths.shards(kind), cfg.replay.window, kind)
+        samples, files = self._replay.update()  # decompresses only the shards new since the last iteration
         if len(samples) == 0:
             raise TrainError(f"iteration {it}: no {kind} samples in {self.paths.shards(kind)} to train on")
         # this iteration's new samples, before training on them: a validation loss (Learner.validate)
@@ -380,8 +393,8 @@ class Pipeline:
         self.state.last_losses = {"kind": kind, **losses}
         self.log("train", iteration=it, kind=kind, step=learner.step, steps=cfg.learner.steps, window=len(samples),
                  shards=len(files), lr=summary["lr"], seconds=round(time.time() - t0, 3),
-                 checkpoint=self.paths.rel(ckpt), loss=losses["total"], value_loss=losses["value"],
-                 policy_loss=losses["policy"], l2=losses["l2"], policy_target_entropy=summary["target_entropy"],
+                 checkpoint=self.paths.rel(ckpt), start=self.paths.rel(latest), loss=losses["total"],
+                 value_loss=losses["value"], policy_loss=losses["policy"], l2=losses["l2"], policy_target_entropy=summary["target_entropy"],
                  **{f"fresh_{k}": v for k, v in fresh.items()},
                  fresh_samples=len(new))
 

@@ -27,6 +27,8 @@ one-line :class:`ShardError`.
 
 :func:`load_window` reads the most recent shards of a directory (file names sort chronologically, e.g.
 ``i0003-g0001.npz``) until it has ``window`` samples and keeps exactly the newest ``window``;
+:class:`ReplayWindow` gives the same result call after call, decompressing only the shards new since its
+last call (the pipeline keeps one across iterations);
 :func:`iteration_tail` takes the newest iteration's samples out of such a window.
 
 :func:`make_batch` draws a batch and augments it with the board symmetries (``nets.symmetry``): each
@@ -415,6 +417,68 @@ def load_window(directory: str | os.PathLike, window: int, kind: str) -> tuple[S
     parts.reverse()
     used.reverse()
     return concat(parts, kind).tail(window), used
+
+
+class ReplayWindow:
+    """The replay window of one shard directory kept between calls: :meth:`update` returns what
+    ``load_window(directory, window, kind)`` returns at that moment, decompressing only the shards it has not
+    read yet (a shard, written atomically, never changes once its name exists).
+
+    ``directory``: the shards of one kind (``RUN/shards/<kind>/``); ``window``: the number of samples (>= 1);
+    ``kind``: ``"slm"``, ``"upper"`` or ``"lower"``. It holds the shards of the last window (the newest
+    ones summing to at least ``window`` samples, so at most ``window`` plus one shard's samples) and the
+    names of the empty shards it has read; a shard older than those is read again only if newer ones
+    disappear. A new instance (a resumed run) reads every shard the window needs, as :func:`load_window`.
+    ``reads`` counts the shards decompressed so far, ``last_read`` names those of the last :meth:`update`."""
+
+    def __init__(self, directory: str | os.PathLike, window: int, kind: str):
+        if window < 1:
+            raise ValueError(f"replay window of {window} samples: must be at least 1")
+        self.directory = Path(directory)
+        self.window = int(window)
+        self.kind = kind
+        self._held: dict[str, Samples] = {}  # file name -> samples (non-empty, of ``kind``)
+        self._empty: set[str] = set()  # names of empty shards already read
+        self.reads = 0
+        self.last_read: list[str] = []
+
+    def update(self) -> tuple[Samples, list[Path]]:
+        """``(samples, files)`` exactly as :func:`load_window`: the newest ``window`` samples of the
+        directory, oldest first, and the non-empty shard files they come from (name order). Raises
+        :class:`ShardError` naming the file for an unreadable shard or one of another kind among those read."""
+        held: dict[str, Samples] = {}
+        parts: list[Samples] = []
+        used: list[Path] = []
+        total = 0
+        self.last_read = []
+        for path in reversed(shard_files(self.directory)):
+            if total >= self.window:
+                break
+            name = path.name
+            if name in self._empty:
+                continue
+            s = self._held.get(name)
+            if s is None:
+                s = read_shard(path)
+                self.reads += 1
+                self.last_read.append(name)
+                if s.kind != self.kind:
+                    raise ShardError(f"shard {path}: holds {s.kind!r} samples, expected {self.kind!r}")
+                if len(s) == 0:
+                    self._empty.add(name)
+                    continue
+            held[name] = s
+            parts.append(s)
+            used.append(path)
+            total += len(s)
+        self._held = held  # the shards beyond the window are let go
+        parts.reverse()
+        used.reverse()
+        return concat(parts, self.kind).tail(self.window), used
+
+    def __len__(self) -> int:
+        """Samples held (the window's shards whole: at least ``min(window, samples on disk)``)."""
+        return sum(len(s) for s in self._held.values())
 
 
 def iteration_tail(window: Samples, files: Sequence[Path], iteration: int) -> Samples:
