@@ -76,6 +76,7 @@ def selfplay(
     seed: Annotated[Optional[int], typer.Option(min=0, max=MAX_SEED, help="Run seed (default: the config's seed).")] = None,
     backend: Annotated[Optional[str], typer.Option(help="Self-play backend: process (default) or ray.")] = None,
     device: DeviceOption = None,
+    ray_address: Annotated[Optional[str], typer.Option("--ray-address", help="HOST:PORT of a running Ray cluster's head node to join (with --backend ray; the run directory must be on a filesystem every node sees: docs/training.md, Ray clusters).")] = None,
     reward: Annotated[Optional[str], typer.Option(help="SLM reward plugin (default reward.first_square; or reward.outcome, or reward.shape for the shape agent).")] = None,
     run_dir: Annotated[Optional[Path], typer.Option("--run-dir", help="Directory of a new run (default runs/selfplay-<time>).")] = None,
     resume: Annotated[Optional[Path], typer.Option(help="Continue the run in this directory where it stopped (across days).")] = None,
@@ -108,11 +109,12 @@ def selfplay(
 
     _check_device(device)
     typed = {"model": model, "iterations": iterations, "minutes": minutes, "workers": workers, "seed": seed,
-             "backend": backend, "device": device, "selfplay.reward": reward}
+             "backend": backend, "device": device, "ray_address": ray_address, "selfplay.reward": reward}
     typed = {k: v for k, v in typed.items() if v is not None}
     sets = [*(overrides or []), *_rule_overrides(rule)]
     options = {"model": "--model", "iterations": "--iterations", "minutes": "--minutes", "workers": "--workers",
-               "seed": "--seed", "backend": "--backend", "device": "--device", "selfplay.reward": "--reward"}
+               "seed": "--seed", "backend": "--backend", "device": "--device", "ray_address": "--ray-address",
+               "selfplay.reward": "--reward"}
     origins = override_origins(overrides, {f"ruleset.{k.partition('=')[0].strip().replace('-', '_')}":
                                            f"--rule {k.partition('=')[0].strip()}" for k in rule or []})
     origins.update({k: v for k, v in options.items() if k in typed})

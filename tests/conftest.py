@@ -31,6 +31,7 @@ INTEGRATION_FILES = frozenset({
     "test_experiment.py",
     "test_frontends.py",
     "test_fuzz.py",
+    "test_ray.py",
     "test_train.py",
 })
 

@@ -749,7 +749,7 @@ def ray_cluster():
 
 
 def _processes_titled(title: str) -> list[int]:
-    """PIDs whose command line (Ray sets it to ``ray::<task>`` while a worker runs a task) starts with ``title``."""
+    """PIDs whose command line (Ray sets it to ``ray::<Actor>.<method>`` while an actor runs a task) starts with ``title``."""
     pids = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -763,8 +763,8 @@ def _processes_titled(title: str) -> list[int]:
 
 
 def test_ray_worker_killed_mid_game_loses_nothing(tmp_path, ray_cluster):
-    """kill -9 of a Ray worker while it plays a game: the game is played again (Ray retries the task),
-    and every game is on disk and counted exactly once."""
+    """kill -9 of a Ray actor while it plays a game: a new actor plays the game again (the runner
+    resubmits the task), and every game is on disk and counted exactly once."""
     import signal
     import threading
 
@@ -775,7 +775,7 @@ def test_ray_worker_killed_mid_game_loses_nothing(tmp_path, ray_cluster):
 
     def kill_first_game() -> None:
         while not done.is_set() and not killed:
-            for pid in _processes_titled("ray::selfplay_task"):
+            for pid in _processes_titled("ray::RayWorker.run"):  # an actor running a task
                 os.kill(pid, signal.SIGKILL)
                 killed.append(pid)
                 break

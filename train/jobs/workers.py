@@ -11,7 +11,8 @@
   propagates after the queued tasks are cancelled.
 - Runners (:func:`make_runner`) put the three ways side by side behind one ``run(fn, tasks, on_done,
   should_stop) -> bool`` method: :class:`InlineRunner` (``workers = 0``: in this process),
-  :class:`PoolRunner` (a process pool), :class:`RayRunner` (Ray tasks; ``ray`` is optional).
+  :class:`PoolRunner` (a process pool), :class:`RayRunner` (long-lived Ray actors, on a local Ray or a
+  cluster joined by address; ``ray`` is optional).
 - :func:`stop_pool` terminates a pool now (Ctrl-C, a failed task).
 """
 
@@ -50,11 +51,20 @@ def exit_with_parent(interval: float = 1.0) -> None:
 
 
 def init_worker(imports: Sequence[str] = ()) -> None:
-    """Worker process start (module docstring)."""
+    """Worker process start (module docstring): :func:`prepare_worker` in a process that ends with its
+    parent and ignores Ctrl-C."""
     import signal
 
     exit_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    prepare_worker(imports)
+
+
+def prepare_worker(imports: Sequence[str] = ()) -> None:
+    """What every worker (pool process or Ray actor) does once before its first task: torch on one
+    thread, every built-in agent and plugin registered (``catalog``) plus the modules ``imports``, and
+    the rules kernels loaded (one legal-move generation). Raises ``ModuleNotFoundError`` for a bad
+    ``imports`` entry."""
     try:
         import torch
 
@@ -162,60 +172,179 @@ class PoolRunner:
             self._pool = None
 
 
+RAY_CONNECT_TIMEOUT = 5.0  # seconds a Ray head node's address gets to accept a TCP connection
+
+
+def parse_ray_address(address: str) -> tuple[str, int]:
+    """``(host, port)`` of a Ray head node's ``HOST:PORT`` (``[IPv6]:PORT`` too; port 1..65535).
+    Raises ``ValueError`` naming what is wrong (for ``config.ray_address`` and ``--ray-address``)."""
+    host, sep, port = address.strip().rpartition(":")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if not sep or not host or any(c.isspace() for c in host) or "/" in host or not port.isdigit() \
+            or not 1 <= int(port) <= 65535:
+        raise ValueError(f"expected HOST:PORT of a Ray head node (e.g. 10.0.0.5:6379), got {address!r}")
+    return host, int(port)
+
+
+def check_ray_address(address: str, timeout: float = RAY_CONNECT_TIMEOUT) -> None:
+    """Whether a Ray head node answers at ``address`` (``HOST:PORT``): one plain TCP connection, given
+    ``timeout`` seconds, before ``ray.init`` (which waits and retries a long time on an address where
+    nothing listens). Raises :class:`~core.errors.JiuError` ``ray_address: HOST:PORT does not answer
+    (reason)``, or naming the field for a malformed address. An open port that is not a Ray head passes."""
+    import socket
+
+    try:
+        host, port = parse_ray_address(address)
+    except ValueError as exc:
+        raise JiuError(f"ray_address: {exc}") from None
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            pass
+    except TimeoutError:
+        raise JiuError(f"ray_address: {address} does not answer (no connection within {timeout:g} s)") from None
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise JiuError(f"ray_address: {address} does not answer ({reason.lower()})") from None
+
+
+class RayWorker:
+    """The Ray actor class of :class:`RayRunner` (wrapped by ``ray.remote`` there, so that this module
+    does not import ``ray``): :func:`prepare_worker` once, then ``run(fn, task) -> fn(task)`` for each
+    task it is given, one at a time."""
+
+    def __init__(self, imports: Sequence[str] = ()):
+        prepare_worker(imports)
+
+    def run(self, fn: Callable[[Any], Any], task: Any) -> Any:
+        return fn(task)
+
+    def pid(self) -> int:
+        """The actor's process id (tests)."""
+        return os.getpid()
+
+
 class RayRunner:
-    """Tasks as Ray tasks (``ray`` imported lazily; a ``JiuError`` names the fix when it is missing).
-    Uses a Ray instance already initialised by the caller (e.g. a cluster), else starts a local one
-    (``num_cpus=workers``). A worker that dies mid-task (killed, out of memory) has its task run again,
-    up to :attr:`RETRIES` times: tasks write their files atomically under their own index, so the task
-    is replayed, not duplicated, and ``on_done`` sees it once. A task that fails for good raises
-    :class:`WorkerDied`."""
+    """Tasks on ``workers`` long-lived Ray actors (:class:`RayWorker`, one CPU each), each task on an
+    idle actor, the results to ``on_done`` in completion order. ``ray`` is imported here (a
+    ``JiuError`` names the fix when it is missing).
+
+    Ray: the one already initialised in this process (a test's, a caller's), else with ``address``
+    (``HOST:PORT`` of a running cluster's head node, checked first by :func:`check_ray_address`) the
+    cluster joined with ``ray.init(address=...)``, else a local Ray of ``workers`` CPUs started here.
+    The runtime environment puts this checkout on the workers' ``PYTHONPATH``, which imports the
+    project only where every node has it at the same path (a shared filesystem); a cluster without
+    one needs Ray's ``working_dir`` runtime environment instead (docs/training.md, "Ray clusters").
+    A cluster with fewer CPUs than ``workers`` is a ``JiuError`` (the actors would wait for ever).
+
+    An actor that dies (``RayActorError``: killed, out of memory, its node lost) is replaced by a new
+    one and its task is submitted again, up to :attr:`RETRIES` times per task, then
+    :class:`WorkerDied`; an actor that cannot start (an import error on a node) is ``WorkerDied`` at
+    once, and so is any other Ray failure; joining a cluster that ``ray.init`` refuses is a ``JiuError``
+    naming ``ray_address``. Tasks must be idempotent (the self-play and record tasks write each game's files atomically
+    and skip a game whose record exists), so a resubmitted task replays only what was unfinished;
+    ``on_done`` sees each task once. Any other exception of a task propagates (the original
+    exception, not Ray's wrapper). ``actors`` lists the live actor handles (tests kill one)."""
 
     RETRIES = 3
 
-    def __init__(self, workers: int):
+    def __init__(self, workers: int, address: str | None = None, imports: Sequence[str] = ()):
         try:
             import ray
         except ImportError:
             raise JiuError("backend 'ray': ray is not installed (pip install ray), or use --backend process") from None
-        self.ray = ray
+        self.ray, self.workers, self.address, self.imports = ray, max(1, workers), address, tuple(imports)
         self.started = not ray.is_initialized()
         if self.started:
-            ray.init(num_cpus=max(1, workers), include_dashboard=False, log_to_driver=False,
-                     runtime_env={"env_vars": {"PYTHONPATH": str(Path(__file__).resolve().parents[2])}})
-        self.workers = max(1, workers)
+            env = {"env_vars": {"PYTHONPATH": str(Path(__file__).resolve().parents[2])}}
+            if address is not None:
+                check_ray_address(address)
+                try:
+                    ray.init(address=address, runtime_env=env, log_to_driver=False)
+                except Exception as exc:  # an open port that is not a Ray head, another Ray version
+                    self.started = False
+                    first = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
+                    raise JiuError(f"ray_address: {address}: cannot join the Ray cluster ({type(exc).__name__}"
+                                   f"{': ' + first if first else ''})") from None
+            else:
+                ray.init(num_cpus=self.workers, include_dashboard=False, log_to_driver=False, runtime_env=env)
+        cpus = ray.cluster_resources().get("CPU", 0)
+        if cpus < self.workers:
+            self.close()
+            raise JiuError(f"workers: {self.workers} Ray actors need {self.workers} CPUs; the Ray cluster has {cpus:g}"
+                           " (lower --workers or add nodes)")
+        self._actor_class = ray.remote(num_cpus=1, max_restarts=0)(RayWorker)
+        self.actors: list = [self._new_actor() for _ in range(self.workers)]
+
+    def _new_actor(self):
+        return self._actor_class.remote(self.imports)
+
+    def _replace(self, actor):
+        """A new actor in ``actor``'s place in :attr:`actors` (the old one killed, if it still runs)."""
+        with contextlib.suppress(Exception):
+            self.ray.kill(actor)
+        fresh = self._new_actor()
+        self.actors = [fresh if a is actor else a for a in self.actors]
+        return fresh
 
     def run(self, fn, tasks, on_done, should_stop=None) -> bool:
         ray = self.ray
-        remote = ray.remote(num_cpus=1, max_retries=self.RETRIES)(fn)
-        queue = list(tasks)
-        pending: list = []
+        queue = [(task, 0) for task in tasks]  # (task, actor deaths so far), the next task first
+        idle = list(self.actors)
+        pending: dict = {}  # ObjectRef -> (actor, task, deaths)
         while queue or pending:
-            while queue and len(pending) < self.workers and not (should_stop and should_stop()):
-                pending.append(remote.remote(queue.pop(0)))
+            while queue and idle and not (should_stop and should_stop()):
+                actor = idle.pop()
+                task, deaths = queue.pop(0)
+                pending[actor.run.remote(fn, task)] = (actor, task, deaths)
             if not pending:
                 break
-            ready, pending = ray.wait(pending, num_returns=1)
+            ready, _ = ray.wait(list(pending), num_returns=1)
             for ref in ready:
+                actor, task, deaths = pending.pop(ref)
                 try:
                     result = ray.get(ref)
-                except ray.exceptions.RayError as exc:
-                    raise WorkerDied(f"a Ray task failed after {self.RETRIES} retries ({type(exc).__name__}); the "
-                                     "finished tasks are saved; rerun the same command to resume") from None
+                except ray.exceptions.RayActorError as exc:
+                    if getattr(exc, "actor_init_failed", False):
+                        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+                        raise WorkerDied(f"a Ray actor could not start ({lines[-1] if lines else type(exc).__name__});"
+                                         " the finished tasks are saved; rerun the same command to resume") from None
+                    idle.append(self._replace(actor))
+                    if deaths >= self.RETRIES:
+                        raise WorkerDied(f"a Ray task failed after {self.RETRIES} retries ({type(exc).__name__}); the "
+                                         "finished tasks are saved; rerun the same command to resume") from None
+                    queue.insert(0, (task, deaths + 1))
+                    continue
+                except ray.exceptions.RayTaskError as exc:
+                    cause = getattr(exc, "cause", None)
+                    if isinstance(cause, Exception):
+                        raise cause from None
+                    raise
+                except ray.exceptions.RayError as exc:  # an object lost with its node, ...
+                    raise WorkerDied(f"Ray failed ({type(exc).__name__}); the finished tasks are saved; rerun the "
+                                     "same command to resume") from None
+                idle.append(actor)
                 on_done(result)
         return not queue
 
     def close(self, now: bool = False) -> None:
+        """Kill the actors (a running task is cut short: it is replayed on resume) and, if this runner
+        started or joined Ray, disconnect."""
+        for actor in getattr(self, "actors", []):
+            with contextlib.suppress(Exception):
+                self.ray.kill(actor)
+        self.actors = []
         if self.started:
             self.ray.shutdown()
             self.started = False
 
 
-def make_runner(workers: int, backend: str = "process", imports: Sequence[str] = ()):
-    """The runner of ``workers`` (0: :class:`InlineRunner`) on ``backend`` (``process`` or ``ray``)."""
+def make_runner(workers: int, backend: str = "process", imports: Sequence[str] = (), address: str | None = None):
+    """The runner of ``workers`` (0: :class:`InlineRunner`) on ``backend`` (``process`` or ``ray``;
+    ``address``: the ``HOST:PORT`` of a Ray cluster to join, ``None`` for a local Ray)."""
     if workers == 0:
         return InlineRunner()
     if backend == "ray":
-        return RayRunner(workers)
+        return RayRunner(workers, address, imports)
     return PoolRunner(workers, imports=imports)
 
 

@@ -20,7 +20,16 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from core.errors import JiuError
 from core.rules import Ruleset
@@ -34,8 +43,8 @@ DqnLoss = Literal["huber", "mse", "group", "choice"]
 GROUP_DQN_LOSSES: tuple[str, ...] = ("group", "choice")
 MODELS: tuple[str, ...] = (*KINDS, "cycle")
 # Fields a resumed run may change (they do not change what the run computes, only how far/fast).
-RESUMABLE_FIELDS: tuple[str, ...] = ("iterations", "minutes", "workers", "backend", "device", "curve",
-                                     "export_dir", "gate.export_games", "selfplay.games_in_flight",
+RESUMABLE_FIELDS: tuple[str, ...] = ("iterations", "minutes", "workers", "backend", "device", "ray_address",
+                                     "curve", "export_dir", "gate.export_games", "selfplay.games_in_flight",
                                      "selfplay.max_batch")
 
 TRAIN_RULESET = Ruleset(max_battle_plies=300, adjudicate="stones")
@@ -304,6 +313,7 @@ class TrainConfig(BaseModel):
     workers: int = Field(2, ge=0, le=256)
     backend: Literal["process", "ray"] = "process"
     device: str = "auto"
+    ray_address: str | None = None
     ruleset: Ruleset = TRAIN_RULESET
     nets: NetsConfig = NetsConfig()
     selfplay: SelfPlayConfig = SelfPlayConfig()
@@ -321,6 +331,18 @@ class TrainConfig(BaseModel):
         from nets.inference import check_device  # torch only when a config is validated, not on import
 
         return check_device(value)
+    @field_validator("ray_address")
+    @classmethod
+    def _ray_address(cls, value: str | None, info: ValidationInfo) -> str | None:
+        """``HOST:PORT`` (``train.jobs.workers.parse_ray_address``), and only with ``backend = "ray"``."""
+        if value is not None:
+            from train.jobs.workers import parse_ray_address
+
+            parse_ray_address(value)
+            backend = info.data.get("backend")
+            if backend is not None and backend != "ray":
+                raise ValueError(f"joins a Ray cluster: it needs backend = 'ray' (--backend ray), not {backend!r}")
+        return value
 
     @model_validator(mode="after")
     def _budget(self) -> "TrainConfig":
@@ -523,8 +545,11 @@ def resolve_names(config: TrainConfig, origins: dict[str, str] | None = None) ->
     that a bad name or option fails at once; the agent specs (``selfplay.aux_agent``, ``gate.expert``,
     ``pretrain.agent``, ``curve.anchors``) are resolved when the configuration is validated. With
     ``pretrain.enabled``, every path of ``pretrain.records`` must exist (it is read only after the
-    pretraining games are played). Raises :class:`ConfigError` naming the field, the spec and the
-    reason (e.g. the available names); ``origins`` as :func:`validate_config`'s."""
+    pretraining games are played). With ``backend = "ray"`` and a ``ray_address``, the address must
+    accept a TCP connection within ``train.jobs.workers.RAY_CONNECT_TIMEOUT`` seconds
+    (``check_ray_address``), so that a dead address fails before the run directory is made. Raises
+    :class:`ConfigError` naming the field, the spec and the reason (e.g. the available names); ``origins``
+    as :func:`validate_config`'s."""
     import catalog  # noqa: F401 - registers every built-in agent and plugin
     from knowledge.plugins import REGISTRY
 
@@ -549,6 +574,13 @@ def resolve_names(config: TrainConfig, origins: dict[str, str] | None = None) ->
         for i, path in enumerate(config.pretrain.records):
             if not Path(path).exists():
                 raise ConfigError(f"{_where(f'pretrain.records.{i}', origins)}: {path}: no such file or directory")
+    if config.ray_address is not None and config.backend == "ray" and config.workers > 0:
+        from train.jobs.workers import check_ray_address
+
+        try:
+            check_ray_address(config.ray_address)
+        except JiuError as exc:  # "ray_address: HOST:PORT does not answer (...)"
+            raise ConfigError(str(exc)) from None
     if config.selfplay.value_drift:
         try:
             config.drift_target("upper").check()

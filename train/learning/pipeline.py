@@ -16,7 +16,7 @@ phase:
    ``RUN/checkpoints/<kind>-i0000.safetensors`` and copied to ``RUN/best/<kind>.safetensors``. In
    ``cycle`` mode this happens the first time each kind comes up; the records are generated once.
 2. ``selfplay``: ``selfplay.games`` games with the best net (``train.learning.selfplay``) in worker processes
-   (``workers``; ``backend="ray"`` runs them as Ray tasks). Each game writes its shard
+   (``workers``; ``backend="ray"`` on Ray actors, ``ray_address`` joins a cluster). Each game writes its shard
    ``RUN/shards/<kind>/iNNNN-gNNNN.npz`` and then its record ``RUN/records/iNNNN/gNNNN.json``; games whose
    record exists are not played again (game seeds depend only on (seed, iteration, game index)). With
    ``learner.mode = "concurrent"`` a learner process trains and publishes nets meanwhile
@@ -174,7 +174,7 @@ class Pipeline:
             from train.jobs.workers import make_runner
 
             try:
-                self.runner = make_runner(self.config.workers, self.config.backend)
+                self.runner = make_runner(self.config.workers, self.config.backend, address=self.config.ray_address)
             except JiuError as exc:
                 raise TrainError(str(exc)) from None
         return self.runner
@@ -576,7 +576,7 @@ class Pipeline:
         self.refresh_totals()
         self.save_state()
         if cfg.backend == "ray" and cfg.workers > 0:
-            self.get_runner()  # fails now when ray is missing
+            self.get_runner()  # fails now when ray is missing (a dead ray_address failed in resolve_names)
         self.tb = TensorBoard(self.paths.tb)
         self.log("run_start", iteration=self.state.iteration, phase=self.state.phase, resume=resume,
                  session=self.state.sessions, run_dir=str(root), model=cfg.model, workers=cfg.workers,
