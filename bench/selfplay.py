@@ -39,20 +39,25 @@ def run_selfplay_benchmark(games: int | None = None, games_in_flight: int | None
     shipped configuration's); ``kind``: ``upper`` or ``slm``. Raises ``train.learning.config.ConfigError``
     for a bad value."""
     from train.jobs.workers import make_runner
-    from train.learning.config import ConfigError, config_to_dict, load_config
+    from train.learning.config import (
+        ConfigError,
+        apply_overrides,
+        config_to_dict,
+        override_origins,
+        read_config_file,
+        validate_config,
+    )
     from train.learning.selfplay import games_in_flight as resolve_in_flight
     from train.learning.selfplay import plan_batches, selfplay_batch
 
     if kind not in ("upper", "slm"):
         raise ConfigError(f"kind: expected upper or slm, got {kind!r}")
-    overrides = [f"seed={seed}"]
-    if games_in_flight is not None:
-        overrides.append(f"selfplay.games_in_flight={games_in_flight}")
-    if workers is not None:
-        overrides.append(f"workers={workers}")
-    if device is not None:
-        overrides.append(f"device={device}")
-    cfg = load_config(MODEL_DIR / "config.toml", overrides)
+    given = {"selfplay.games_in_flight": games_in_flight, "workers": workers, "device": device}
+    given = {k: v for k, v in given.items() if v is not None}
+    origins = override_origins([], {"selfplay.games_in_flight": "--games-in-flight", "workers": "--workers",
+                                    "device": "--device"})
+    data = apply_overrides(read_config_file(MODEL_DIR / "config.toml"), {"seed": seed, **given})
+    cfg = validate_config(data, "models/default/config.toml", origins)
     in_flight = resolve_in_flight(cfg)
     n_workers = max(1, cfg.workers)
     games = int(games) if games is not None else 2 * in_flight * n_workers

@@ -1,4 +1,4 @@
-"""Commands of matches and benchmarks: ``bench search|rules``, ``agents``, ``arena``, ``tournament``,
+"""Commands of matches and benchmarks: ``bench search|rules|selfplay``, ``agents``, ``arena``, ``tournament``,
 ``experiment``, ``play``."""
 
 from __future__ import annotations
@@ -52,6 +52,34 @@ def bench_search(
                                   torch_threads=torch_threads, inference_threads=inference_threads)
     if json_out:
         typer.echo(json.dumps(result, default=float))
+
+
+@bench_app.command("selfplay")
+@cli_errors
+def bench_selfplay(
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    device: Annotated[Optional[str], typer.Option(help="auto, cpu, cuda or cuda:N (default: the shipped configuration's).")] = None,
+    games_in_flight: Annotated[Optional[int], typer.Option("--games-in-flight", help="Games each worker plays at once (default: the configuration's, else 16 on CPU).")] = None,
+    workers: Annotated[Optional[int], typer.Option(help="Worker processes (0: in this process; default: the shipped configuration's, 2).")] = None,
+    games: Annotated[Optional[int], typer.Option(help="Games to play (default: 2 x games in flight x workers).")] = None,
+    kind: Annotated[str, typer.Option(help="upper (battle games, the shipped model's) or slm (layout games).")] = "upper",
+):
+    """Self-play speed on the shipped configuration: searched positions/s, batch sizes, time in net/knowledge/search."""
+    from bench.selfplay import run_selfplay_benchmark
+    from train.learning.config import ConfigError
+
+    try:
+        result = run_selfplay_benchmark(games, games_in_flight, workers, device, kind,
+                                        progress=None if json_out else lambda line: typer.echo(line, err=True))
+    except ConfigError as exc:
+        fail(str(exc))
+    if json_out:
+        typer.echo(json.dumps(result))
+    else:
+        typer.echo(f"{result['positions_per_second']:.2f} searched positions/s ({result['games']} {kind} games, "
+                   f"{result['games_in_flight']} in flight x {result['workers']} workers, device {result['device']}); "
+                   f"batch mean {result['batch']['mean']}, max {result['batch']['max']}; shares "
+                   + ", ".join(f"{k} {v:.0%}" for k, v in result["shares"].items()))
 
 
 @bench_app.command("rules")
