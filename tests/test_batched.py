@@ -176,7 +176,7 @@ def test_games_in_flight_and_batches_of_a_worker_pool():
     batches = plan_batches(tasks, cfg)
     assert len(batches) == 2 and sorted(t["index"] for b in batches for t in b["tasks"]) == list(range(10))
     cfg = load_config(None, ["workers=1", "selfplay.games_in_flight=2", "device=cpu"])
-    batches = plan_batches(tasks, cfg)  # at most 4 x games_in_flight a batch
-    assert [len(b["tasks"]) for b in batches] == [5, 5]
+    batches = plan_batches(tasks, cfg)  # at most 2 x games_in_flight a batch
+    assert [len(b["tasks"]) for b in batches] == [4, 3, 3]
     assert all(b["games_in_flight"] <= 2 for b in batches)
     assert plan_batches([], cfg) == []

@@ -124,26 +124,26 @@ def test_learner_loop_publishes_a_net_per_block_of_new_samples(tmp_path):
 @pytest.mark.integration
 def test_concurrent_pipeline_publishes_mid_phase_and_resumes(tmp_path, monkeypatch):
     """A tiny run in concurrent mode: the learner process publishes a net while the games are played (the
-    first game waits for it, so the later games load it), the iteration still ends with its checkpoint
+    first batch of games waits for it, so the later batches load it), the iteration still ends with its checkpoint
     named by state.json, and the run resumes into a second iteration."""
     from train.learning import selfplay
     from train.learning.pipeline import run_pipeline
 
-    real = selfplay.selfplay_task
+    real = selfplay.selfplay_batch
     run = tmp_path / "run"
 
-    def first_game_waits_for_a_net(task):
-        info = real(task)
-        if task["index"] == 0:  # in-process games (workers = 0): hold the phase until a net is published
+    def first_game_waits_for_a_net(batch):
+        info = real(batch)
+        if any(t["index"] == 0 for t in batch["tasks"]):  # in-process (workers = 0): hold the phase until a publish
             deadline = time.time() + 120
             while time.time() < deadline and not any(e["event"] == "learner_publish"
                                                      for e in read_metrics(run / "metrics.jsonl")):
                 time.sleep(0.1)
         return info
 
-    monkeypatch.setattr(selfplay, "selfplay_task", first_game_waits_for_a_net)
+    monkeypatch.setattr(selfplay, "selfplay_batch", first_game_waits_for_a_net)
     monkeypatch.setattr("train.learning.concurrent.POLL_SECONDS", 0.1)
-    cfg = load_config(None, [*MICRO, "iterations=1"])
+    cfg = load_config(None, [*MICRO, "iterations=1", "selfplay.games_in_flight=1"])  # batches of 2 games
     result = run_pipeline(cfg, run, progress=False)
     assert result["reason"] == "iterations"
     events = read_metrics(run / "metrics.jsonl")

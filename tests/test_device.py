@@ -240,7 +240,7 @@ def test_the_config_field_is_validated_and_resumable():
 def test_selfplay_and_pretraining_pass_the_configured_device_on(monkeypatch, tmp_path, states):
     import nets.evaluator
     import train.learning.learner
-    from train.learning.selfplay import _close, open_search
+    from train.learning.selfplay import _close, selfplay_evaluator
     from train.learning.supervised import pretrain
 
     seen = []
@@ -258,8 +258,7 @@ def test_selfplay_and_pretraining_pass_the_configured_device_on(monkeypatch, tmp
     monkeypatch.setattr(nets.evaluator, "NetEvaluator", Recording)
     monkeypatch.setattr(train.learning.learner, "Learner", RecordingLearner)
     cfg = validate_config({"device": "cpu"})
-    search, evaluator = open_search(cfg, 0, None, None)
-    _close(search, evaluator)
+    _close(selfplay_evaluator(cfg))
     batch_states = [s for s in states if s.phase == 1][:6]
     b = SampleBuilder("upper")
     for s in batch_states:

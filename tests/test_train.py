@@ -984,7 +984,7 @@ def test_two_selfplay_runs_on_one_directory(tmp_path):
     run = tmp_path / "run"
     args = [sys.executable, str(ROOT / "cli.py"), "selfplay", "--no-progress",
             *sum((["--set", s] for s in MICRO), []), "--set", "pretrain.enabled=false", "--set", "iterations=1",
-            "--set", "selfplay.games=50"]
+            "--set", "selfplay.games=50", "--set", "selfplay.games_in_flight=1"]  # batches of 2 games
     first = subprocess.Popen([*args, "--from-scratch", "--run-dir", str(run)], cwd=ROOT, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL, start_new_session=True)
     try:
@@ -1005,7 +1005,7 @@ def test_sigterm_ends_a_selfplay_run_as_ctrl_c_does(tmp_path):
     run = tmp_path / "run"
     args = [sys.executable, str(ROOT / "cli.py"), "selfplay", "--no-progress",
             *sum((["--set", s] for s in MICRO), []), "--set", "pretrain.enabled=false", "--set", "iterations=1",
-            "--set", "selfplay.games=50"]
+            "--set", "selfplay.games=50", "--set", "selfplay.games_in_flight=1"]  # batches of 2 games
     proc = subprocess.Popen([*args, "--from-scratch", "--run-dir", str(run)], cwd=ROOT, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:

@@ -417,7 +417,7 @@ def games_in_flight(cfg) -> int:
 
 def plan_batches(tasks: list[dict[str, Any]], cfg) -> list[dict[str, Any]]:
     """The :func:`selfplay_batch` tasks of a worker pool for the game ``tasks``: the games shared out
-    round-robin over ``workers`` (at least one batch), at most ``4 * games_in_flight`` games a batch (so
+    round-robin over ``workers`` (at least one batch), at most ``2 * games_in_flight`` games a batch (so
     that a worker picks up a newer net between batches), each batch with ``games_in_flight`` (no more than
     its games) and ``threads``: the cores this process may use divided among the workers, at least 1."""
     from nets.evaluator import available_cores
@@ -426,7 +426,7 @@ def plan_batches(tasks: list[dict[str, Any]], cfg) -> list[dict[str, Any]]:
         return []
     in_flight = games_in_flight(cfg)
     workers = max(1, cfg.workers)
-    per_batch = max(1, min(-(-len(tasks) // workers), 4 * in_flight))
+    per_batch = max(1, min(-(-len(tasks) // workers), 2 * in_flight))
     n = -(-len(tasks) // per_batch)
     threads = max(1, available_cores() // workers)
     return [{"tasks": tasks[i::n], "games_in_flight": min(in_flight, len(tasks[i::n])), "threads": threads}
