@@ -135,6 +135,13 @@ CASES = [
     ("V", ["selfplay", "--reward", "bogus", "--run-dir", "{d}/sp"], "error: --reward: unknown reward 'bogus'"),
     ("V", ["selfplay", "-r", "max_battle_plies=0", "--run-dir", "{d}/sp"], "error: --rule max_battle_plies: "),
     ("V", ["diagnose", "models/default", "--records", "{d}/config.json"], "error: {d}/config.json: not utf-8 text"),
+    # issue 64: the batched engine's settings
+    ("E", ["selfplay", "--set", "selfplay.games_in_flight=0", "--run-dir", "{d}/sp"],
+     "error: --set selfplay.games_in_flight: Input should be greater than or equal to 1"),
+    ("E", ["selfplay", "--set", "selfplay.games_in_flight=5000", "--run-dir", "{d}/sp"], "selfplay.games_in_flight"),
+    ("E", ["bench", "selfplay", "--games-in-flight", "0"], "error: --games-in-flight: "),
+    ("E", ["bench", "selfplay", "--device", "cuda:9"], "error: --device: 'cuda:9' is not available"),
+    ("E", ["bench", "selfplay", "--kind", "lower"], "kind: expected upper or slm"),
     # issue 62 remnants: pretraining records are checked before the pretraining games are played
     ("V", ["selfplay", "--from-scratch", "--set", 'pretrain.records=["/nope"]', "--run-dir", "{d}/sp"],
      "error: --set pretrain.records: /nope: no such file or directory"),
