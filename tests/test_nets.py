@@ -542,7 +542,23 @@ def test_every_inference_thread_stops_on_close(tiny_nets, battle_states, inferen
         assert not closer.is_alive(), "close() hung"
         assert not any(t.is_alive() for t in ev._threads)
     with pytest.raises(ValueError, match="inference_threads"):
-        NetEvaluator(None, tiny_nets["upper"], inference_threads=0)
+        NetEvaluator(None, tiny_nets["upper"], inference_threads=-1)
+
+
+def test_no_inference_thread_runs_the_nets_in_the_caller(tiny_nets, battle_states):
+    """``inference_threads=0`` (the batched self-play engine's evaluator): no thread, the same answers,
+    ``max_batch`` positions a pass, and ``submit`` runs its call at once."""
+    with NetEvaluator(None, tiny_nets["upper"], max_batch=2) as threaded:
+        expected = threaded.evaluate(battle_states[:5])
+    with NetEvaluator(None, tiny_nets["upper"], max_batch=2, inference_threads=0) as ev:
+        assert ev._threads == []
+        got = ev.evaluate(battle_states[:5])
+        assert ev.stats()["histogram"] == {2: 2, 1: 1}
+        assert ev.submit(threading.get_ident).result() == threading.get_ident()
+    for a, b in zip(expected, got):
+        assert np.array_equal(a.policy, b.policy) and a.value == b.value
+    with pytest.raises(RuntimeError, match="closed"):
+        ev.evaluate(battle_states[:1])
 
 
 def test_lone_caller_does_not_wait(tiny_nets, battle_states):
