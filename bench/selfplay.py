@@ -38,6 +38,7 @@ def run_selfplay_benchmark(games: int | None = None, games_in_flight: int | None
     worker), ``games_in_flight`` / ``workers`` / ``device``: as the ``selfplay`` fields (default: the
     shipped configuration's); ``kind``: ``upper`` or ``slm``. Raises ``train.learning.config.ConfigError``
     for a bad value."""
+    from search.batched import batch_summary
     from train.jobs.workers import make_runner
     from train.learning.config import (
         ConfigError,
@@ -89,10 +90,9 @@ def run_selfplay_benchmark(games: int | None = None, games_in_flight: int | None
     summaries = [r["batch"] for r in results if "batch" in r]
     sizes: Counter = Counter()
     for s in summaries:
-        sizes.update({int(k): v for k, v in s["batch_sizes"].items()})
+        sizes.update({int(k): v for k, v in s["batch"]["sizes"].items()})
     seconds = {k: sum(s["seconds"][k] for s in summaries) for k in ("net", "knowledge", "search", "offload", "wall")}
     total = seconds["net"] + seconds["knowledge"] + seconds["search"]
-    elements = sorted(sizes.elements())
     drive_wall = seconds["wall"] / max(1, len(summaries))
     return {
         "kind": kind, "games": len(results), "games_in_flight": in_flight, "workers": cfg.workers,
@@ -101,9 +101,7 @@ def run_selfplay_benchmark(games: int | None = None, games_in_flight: int | None
         "wall_seconds": round(wall, 3), "positions_per_second": round(searched / wall, 3),
         "steady_positions_per_second": round(searched / drive_wall, 3) if drive_wall > 0 else None,
         "cpu_seconds_per_position": round(cpu / searched, 5) if searched else None,
-        "batch": {"rounds": len(elements), "mean": round(sum(elements) / len(elements), 2) if elements else 0,
-                  "median": elements[len(elements) // 2] if elements else 0, "max": elements[-1] if elements else 0,
-                  "sizes": {str(k): v for k, v in sorted(sizes.items())}},
+        "batch": batch_summary(sizes),
         "seconds": {k: round(v, 3) for k, v in seconds.items()},
         "shares": {k: round(seconds[k] / total, 4) if total > 0 else 0.0 for k in ("net", "knowledge", "search")},
         "cores": os.cpu_count(),

@@ -25,19 +25,9 @@ def square_targets_both(board, sums, side, mark, t_me, t_op):
         own = cell_count(t, me)
         opp = cell_count(t, op)
         if own >= 3:
-            for k in range(4):
-                q = CELL_CORNERS[c, k]
-                if own == 4 or board[q] != me:
-                    mark[0, q] = True
-                    lo = min(lo, q)
-                    hi = max(hi, q)
+            lo, hi = _mark_targets(board, c, own, me, mark[0], lo, hi)
         elif opp >= 3:
-            for k in range(4):
-                q = CELL_CORNERS[c, k]
-                if opp == 4 or board[q] != op:
-                    mark[1, q] = True
-                    lo = min(lo, q)
-                    hi = max(hi, q)
+            lo, hi = _mark_targets(board, c, opp, op, mark[1], lo, hi)
     n0 = 0
     n1 = 0
     for q in range(lo, hi + 1):
@@ -50,6 +40,20 @@ def square_targets_both(board, sums, side, mark, t_me, t_op):
             n1 += 1
             mark[1, q] = False
     return t_me[:n0], t_op[:n1]
+
+
+@inline_kernel
+def _mark_targets(board, c, n, stone, marks, lo, hi):
+    """Mark in ``marks`` (``bool[196]``) the corners of cell ``c`` that hold ``n`` >= 3 stones of ``stone``
+    and are its square targets (every corner when it is full, else the one that is not ``stone``'s);
+    returns ``(lo, hi)`` widened to the marked points."""
+    for k in range(4):
+        q = CELL_CORNERS[c, k]
+        if n == 4 or board[q] != stone:
+            marks[q] = True
+            lo = min(lo, q)
+            hi = max(hi, q)
+    return lo, hi
 
 
 @kernel

@@ -122,21 +122,25 @@ class DriveStats:
     wall_seconds: float = 0.0
 
     def summary(self) -> dict[str, Any]:
-        """A JSON-ready dict: the counts, the batch-size distribution (``batch_sizes``: size -> rounds,
-        and its mean, median and maximum) and ``shares`` of the net, the knowledge and the search in
-        their summed seconds."""
-        sizes = sorted(self.batches.elements())
+        """A JSON-ready dict: the counts, the batch-size distribution (``batch``: :func:`batch_summary`)
+        and ``shares`` of the net, the knowledge and the search in their summed seconds."""
         total = self.net_seconds + self.knowledge_seconds + self.search_seconds
         share = (lambda x: round(x / total, 4)) if total > 0 else (lambda x: 0.0)
-        return {"rounds": self.rounds, "leaves": self.leaves,
-                "batch_mean": round(self.leaves / self.rounds, 2) if self.rounds else 0.0,
-                "batch_median": sizes[len(sizes) // 2] if sizes else 0, "batch_max": sizes[-1] if sizes else 0,
-                "batch_sizes": {str(k): v for k, v in sorted(self.batches.items())},
+        return {"rounds": self.rounds, "leaves": self.leaves, "batch": batch_summary(self.batches),
                 "seconds": {"net": round(self.net_seconds, 3), "knowledge": round(self.knowledge_seconds, 3),
                             "search": round(self.search_seconds, 3), "offload": round(self.offload_seconds, 3),
                             "wall": round(self.wall_seconds, 3)},
                 "shares": {"net": share(self.net_seconds), "knowledge": share(self.knowledge_seconds),
                            "search": share(self.search_seconds)}}
+
+
+def batch_summary(batches: Counter) -> dict[str, Any]:
+    """The distribution of evaluation sizes ``batches`` (leaves per round -> rounds): ``rounds``, ``mean``,
+    ``median``, ``max`` and ``sizes`` (the counts, keyed by the size as a string: JSON-ready)."""
+    sizes = sorted(batches.elements())
+    return {"rounds": len(sizes), "mean": round(sum(sizes) / len(sizes), 2) if sizes else 0.0,
+            "median": sizes[len(sizes) // 2] if sizes else 0, "max": sizes[-1] if sizes else 0,
+            "sizes": {str(k): v for k, v in sorted(batches.items())}}
 
 
 def _timed_knowledge(jobs: list[Callable[[], float] | None]) -> tuple[list[float | None], float]:

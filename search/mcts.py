@@ -442,13 +442,23 @@ class Search:
         callable returning a float (the layout value plugin's value, the value plugin's margin with
         ``value_center``, else its value), or ``None`` when it needs none. Thread-safe: the knowledge
         plugins are, so the callables of many leaves may run at once."""
-        if (self.layout_value_plugin is not None and self._root_state.phase == PHASE_LAYOUT
-                and state.ply >= self.config.layout_value_from):
+        use = self._knowledge_use(state)
+        if use == "layout":
             return partial(self.layout_value_plugin.value, state)
-        if self._value_plugin is not None and state.phase == PHASE_BATTLE:
+        if use == "battle":
             if self._centred():
                 return None if node == 0 else partial(self._value_plugin.margin, state)
             return partial(self._value_plugin.value, state)
+        return None
+
+    def _knowledge_use(self, state: GameState) -> str | None:
+        """Which knowledge the leaf value of ``state`` mixes in: ``"layout"`` (the layout value plugin,
+        ``layout_value_mix``), ``"battle"`` (the value plugin, ``value_mix``) or ``None``."""
+        if (self.layout_value_plugin is not None and self._root_state.phase == PHASE_LAYOUT
+                and state.ply >= self.config.layout_value_from):
+            return "layout"
+        if self._value_plugin is not None and state.phase == PHASE_BATTLE:
+            return "battle"
         return None
 
     def expand_leaf(self, node: int, state: GameState, evaluation, knowledge: float | None) -> float:
@@ -458,11 +468,11 @@ class Search:
         ``value_mix`` / ``layout_value_mix``). A full tree leaves the node unexpanded (``tree_full``)."""
         tree = self.tree
         value = float(evaluation.value)
-        if (self.layout_value_plugin is not None and self._root_state.phase == PHASE_LAYOUT
-                and state.ply >= self.config.layout_value_from):
+        use = self._knowledge_use(state)
+        if use == "layout":
             mix = self.config.layout_value_mix
             value = (1.0 - mix) * value + mix * float(knowledge)
-        elif self._value_plugin is not None and state.phase == PHASE_BATTLE:
+        elif use == "battle":
             mix = self.config.value_mix
             if self._centred():  # the root's margin is already known (run)
                 plugin = self._centred_value(state, self._root_margin if node == 0 else float(knowledge))

@@ -43,3 +43,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             raise pytest.UsageError(f"{item.nodeid}: more than one test tier ({', '.join(sorted(set(tiers)))})")
         if not tiers:
             item.add_marker("integration" if item.path.name in INTEGRATION_FILES else "unit")
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """One torch intra-op thread for a module's tests (``pytestmark = pytest.mark.usefixtures(...)``): on a
+    loaded 2-core machine two spinning OpenMP threads are many times slower."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

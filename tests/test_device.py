@@ -32,12 +32,7 @@ runner = CliRunner()
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _one_torch_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _small(kind: str, seed: int = 0) -> torch.nn.Module:

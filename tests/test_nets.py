@@ -49,13 +49,7 @@ KINDS = ("slm", "upper", "lower")
 
 
 # ------------------------------------------------------------------------------------------ fixtures
-@pytest.fixture(scope="module", autouse=True)
-def _one_torch_thread():
-    """One intra-op thread: on a loaded 2-core machine two spinning OpenMP threads are many times slower."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _random_game(seed: int, battle_plies: int = 40) -> list[GameState]:

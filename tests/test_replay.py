@@ -71,7 +71,8 @@ def test_replay_window_equals_load_window_as_shards_arrive(kind, window, iterati
         _check(ReplayWindow(d, window, kind), d, window, kind)
 
 
-def test_second_update_decompresses_only_the_new_shards(tmp_path, monkeypatch):
+def _count_reads(monkeypatch) -> list[str]:
+    """The names of the shards ``read_shard`` decompresses from now on, in order (monkeypatched)."""
     calls: list[str] = []
     real = samples_mod.read_shard
 
@@ -80,6 +81,11 @@ def test_second_update_decompresses_only_the_new_shards(tmp_path, monkeypatch):
         return real(path)
 
     monkeypatch.setattr(samples_mod, "read_shard", counting)
+    return calls
+
+
+def test_second_update_decompresses_only_the_new_shards(tmp_path, monkeypatch):
+    calls = _count_reads(monkeypatch)
     d = tmp_path / "shards"
     for g in range(4):
         _shard(d / f"i0001-g{g:04d}.npz", "lower", 5, 10 * g)
@@ -93,10 +99,8 @@ def test_second_update_decompresses_only_the_new_shards(tmp_path, monkeypatch):
     second, files = win.update()
     assert sorted(calls) == ["i0002-g0000.npz", "i0002-g0001.npz"] and sorted(win.last_read) == sorted(calls)
     assert [f.name for f in files] == ["i0001-g0003.npz", "i0002-g0000.npz", "i0002-g0001.npz"]  # g0002 let go
-    monkeypatch.setattr(samples_mod, "read_shard", real)
     _same(second, load_window(d, 12, "lower")[0])
-    calls.clear()
-    monkeypatch.setattr(samples_mod, "read_shard", counting)
+    calls.clear()  # load_window's own reads
     win.update()
     assert calls == [] and win.last_read == []  # nothing new: nothing decompressed
 
@@ -121,14 +125,7 @@ def test_the_pipeline_decompresses_each_shard_once_across_iterations(tmp_path, m
     from train.learning.config import load_config
     from train.learning.pipeline import run_pipeline
 
-    calls: list[str] = []
-    real = samples_mod.read_shard
-
-    def counting(path):
-        calls.append(Path(path).name)
-        return real(path)
-
-    monkeypatch.setattr(samples_mod, "read_shard", counting)
+    calls = _count_reads(monkeypatch)
     cfg = load_config(None, ["nets.blocks=1", "nets.channels=8", "nets.value_hidden=8", "selfplay.games=2",
                              "selfplay.search.simulations=2", "selfplay.search.threads=1",
                              "selfplay.temperature_plies=4", "pretrain.enabled=false", "learner.steps=1",

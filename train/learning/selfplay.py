@@ -44,9 +44,9 @@ self-play when root noise is on, so every root gets fresh Dirichlet noise.
 
 Game seeds: :func:`game_seed` derives the seed of game ``index`` of ``iteration`` from the run seed with
 ``numpy.random.SeedSequence``; the search, the move sampling and the auxiliary agents get seeds drawn from
-it, and the record's ``metadata["selfplay"]`` stores all of them. :func:`selfplay_task` plays one game
-and writes its shard **before** its record (both atomic): a game counts as done once its record exists,
-so a run killed at any moment replays exactly the games without a record.
+it, and the record's ``metadata["selfplay"]`` stores all of them. :func:`selfplay_batch` plays a batch of
+games and writes each one's shard **before** its record (both atomic): a game counts as done once its
+record exists, so a run killed at any moment replays exactly the games without a record.
 
 The pipeline evaluates a net with the search agents of ``search.agents``, given to the arena as
 ``search.agents.AgentRecipe`` objects (:func:`net_agent`): ``slm`` with ``slm=PATH`` (SLM search in the
@@ -436,14 +436,17 @@ def plan_batches(tasks: list[dict[str, Any]], cfg) -> list[dict[str, Any]]:
 def selfplay_batch(batch: dict[str, Any]) -> list[dict[str, Any]]:
     """Play the self-play games ``batch["tasks"]`` together and write each one's shard and record as it ends.
 
-    ``batch``: ``tasks`` (dicts of :func:`selfplay_task`, all of one run, kind, iteration and net),
-    ``games_in_flight`` (games played at once, >= 1) and ``threads`` (>= 1: the knowledge pool's
+    ``batch``: ``tasks`` (one dict a game, all of one run, kind, iteration and net: ``run_dir``,
+    ``config`` (``TrainConfig`` as a dict), ``kind``, ``iteration``, ``index``, ``net`` (path of the net
+    that plays)), ``games_in_flight`` (games played at once, >= 1) and ``threads`` (>= 1: the knowledge pool's
     threads, ``search.batched.drive``). The games share one evaluator of the net ``task["net"]``, loaded
     once per batch (so a batch picks up the newest net at its start), and their searches' leaves are
     evaluated together; a game whose record exists is skipped, so a batch run again (a killed worker)
-    plays only the games without one. Returns the statistics of :func:`selfplay_task` of each game
-    played, in the order they ended, each with the batch's ``drive`` summary (``search.batched.DriveStats``)
-    under ``"batch"`` in the last one."""
+    plays only the games without one. Returns the statistics of each game played, in the order they
+    ended: ``index``, ``seed``, ``plies``, ``searched`` (positions searched or decided by the net),
+    ``simulations``, ``samples``, ``seconds``, ``search_seconds``, ``result``, ``reason``, ``z_mean``,
+    ``pid``; the last one also holds the batch's ``drive`` summary (``search.batched.DriveStats``) under
+    ``"batch"``."""
     import torch
 
     import catalog  # noqa: F401 - the auxiliary agent may be any registered agent (Ray tasks skip init_worker)
@@ -451,8 +454,7 @@ def selfplay_batch(batch: dict[str, Any]) -> list[dict[str, Any]]:
     from train.learning.config import validate_config
 
     torch.set_num_threads(1)
-    tasks = [t for t in batch["tasks"]
-             if not (Path(t["run_dir"]) / "records" / record_name(int(t["iteration"]), int(t["index"]))).exists()]
+    tasks = [t for t in batch["tasks"] if not _record_path(t).exists()]
     if not tasks:
         return []
     cfg = validate_config(tasks[0]["config"])
@@ -481,16 +483,9 @@ def selfplay_batch(batch: dict[str, Any]) -> list[dict[str, Any]]:
     return results
 
 
-def selfplay_task(task: dict[str, Any]) -> dict[str, Any]:
-    """Play self-play game ``task["index"]`` of ``task["iteration"]`` alone and write its shard and record.
-
-    ``task``: ``run_dir``, ``config`` (``TrainConfig`` as a dict), ``kind``, ``iteration``, ``index``,
-    ``net`` (path of the net that plays). Returns statistics: ``index``, ``seed``, ``plies``,
-    ``searched`` (positions searched or decided by the net), ``simulations``, ``samples``, ``seconds``,
-    ``search_seconds``, ``result``, ``reason``, ``z_mean``, ``pid`` (nothing is played, and ``{}``
-    returned, when its record exists)."""
-    results = selfplay_batch({"tasks": [task], "games_in_flight": 1, "threads": 1})
-    return results[0] if results else {}
+def _record_path(task: dict[str, Any]) -> Path:
+    """Where the record of the game of ``task`` is written (a game is done once it exists)."""
+    return Path(task["run_dir"]) / "records" / record_name(int(task["iteration"]), int(task["index"]))
 
 
 def _write_game(task: dict[str, Any], cfg, game, builder, info: dict, t0: float, started: str) -> dict[str, Any]:
@@ -514,7 +509,7 @@ def _write_game(task: dict[str, Any], cfg, game, builder, info: dict, t0: float,
     record = GameRecord(ruleset=cfg.ruleset, white=players, black=players,
                         result=outcome.winner_code, reason=outcome.reason if outcome.terminal else "unfinished",
                         start_time=_iso(started), moves=tuple(game.moves), search=tuple(game.search), metadata=meta)
-    path = run / "records" / record_name(iteration, index)
+    path = _record_path(task)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_json(record, path)
     return {"index": index, "seed": seed, "kind": kind, "iteration": iteration, "plies": len(game.moves),
