@@ -136,6 +136,7 @@ def arena(
     agent_b: Annotated[str, typer.Argument(metavar="B", help="Agent spec of the opponent.")],
     games: Annotated[int, typer.Option("--games", "-n", help="Games (even: pairs with colours swapped).")] = 20,
     workers: Annotated[int, typer.Option(min=0, max=MAX_WORKERS, help="Worker processes (0: play in this process).")] = 1,
+    games_in_flight: Annotated[int, typer.Option("--games-in-flight", help="Games each worker plays at once on the batched engine (their searches' leaves evaluated together; move times then shared). 1: each game alone, the agents' own threads and times.")] = 1,
     seed: Annotated[int, typer.Option(min=0, max=MAX_SEED,
                                       help="Base seed; pair k's game seed derives from (seed, k).")] = 0,
     out: Annotated[
@@ -155,6 +156,10 @@ def arena(
     from train.matches.arena import run_arena
     from train.matches.tournament import pair_dir_name
 
+    from search.batched import GAMES_IN_FLIGHT_MAX
+
+    if not 1 <= games_in_flight <= GAMES_IN_FLIGHT_MAX:
+        fail(f"--games-in-flight: must be in 1..{GAMES_IN_FLIGHT_MAX}, got {games_in_flight}")
     bounds = None
     if sprt is not None:
         parts = sprt.split(",")
@@ -168,7 +173,7 @@ def arena(
     ruleset = ruleset_from(rule)
     out_dir = out if out is not None else Path("runs") / "arena" / pair_dir_name(agent_a, agent_b)
     summary = run_arena(agent_a, agent_b, games, workers=workers, seed=seed, out_dir=out_dir, ruleset=ruleset,
-                        progress=not json_out, imports=imports or (), sprt=bounds)
+                        progress=not json_out, imports=imports or (), sprt=bounds, games_in_flight=games_in_flight)
     if json_out:
         typer.echo(json.dumps({**summary.data, "out_dir": str(out_dir)}))
     else:

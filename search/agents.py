@@ -55,6 +55,7 @@ docs/knowledge-and-search.md, "The shipped agent's search and why", for the matc
 
 from __future__ import annotations
 
+import contextvars
 import os
 import threading
 import time
@@ -147,13 +148,32 @@ class SearchAgent:
         """The move to play in ``state``; ``simulations`` (default: the agent's), ``seconds`` and ``stop``
         bound the search as in :meth:`Search.run`."""
         t0 = time.perf_counter()
+        result = self.search.run(state, self._simulations(state, simulations), seconds, stop)
+        return self._play(state, result, t0)
+
+    def select_steps(self, state: GameState, simulations: int | None = None, seconds: float | None = None):
+        """:meth:`select` as a job of ``search.batched`` (its search's leaves yielded to the driver,
+        ``search.batched.search_steps``); returns the move. With a deterministic evaluator it plays what
+        :meth:`select` plays with one search thread. ``last_think_time`` is the move's wall time, other
+        jobs' work in the same driver included."""
+        from search.batched import search_steps
+
+        t0 = time.perf_counter()
+        result = yield from search_steps(self.search, state, self._simulations(state, simulations), seconds)
+        return self._play(state, result, t0)
+
+    def _simulations(self, state: GameState, simulations: int | None) -> int | None:
+        """The simulations of the search in ``state``: ``simulations``, else the layout's own count (one
+        simulation before ``layout_value_from`` with a layout value plugin; ``layout_simulations``), else
+        ``None`` (the search's)."""
         if simulations is None and state.phase == PHASE_LAYOUT:
-            cfg = self.search.config
-            if self.search.layout_value_plugin is not None and state.ply < cfg.layout_value_from:
-                simulations = 1
-            elif self.layout_simulations is not None:
-                simulations = self.layout_simulations
-        result = self.search.run(state, simulations, seconds, stop)
+            if self.search.layout_value_plugin is not None and state.ply < self.search.config.layout_value_from:
+                return 1
+            return self.layout_simulations
+        return simulations
+
+    def _play(self, state: GameState, result: SearchResult, t0: float) -> Move:
+        """The move drawn from the search ``result`` (the final victims re-chosen), with the statistics."""
         move = result.sample(self.temperature, self.rng)
         if self.final_victims is not None and state.phase != PHASE_LAYOUT and move.victims:
             scorer, limit = self.final_victims
@@ -427,10 +447,49 @@ def _battle_agent(o: NetOptions, agent=None):
                              o.epsilon, o.seed)
 
 
+class SharedEvaluators:
+    """The net evaluators of the agents built while it is active (``with SharedEvaluators():``, in this
+    thread's context): the net agents built then with the same nets, ``batch`` and ``precision`` share one
+    ``nets.evaluator.NetEvaluator`` that runs its nets in the thread that calls it (``inference_threads=0``),
+    so that the searches of many games in one ``search.batched.drive`` send their leaves in one batch
+    per agent (the arena's games in flight). The agents do not close it; leaving the block does."""
+
+    def __init__(self) -> None:
+        self._evaluators: dict[tuple, Any] = {}
+        self._token = None
+
+    def evaluator(self, slm, upper, batch: int, precision: str):
+        """The shared evaluator of these nets (modules, as ``load_net`` caches them) and settings."""
+        from nets.evaluator import NetEvaluator
+
+        key = (id(slm), id(upper), int(batch), str(precision))
+        if key not in self._evaluators:
+            self._evaluators[key] = NetEvaluator(slm, upper, max_batch=batch, num_threads=1, inference_threads=0,
+                                                 precision=precision)
+        return self._evaluators[key]
+
+    def __len__(self) -> int:
+        return len(self._evaluators)
+
+    def __enter__(self) -> "SharedEvaluators":
+        self._token = _SHARED.set(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _SHARED.reset(self._token)
+        for evaluator in self._evaluators.values():
+            evaluator.close()
+        self._evaluators.clear()
+
+
+_SHARED: contextvars.ContextVar[SharedEvaluators | None] = contextvars.ContextVar("shared_evaluators", default=None)
+
+
 def make_net_agent(name: str, o: NetOptions):
     """The net agent ``name`` from its options: one WU-UCT search over the searched phases (an
     evaluator holding the SLM and/or upper net, the lower net scoring victims on its inference
-    threads), combined by ``PhasedAgent`` with the agent of a phase that is not searched."""
+    threads; inside ``with SharedEvaluators():`` that block's evaluator of these nets), combined by
+    ``PhasedAgent`` with the agent of a phase that is not searched."""
     from nets.evaluator import NetEvaluator, NetVictimScorer
 
     layout_search, battle_search = o.layout == "search", o.battle == "search"
@@ -441,13 +500,18 @@ def make_net_agent(name: str, o: NetOptions):
         upper = load_net(weights_path(o.upper, "upper"), "upper") if battle_search else None
         lower = (load_net(weights_path(o.lower, "lower"), "lower")
                  if battle_search and o.lower != "none" and victim_eval is None else None)
-        evaluator = NetEvaluator(slm, upper, max_batch=o.batch, num_threads=o.torch_threads, clients=o.threads,
-                                 inference_threads=o.inference_threads, precision=o.precision)
+        shared = _SHARED.get()
+        if shared is not None:
+            evaluator = shared.evaluator(slm, upper, o.batch, o.precision)
+        else:
+            evaluator = NetEvaluator(slm, upper, max_batch=o.batch, num_threads=o.torch_threads, clients=o.threads,
+                                     inference_threads=o.inference_threads, precision=o.precision)
         # The lower net runs on the evaluator's inference threads, not in the search threads.
         scorer = NetVictimScorer(lower, evaluator=evaluator) if lower is not None else _victim_eval_scorer(victim_eval)
         search = Search(evaluator, o.search_config(), victim_scorer=scorer)
         final = _victim_eval_scorer(o.final_victim_eval) if battle_search else None
-        searcher = SearchAgent(f"{name}:sims={o.simulations}", search, o.temperature, o.seed, owns_evaluator=True,
+        searcher = SearchAgent(f"{name}:sims={o.simulations}", search, o.temperature, o.seed,
+                               owns_evaluator=shared is None,
                                layout_simulations=o.layout_sims,
                                final_victims=None if final is None else (final, o.victim_candidates))
     if layout_search and battle_search:
@@ -529,6 +593,22 @@ def searching_agent(agent, state: GameState) -> SearchAgent | None:
     if isinstance(agent, PhasedAgent):
         agent = agent.layout_agent if state.phase == PHASE_LAYOUT else agent.battle_agent
     return agent if isinstance(agent, SearchAgent) else None
+
+
+def move_steps(agent, state: GameState):
+    """``agent``'s move in the non-terminal ``state`` as a job of ``search.batched`` (a generator returning
+    the move): the searching agent's :meth:`SearchAgent.select_steps` (a ``LAYOUT+BATTLE`` agent's
+    searching part, its ``last_agent`` and ``last_think_time`` updated as its ``select`` does), else one
+    ``search.batched.Offload`` of ``agent.select(state)``."""
+    from search.batched import Offload
+
+    searcher = searching_agent(agent, state)
+    if searcher is None:
+        return (yield Offload(lambda: agent.select(state)))
+    move = yield from searcher.select_steps(state)
+    if isinstance(agent, PhasedAgent):
+        agent.last_agent, agent.last_think_time = searcher, searcher.last_think_time
+    return move
 
 
 def think(agent, state: GameState, simulations: int | None = None, seconds: float | None = None,

@@ -19,8 +19,10 @@ advances many of them, then evaluates the leaves of all of them at once:
   battle of a layout game), and returns its result: a self-play game (``train.learning.selfplay``) or an
   arena game.
 - :func:`drive` keeps ``in_flight`` jobs going. Each round it sends every job its answers, collects the
-  leaves of all of them, and evaluates them together: the evaluator gets **one** call with every leaf's
-  position (``NetEvaluator`` makes one forward pass per phase of it), while the leaves' knowledge
+  leaves of all of them, and evaluates them together: each evaluator gets **one** call with the positions
+  of every leaf that asks it (``NetEvaluator`` makes one forward pass per phase of them; the searches of
+  self-play share one evaluator, an arena game's two agents have one each, shared with the same agent's
+  searches in the other games), while the leaves' knowledge
   (:meth:`~search.mcts.Search.knowledge_job`: the expert's two-ply value, whose Numba kernels release the
   GIL) runs in ``threads`` pool threads beside it. A job's tree depends only on its own steps and the
   answers for its own leaves, so with a deterministic evaluator a job played alone and the same job
@@ -44,11 +46,13 @@ from search.mcts import Search, SearchResult
 
 
 class LeafRequest(NamedTuple):
-    """A leaf to evaluate: its position, and its knowledge job (a thread-safe callable returning a
-    float, ``Search.knowledge_job``) or ``None``."""
+    """A leaf to evaluate: its position, its knowledge job (a thread-safe callable returning a float,
+    ``Search.knowledge_job``) or ``None``, and the evaluator to ask (its search's; ``None``: the one
+    given to :func:`drive`)."""
 
     state: GameState
     knowledge: Callable[[], float] | None
+    evaluator: Any = None
 
 
 class LeafAnswer(NamedTuple):
@@ -67,6 +71,9 @@ class Offload(NamedTuple):
 
 
 Job = Generator[Any, Any, Any]
+
+GAMES_IN_FLIGHT_MAX = 4096
+"""Games one driver plays at once at most (``selfplay.games_in_flight``, ``arena --games-in-flight``)."""
 
 
 def search_steps(search: Search, state: GameState, simulations: int | None = None,
@@ -96,7 +103,8 @@ def search_steps(search: Search, state: GameState, simulations: int | None = Non
             if not waiting:
                 break
             raise RuntimeError("search_steps: simulations wait on a leaf that no simulation expands")
-        answers = yield [LeafRequest(leaf, search.knowledge_job(leaf, path[-1])) for path, leaf in flights]
+        answers = yield [LeafRequest(leaf, search.knowledge_job(leaf, path[-1]), search.evaluator)
+                         for path, leaf in flights]
         for (path, leaf), answer in zip(flights, answers, strict=True):
             search.backup(path, search.expand_leaf(path[-1], leaf, answer.evaluation, answer.knowledge))
     return search.finish(start_n, t0)
@@ -157,8 +165,9 @@ def drive(jobs: Iterable[tuple[Any, Job]], evaluator, in_flight: int, threads: i
           stats: DriveStats | None = None) -> Iterator[tuple[Any, Any]]:
     """Run ``jobs`` (``(key, generator)`` pairs, started lazily in order) with at most ``in_flight`` (>= 1)
     going at once, evaluating the leaves of all of them together (module docstring); yields ``(key,
-    result)`` as each job returns. ``evaluator``: ``nets.evaluator.Evaluator`` (one call per round with
-    every leaf's position); ``threads`` (>= 1): pool threads for the knowledge jobs (the cores to use).
+    result)`` as each job returns. ``evaluator``: the ``nets.evaluator.Evaluator`` of the requests that
+    name none (``LeafRequest.evaluator``), or ``None`` when all of them do; each evaluator gets one call
+    per round with the positions of its leaves, in the order of the jobs; ``threads`` (>= 1): pool threads for the knowledge jobs (the cores to use).
     An exception of a job or of the evaluation propagates (the other jobs are abandoned). ``stats``
     (:class:`DriveStats`) is filled in as it goes."""
     if in_flight < 1:
@@ -225,7 +234,7 @@ def drive(jobs: Iterable[tuple[Any, Job]], evaluator, in_flight: int, threads: i
             if threads > 1 and any(knowledge):  # the knowledge beside the net, in the pool's threads
                 futures = [pool.submit(_timed_knowledge, knowledge[i::threads]) for i in range(threads)]
             t_net = time.perf_counter()
-            evaluations = evaluator.evaluate([r.state for r in flat])
+            evaluations = _evaluate(flat, evaluator)
             stats.net_seconds += time.perf_counter() - t_net
             if threads == 1:  # one core: the knowledge after the net, in this thread (no GIL handoffs)
                 values, seconds = _timed_knowledge(knowledge)
@@ -256,7 +265,23 @@ def drive(jobs: Iterable[tuple[Any, Job]], evaluator, in_flight: int, threads: i
         stats.wall_seconds += time.perf_counter() - wall0
 
 
-def run_alone(job: Job, evaluator, threads: int = 1) -> Any:
+def _evaluate(requests: list[LeafRequest], default) -> list[Any]:
+    """The evaluations of ``requests`` in order: one ``evaluate`` call per evaluator (``default`` for the
+    requests that name none)."""
+    groups: dict[int, tuple[Any, list[int]]] = {}
+    for i, r in enumerate(requests):
+        ev = r.evaluator if r.evaluator is not None else default
+        if ev is None:
+            raise ValueError("drive: a leaf request names no evaluator and drive was given none")
+        groups.setdefault(id(ev), (ev, []))[1].append(i)
+    out: list[Any] = [None] * len(requests)
+    for ev, indices in groups.values():
+        for i, e in zip(indices, ev.evaluate([requests[i].state for i in indices]), strict=True):
+            out[i] = e
+    return out
+
+
+def run_alone(job: Job, evaluator=None, threads: int = 1) -> Any:
     """Run one job (:func:`drive` with one in flight) and return its result."""
     for _, result in drive([(0, job)], evaluator, 1, threads):
         return result

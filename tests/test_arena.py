@@ -27,7 +27,8 @@ from core.rules import Ruleset
 from core.state import GameState
 from knowledge.plugins import REGISTRY
 from train.matches.arena import (ARENA_VERSION, ARENA_VERSIONS, ArenaError, game_seeds, load_records, record_path,
-                         run_arena, summarize_records)
+                                 run_arena)
+from train.matches.summary import summarize_records
 from frontends.terminal import play
 from train.matches.stats import percentile
 from train.matches.tournament import pair_dir_name, run_tournament

@@ -140,6 +140,8 @@ CASES = [
      "error: --set selfplay.games_in_flight: Input should be greater than or equal to 1"),
     ("E", ["selfplay", "--set", "selfplay.games_in_flight=5000", "--run-dir", "{d}/sp"], "selfplay.games_in_flight"),
     ("E", ["bench", "selfplay", "--games-in-flight", "0"], "error: --games-in-flight: "),
+    ("E", ["arena", "random", "random", "--games-in-flight", "0", "--out", "{d}/ar"], "error: --games-in-flight: "),
+    ("E", ["arena", "random", "random", "--games-in-flight", "5000", "--out", "{d}/ar"], "error: --games-in-flight: "),
     ("E", ["bench", "selfplay", "--device", "cuda:9"], "error: --device: 'cuda:9' is not available"),
     ("E", ["bench", "selfplay", "--kind", "lower"], "kind: expected upper or slm"),
     # issue 62 remnants: pretraining records are checked before the pretraining games are played

@@ -34,6 +34,7 @@ from pydantic import (
 from core.errors import JiuError
 from core.rules import Ruleset
 from nets.config import Precision
+from search.batched import GAMES_IN_FLIGHT_MAX
 from search.config import SearchConfig, merged_table, preset
 from train.learning.drift import DriftEnds, DriftTarget
 
@@ -99,7 +100,6 @@ class NetsConfig(_Section):
 SELFPLAY_SEARCH = preset("shipped").model_copy(update={"simulations": 32, "threads": 4, "dirichlet_epsilon": 0.25,
                                                        "gumbel_scale": 1.0})
 MAX_BATCH = 4096  # selfplay.max_batch: positions of one forward pass at most
-GAMES_IN_FLIGHT_MAX = 4096  # selfplay.games_in_flight: games one worker plays at once at most
 # Keys of SelfPlayConfig that moved into its ``search`` table (old flat key -> SearchConfig field).
 MOVED_TO_SEARCH = {"simulations": "simulations", "search_threads": "threads", "c_puct": "c_puct",
                    "dirichlet_alpha": "dirichlet_alpha", "dirichlet_epsilon": "dirichlet_epsilon",

@@ -143,7 +143,7 @@ def export_gate(run_dir: str | os.PathLike, model_dir: str | os.PathLike, worker
     ``wilson_ci95``, ``elo``, ``sprt`` and ``decision``; a kind without an incumbent net, or with
     ``gate.export_games = 0``, passes without games. Raises ``TrainError`` for a run without a best net
     or an evaluation that fails."""
-    from train.learning.selfplay import net_agent
+    from train.learning.selfplay import games_in_flight, net_agent
     from train.matches.arena import ArenaError, run_arena
 
     paths = RunPaths(Path(run_dir))
@@ -170,7 +170,7 @@ def export_gate(run_dir: str | os.PathLike, model_dir: str | os.PathLike, worker
         try:
             summary = run_arena(spec_cand, spec_inc, g.export_games, workers=config.workers if workers is None else workers,
                                 seed=seed, out_dir=out, ruleset=config.ruleset, progress=progress,
-                                sprt=(g.elo0, g.elo1, g.alpha, g.beta))
+                                sprt=(g.elo0, g.elo1, g.alpha, g.beta), games_in_flight=games_in_flight(config))
         except ArenaError as exc:
             raise TrainError(f"export gate ({out}): {exc}; rerun to resume it") from None
         test = summary.data["sprt"]

@@ -399,11 +399,13 @@ class Pipeline:
                  fresh_samples=len(new))
 
     def _arena(self, spec_a: str, spec_b: str, games: int, out_dir: Path, seed: int):
+        from train.learning.selfplay import games_in_flight
         from train.matches.arena import ArenaError, run_arena
 
         try:
             summary = run_arena(spec_a, spec_b, games, workers=self.config.workers, seed=seed, out_dir=out_dir,
-                                ruleset=self.config.ruleset, progress=self.bar(), executor=self.executor())
+                                ruleset=self.config.ruleset, progress=self.bar(), executor=self.executor(),
+                                games_in_flight=games_in_flight(self.config))
         except ArenaError as exc:
             raise TrainError(f"evaluation ({self.paths.rel(out_dir)}): {exc}; resume with --resume "
                              f"{self.paths.root}") from None

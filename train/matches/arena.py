@@ -52,18 +52,18 @@ import sys
 import time
 from collections import Counter
 from concurrent.futures import Executor
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
 from core.errors import IllegalMoveError, JiuError, NotationError
 from core.rules import DEFAULT_RULESET, Ruleset
+from search.batched import GAMES_IN_FLIGHT_MAX
 from train.jobs.rundir import atomic_write_json, json_safe, lock_dir
-from train.jobs.workers import InlineRunner, PoolRunner, WorkerDied, make_pool, stop_pool
-from train.matches.stats import percentile, win_rate
+from train.jobs.workers import InlineRunner, PoolRunner, WorkerDied, make_pool, pool_size, stop_pool
+from train.matches.summary import ArenaSummary, summarize_records
 
 ARENA_FORMAT = "jiu-arena"
 SUMMARY_FORMAT = "jiu-arena-summary"
@@ -74,7 +74,6 @@ CONFIG_FILE = "arena.json"
 SUMMARY_FILE = "summary.json"
 GAMES_DIR = "games"
 PHASES = ("layout", "battle")
-LAYOUT_PLIES = 196
 MAX_GAMES = 1_000_000
 """Upper bound of every game count (arena, tournament per pair, gen-records): a million games of the
 fastest agents take days; larger counts are refused at once instead of running without end."""
@@ -180,8 +179,28 @@ def play_game(
     drawing from them stay reproducible. An agent returning an illegal move or bad notation loses
     the game (``reason="illegal-move"``, details in ``metadata["forfeit"]``); an agent raising any
     other exception aborts the game (the exception propagates)."""
+    return _unbatched(game_steps(white, black, ruleset, white_seed, black_seed, metadata, batched=False))
+
+
+def _unbatched(job):
+    """The result of a job of :func:`game_steps` with ``batched=False`` (it never yields)."""
+    try:
+        job.send(None)
+    except StopIteration as stop:
+        return stop.value
+    raise RuntimeError("an unbatched arena game yielded a request")  # pragma: no cover - it never yields
+
+
+def game_steps(white, black, ruleset: Ruleset = DEFAULT_RULESET, white_seed: int = 0, black_seed: int = 1,
+               metadata: dict[str, Any] | None = None, batched: bool = True):
+    """:func:`play_game` as a job of ``search.batched`` (a generator returning the ``GameRecord``): with
+    ``batched`` each move is ``search.agents.move_steps`` (a search's leaves go to the driver, to be
+    evaluated with the other games' leaves), else ``agent.select`` (the job never yields). Batched, the
+    global generators are seeded as well but other games draw from them too, and a move's ``time`` is
+    its wall time in the driver, the other games' work included."""
     from core.records import GameRecord
     from core.state import GameState
+    from search.agents import move_steps
 
     random.seed(white_seed)
     np.random.seed(white_seed % (2**32))
@@ -199,7 +218,7 @@ def play_game(
             side = state.current_player()
             agent = agents[side]
             t0 = time.perf_counter()
-            move = agent.select(state)
+            move = (yield from move_steps(agent, state)) if batched else agent.select(state)
             wall = time.perf_counter() - t0
             entry: dict[str, Any] = {"side": "wb"[side], "phase": PHASES[state.phase]}
             think = getattr(agent, "last_think_time", None)
@@ -232,130 +251,66 @@ def play_game(
     return GameRecord.from_moves(moves, ruleset, **fields)
 
 
-def _game_task(task: dict[str, Any]) -> dict[str, Any]:
-    """Play arena game ``task["index"]`` and write its record atomically; run in a worker process
-    (or in-process). Returns ``{"index", "result", "reason", "a_colour"}``."""
-    from core.records import write_json
-
+def _game_job(task: dict[str, Any], batched: bool):
+    """The job of arena game ``task["index"]`` (:func:`game_steps`), returning its record."""
     s = game_seeds(task["seed"], task["index"], task["version"])
     a_white = s["a_colour"] == "w"
     white, black = (task["a"], task["b"]) if a_white else (task["b"], task["a"])
     white_seed, black_seed = (s["seed_a"], s["seed_b"]) if a_white else (s["seed_b"], s["seed_a"])
     meta = {"arena": {"a": player_text(task["a"]), "b": player_text(task["b"]), "seed": task["seed"]}, "game_index": task["index"],
             "pair": s["pair"], "game_seed": s["game_seed"], "a_colour": s["a_colour"]}
-    record = play_game(white, black, Ruleset.parse(task["ruleset"]), white_seed, black_seed, meta)
-    path = record_path(task["out_dir"], task["index"])
-    write_json(record, path)
-    return {"index": task["index"], "result": record.result, "reason": record.reason, "a_colour": s["a_colour"]}
+    if batched:
+        meta["games_in_flight"] = task["games_in_flight"]
+    return game_steps(white, black, Ruleset.parse(task["ruleset"]), white_seed, black_seed, meta, batched)
 
 
-# ============================================================================ summary
-@dataclass
-class ArenaSummary:
-    """The result of :func:`run_arena`: ``data`` is the summary dictionary written to
-    ``summary.json`` (see :func:`summarize_records`); the most used numbers are attributes."""
+def _write_record(task: dict[str, Any], record) -> dict[str, Any]:
+    """Write a finished game's record atomically; returns ``{"index", "result", "reason", "a_colour"}``."""
+    from core.records import write_json
 
-    data: dict[str, Any]
-    out_dir: Path
-    played: int = 0  # games played by this call (the others were on disk already)
-    elapsed_seconds: float = 0.0
-    records: list = field(default_factory=list, repr=False)
-
-    @property
-    def games(self) -> int:
-        return self.data["games"]
-
-    @property
-    def win_rate(self) -> float | None:
-        return self.data["win_rate"]
-
-    @property
-    def ci95(self) -> list | None:
-        return self.data["ci95"]
-
-    @property
-    def wins(self) -> int:
-        return self.data["wins"]
-
-    @property
-    def draws(self) -> int:
-        return self.data["draws"]
-
-    @property
-    def losses(self) -> int:
-        return self.data["losses"]
+    write_json(record, record_path(task["out_dir"], task["index"]))
+    return {"index": task["index"], "result": record.result, "reason": record.reason,
+            "a_colour": record.metadata["a_colour"]}
 
 
-def time_stats(values: list[float]) -> dict[str, Any]:
-    """``{"moves", "mean", "p95", "max", "total"}`` of decision times in seconds (``None`` when empty)."""
-    return {"moves": len(values), "mean": float(np.mean(values)) if values else None,
-            "p95": percentile(values, 95) if values else None, "max": max(values) if values else None,
-            "total": float(sum(values))}
+def _game_task(task: dict[str, Any]) -> dict[str, Any]:
+    """Play arena game ``task["index"]`` alone and write its record atomically; run in a worker process
+    (or in-process). Returns ``{"index", "result", "reason", "a_colour"}``."""
+    return _write_record(task, _unbatched(_game_job(task, batched=False)))
 
 
-def _wdl(records: Iterable, a_colour: str | None = None) -> dict[str, Any]:
-    wins = draws = losses = 0
-    for r in records:
-        colour = r.metadata["a_colour"]
-        if a_colour is not None and colour != a_colour:
-            continue
-        if r.result == "draw" or r.result is None:
-            draws += 1
-        elif r.result == colour:
-            wins += 1
-        else:
-            losses += 1
-    return win_rate(wins, draws, losses).to_dict()
+def _batch_task(batch: dict[str, Any]) -> list[dict[str, Any]]:
+    """Play the arena games ``batch["tasks"]`` together (``search.batched.drive``: ``games_in_flight`` at
+    once, ``threads`` knowledge threads; each agent's net evaluator shared by its games,
+    ``search.agents.SharedEvaluators``) and write each record as its game ends; a game whose record
+    exists is skipped (a batch run again after a killed worker). Returns the games' ``_game_task``
+    dicts in the order they ended."""
+    import torch
+
+    from search.agents import SharedEvaluators
+    from search.batched import drive
+
+    tasks = {t["index"]: t for t in batch["tasks"] if not record_path(t["out_dir"], t["index"]).exists()}
+    torch.set_num_threads(1)
+    with SharedEvaluators():
+        jobs = ((i, _game_job(t, batched=True)) for i, t in tasks.items())
+        return [_write_record(tasks[i], record)
+                for i, record in drive(jobs, None, int(batch["games_in_flight"]), int(batch["threads"]))]
 
 
-def summarize_records(records: Sequence, a: str, b: str) -> dict[str, Any]:
-    """Statistics of arena game records (each with ``metadata["a_colour"]`` and the per-move
-    ``search`` entries written by :func:`play_game`), from agent A's point of view.
+def plan_arena_batches(tasks: list[dict[str, Any]], games_in_flight: int, workers: int) -> list[dict[str, Any]]:
+    """The :func:`_batch_task` batches of the game ``tasks``: shared out round-robin over the workers
+    (``0``: one, in this process), at most ``games_in_flight`` games a batch (so that an SPRT stops the
+    match within a batch of its decision), each with ``threads``: the cores divided among the workers."""
+    from nets.evaluator import available_cores
 
-    Keys: ``a``, ``b``; ``games``; ``wins``/``draws``/``losses``/``score`` of A (a game without a
-    result counts as a draw); ``win_rate`` (score per game), ``se`` (normal approximation),
-    ``ci95`` (normal, as the JFA paper), ``wilson_ci95``, ``elo`` and ``elo_ci95`` (A minus B,
-    ``null`` when infinite) — see ``train.matches.stats``; ``by_colour`` ``{"a_white", "a_black"}`` with the
-    same keys for the games A played with that colour; ``colours`` ``{"white_wins", "black_wins",
-    "draws", "white_score"}`` (first-move advantage); ``reasons`` (end reason -> count);
-    ``mean_game_length`` (plies, placements included), ``mean_battle_plies``, ``min_plies``,
-    ``max_plies``; ``time`` ``{"a"|"b": {"all"|"layout"|"battle": {"moves", "mean", "p95", "max",
-    "total"}}}`` decision times in seconds per move (``p95`` linear interpolation);
-    ``time_unit`` = ``"seconds"``."""
-    records = list(records)
-    overall = _wdl(records)
-    times: dict[str, dict[str, list[float]]] = {who: {"all": [], "layout": [], "battle": []} for who in "ab"}
-    lengths = [len(r.moves) for r in records]
-    for r in records:
-        a_colour = r.metadata["a_colour"]
-        for entry in r.search or ():
-            if not entry:
-                continue
-            who = "a" if entry["side"] == a_colour else "b"
-            times[who]["all"].append(entry["time"])
-            times[who][entry["phase"]].append(entry["time"])
-    results = Counter(r.result for r in records)
-    n = len(records)
-    data = {
-        "a": a,
-        "b": b,
-        "games": n,
-        **{k: overall[k] for k in ("wins", "draws", "losses", "score", "win_rate", "se", "ci95",
-                                   "wilson_ci95", "elo", "elo_ci95")},
-        "by_colour": {"a_white": _wdl(records, "w"), "a_black": _wdl(records, "b")},
-        "colours": {"white_wins": results.get("w", 0), "black_wins": results.get("b", 0),
-                    "draws": n - results.get("w", 0) - results.get("b", 0),
-                    "white_score": (results.get("w", 0) + 0.5 * (n - results.get("w", 0) - results.get("b", 0))) / n
-                    if n else None},
-        "reasons": dict(sorted(Counter(r.reason or "unknown" for r in records).items())),
-        "mean_game_length": float(np.mean(lengths)) if lengths else None,
-        "mean_battle_plies": float(np.mean([max(0, x - LAYOUT_PLIES) for x in lengths])) if lengths else None,
-        "min_plies": min(lengths) if lengths else None,
-        "max_plies": max(lengths) if lengths else None,
-        "time_unit": "seconds",
-        "time": {who: {k: time_stats(v) for k, v in d.items()} for who, d in times.items()},
-    }
-    return json_safe(data)
+    if not tasks:
+        return []
+    per_batch = max(1, min(-(-len(tasks) // max(1, workers)), games_in_flight))
+    n = -(-len(tasks) // per_batch)
+    threads = max(1, available_cores() // max(1, workers))
+    return [{"tasks": [{**t, "games_in_flight": games_in_flight} for t in tasks[i::n]],
+             "games_in_flight": min(games_in_flight, len(tasks[i::n])), "threads": threads} for i in range(n)]
 
 
 # ============================================================================ run directory
@@ -458,6 +413,7 @@ def run_arena(
     imports: Sequence[str] = (),
     executor: Executor | None = None,
     sprt: tuple[float, float, float, float] | None = None,
+    games_in_flight: int = 1,
 ) -> ArenaSummary:
     """Play (or finish) a colour-balanced match of ``games`` games between ``spec_a`` and ``spec_b`` (spec
     strings or ``search.agents.AgentRecipe``)
@@ -470,7 +426,12 @@ def run_arena(
     ``train.jobs.workers.make_pool`` to use instead of starting one (``workers`` is then ignored).
     ``sprt``: ``(elo0, elo1, alpha, beta)`` stops the match as soon as the pentanomial SPRT of A
     against B decides (:func:`sprt_of_games`; no new game starts, the running ones finish); the
-    summary then holds ``sprt`` (the last look) and ``complete`` is false.
+    summary then holds ``sprt`` (the last look) and ``complete`` is false. ``games_in_flight``: games each
+    worker plays at once (1..``search.batched.GAMES_IN_FLIGHT_MAX``); above 1 they run on the batched
+    engine (``search.batched.drive``: the searches' leaves of every game evaluated together, each agent's
+    net evaluator shared by its games) in batches of at most that many games, and the records' move
+    times are wall times shared with the other games (``metadata["games_in_flight"]``); 1 plays each game
+    alone with the agents' own threads, so its move times are the agents'.
 
     Raises ``ArenaError`` for a bad spec (listing the available agents), an odd or non-positive
     ``games``, a run directory of another match, or a failed game / dead worker (the records written
@@ -482,6 +443,8 @@ def run_arena(
         raise ArenaError(f"workers: must be >= 0, got {workers}")
     if not isinstance(seed, int) or seed < 0:
         raise ArenaError(f"seed: must be an integer >= 0, got {seed!r}")
+    if not isinstance(games_in_flight, int) or not 1 <= games_in_flight <= GAMES_IN_FLIGHT_MAX:
+        raise ArenaError(f"games_in_flight: must be an integer in 1..{GAMES_IN_FLIGHT_MAX}, got {games_in_flight!r}")
     catalog.import_plugins(imports)
     check_agent_spec(spec_a, "agent A")
     check_agent_spec(spec_b, "agent B")
@@ -497,11 +460,12 @@ def run_arena(
         except ValueError as exc:
             raise ArenaError(f"sprt: {exc}") from None
     with lock_dir(out):
-        return _run_locked(spec_a, spec_b, games, workers, seed, out, ruleset, progress, imports, executor, sprt)
+        return _run_locked(spec_a, spec_b, games, workers, seed, out, ruleset, progress, imports, executor, sprt,
+                           games_in_flight)
 
 
 def _run_locked(player_a, player_b, games, workers, seed, out: Path, ruleset, progress, imports, executor,
-                sprt=None) -> ArenaSummary:
+                sprt=None, games_in_flight: int = 1) -> ArenaSummary:
     spec_a, spec_b = player_text(player_a), player_text(player_b)  # the players' names in files and lines
     version = check_run_dir(out, spec_a, spec_b, seed, ruleset)
     games_dir = out / GAMES_DIR
@@ -542,15 +506,23 @@ def _run_locked(player_a, player_b, games, workers, seed, out: Path, ruleset, pr
                 bar.update(task_id, advance=1, score=score_text())
 
         tasks = [{**task_base, "index": i} for i in todo]
+        fn, on_done = _game_task, finished
+        if games_in_flight > 1:
+            fn, tasks = _batch_task, plan_arena_batches(tasks, games_in_flight,
+                                                        workers if executor is None else pool_size(executor, workers))
+
+            def on_done(infos: list[dict[str, Any]]) -> None:
+                for info in infos:
+                    finished(info)
         runner = None
         if todo and workers == 0 and executor is None:
             runner = InlineRunner()
         elif todo:
-            runner = PoolRunner(min(workers, len(todo)), pool=executor, imports=imports)
+            runner = PoolRunner(min(workers, len(tasks)), pool=executor, imports=imports)
         ok = False
         try:
             if todo and not decided():
-                runner.run(_game_task, tasks, finished, should_stop=decided)
+                runner.run(fn, tasks, on_done, should_stop=decided)
             ok = True
         except WorkerDied:
             saved = len(list((out / GAMES_DIR).glob("*.json")))

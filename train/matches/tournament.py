@@ -47,7 +47,8 @@ from typing import Any, Sequence
 from core.atomic import atomic_write_text
 from core.rules import DEFAULT_RULESET, Ruleset
 from train.jobs.rundir import atomic_write_json, json_safe, lock_dir
-from train.matches.arena import ArenaError, ArenaSummary, check_agent_spec, check_game_count, run_matches
+from train.matches.arena import ArenaError, check_agent_spec, check_game_count, run_matches
+from train.matches.summary import ArenaSummary
 from train.matches.stats import PairResult, bradley_terry, payoff_matrix
 
 TOURNAMENT_FORMAT = "jiu-tournament"
@@ -172,7 +173,8 @@ def agent_latency(arenas: dict[tuple[str, str], ArenaSummary], agents: Sequence[
     """Decision time per move of each agent over all its tournament games: ``{agent: {"layout" |
     "battle" | "all": {"moves", "mean", "p95", "max", "total"}}}`` in seconds (from the game records'
     ``search`` entries)."""
-    from train.matches.arena import PHASES, time_stats
+    from train.matches.arena import PHASES
+    from train.matches.summary import time_stats
 
     times = {a: {"all": [], **{p: [] for p in PHASES}} for a in agents}
     for (a, b), s in arenas.items():
