@@ -10,6 +10,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from frontends import DEFAULT_AGENT
 from frontends.cli_base import (
     AGENT_HELP,
     MAX_SEED,
@@ -153,10 +154,9 @@ def arena(
     with --sprt it stops when the test decides."""
     from rich.console import Console
 
+    from search.batched import GAMES_IN_FLIGHT_MAX
     from train.matches.arena import run_arena
     from train.matches.tournament import pair_dir_name
-
-    from search.batched import GAMES_IN_FLIGHT_MAX
 
     if not 1 <= games_in_flight <= GAMES_IN_FLIGHT_MAX:
         fail(f"--games-in-flight: must be in 1..{GAMES_IN_FLIGHT_MAX}, got {games_in_flight}")
@@ -273,7 +273,7 @@ def experiment(
 @app.command()
 @agent_errors
 def play(
-    agent: Annotated[str, typer.Option(help="The opponent's agent spec (default: the shipped JFA model). " + AGENT_HELP)] = "jfa",
+    agent: Annotated[str, typer.Option(help="The opponent's agent spec (default: the strongest measured, docs/results.md). " + AGENT_HELP)] = DEFAULT_AGENT,
     human: Annotated[str, typer.Option(help="Your colour: w (White, places first) or b.")] = "w",
     seed: Annotated[int, typer.Option(min=0, max=MAX_SEED, help="The agent's seed.")] = 0,
     record: Annotated[Optional[Path], typer.Option(help="Write the JSON record here at the end or on quit.")] = None,

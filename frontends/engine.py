@@ -42,6 +42,7 @@ from core.inputs import bounded_lines
 from core.jfen import START_JFEN
 from core.rules import Ruleset
 from core.state import GameState
+from frontends import DEFAULT_AGENT
 from search.agents import searching_agent, think
 from search.analysis import evaluate_position
 from search.config import SECONDS_MAX, SIMS_MAX, check_budget
@@ -155,7 +156,7 @@ class Engine:
     in-process driver shares one between engines); the caller keeps it and closes it. Otherwise the
     engine builds its agent at the first command that needs it and closes it at the end of ``run``."""
 
-    def __init__(self, out: TextIO, agent_spec: str = "jfa", seed: int = 0, ruleset: Ruleset | None = None,
+    def __init__(self, out: TextIO, agent_spec: str = DEFAULT_AGENT, seed: int = 0, ruleset: Ruleset | None = None,
                  agent=None) -> None:
         self.out = out
         self.agent_spec, self.seed = agent_spec, seed
@@ -504,7 +505,7 @@ class Engine:
 UGI_STOPPING = frozenset({"ugi", "uginewgame", "position", "setoption", "go"})  # end a running search first
 
 
-def run_engine(stdin: TextIO, stdout: TextIO, agent_spec: str = "jfa", seed: int = 0,
+def run_engine(stdin: TextIO, stdout: TextIO, agent_spec: str = DEFAULT_AGENT, seed: int = 0,
                ruleset: Ruleset | None = None) -> int:
     """``python cli.py engine``: serve the protocol on ``stdin``/``stdout`` until ``quit`` or the end of
     input; returns 0. Lines are read from ``stdin``'s bytes (when it has them) with

@@ -41,8 +41,16 @@ from fastapi import Path, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from core.errors import JiuError
-from frontends.session import (MAX_SECONDS, MAX_SIMULATIONS, GameError, NewGame, NotOfferedError, Sessions,
-                               move_from_input)
+from frontends import DEFAULT_AGENT
+from frontends.session import (
+    MAX_SECONDS,
+    MAX_SIMULATIONS,
+    GameError,
+    NewGame,
+    NotOfferedError,
+    Sessions,
+    move_from_input,
+)
 
 MAX_BODY = 1 << 20  # bytes: a JSON record of a 1,000-ply game is about 15 kB
 STATIC_FILES = {"index.html": "text/html; charset=utf-8", "board.js": "text/javascript; charset=utf-8",
@@ -134,7 +142,7 @@ def _static_files() -> dict[str, bytes]:
     return {name: (folder / name).read_bytes() for name in STATIC_FILES}
 
 
-def create_app(default_agent: str = "jfa", max_games: int = 32, max_body: int = MAX_BODY,
+def create_app(default_agent: str = DEFAULT_AGENT, max_games: int = 32, max_body: int = MAX_BODY,
                poll_seconds: float = 0.1, agents: tuple[str, ...] | list[str] = ()):
     """The FastAPI app (module docstring). ``default_agent`` fills the new-game form; ``agents``: more
     specs the operator offers (with ``default_agent``, the only ones that may name weights files; see
@@ -350,7 +358,7 @@ def listening_socket(host: str, port: int):
     return sock
 
 
-def serve(host: str = "127.0.0.1", port: int = 8000, default_agent: str = "jfa", max_games: int = 32,
+def serve(host: str = "127.0.0.1", port: int = 8000, default_agent: str = DEFAULT_AGENT, max_games: int = 32,
           agents: tuple[str, ...] | list[str] = ()) -> None:
     """Run the board with uvicorn until interrupted (``python cli.py serve``). The socket is bound here
     first (:func:`listening_socket`), so an address that cannot be used is one :class:`ServeError`."""

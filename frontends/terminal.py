@@ -40,6 +40,7 @@ from core.errors import IllegalMoveError, JiuError, NotationError
 from core.notation import Move
 from core.rules import DEFAULT_RULESET, Ruleset
 from core.state import GameState
+from frontends import DEFAULT_AGENT
 
 COLOUR_WORDS = ("White", "Black")
 STONE_CHARS = {0: "·", 1: "○", 2: "●"}
@@ -189,7 +190,7 @@ def game_record(game: Game, agent_spec: str, human: int, seed: int, start_time: 
 
 
 def play(
-    agent_spec: str = "jfa",
+    agent_spec: str = DEFAULT_AGENT,
     human: str = "w",
     seed: int = 0,
     ruleset: Ruleset = DEFAULT_RULESET,
