@@ -21,20 +21,27 @@ DriftEndsOption = Annotated[Optional[str], typer.Option(help="The --value-drift 
                                                         "(no target); default: 'result' (train.learning.supervised.DriftTarget).")]
 
 
-def _drift_target(value_drift: int, value_eval: str | None, drift_ends: str | None, model: str):
-    """``--value-drift K``, ``--value-eval`` and ``--drift-ends`` as a checked
-    ``train.learning.drift.DriftTarget`` for a ``model`` net, ``None`` for ``K = 0``; a one-line error naming
-    the options otherwise."""
-    if not value_drift:
+def _drift_target(value_drift: int, value_eval: str | None, drift_ends: str | None, model: str,
+                  value_eval_target: int | None = None):
+    """``--value-drift K`` (or ``--value-eval-target K``: ``mode = "value"``), ``--value-eval`` and
+    ``--drift-ends`` as a checked ``train.learning.drift.DriftTarget`` for a ``model`` net, ``None`` for
+    neither (the result); a one-line error naming the options otherwise."""
+    if value_eval_target is not None and value_drift:
+        fail("--value-eval-target: not with --value-drift (one value target)")
+    if not value_drift and value_eval_target is None:
         return None
     from train.learning.drift import DriftTarget
 
     options = {k: v for k, v in (("evaluator", value_eval), ("ends", drift_ends)) if v is not None}
-    drift = DriftTarget(value_drift, **options)  # DriftTarget's defaults for what is not given
+    if value_eval_target is not None:
+        drift = DriftTarget(value_eval_target, mode="value", **options)
+    else:
+        drift = DriftTarget(value_drift, **options)  # DriftTarget's defaults for what is not given
     try:
         drift.check(model)
     except ValueError as exc:
-        fail(f"--value-drift/--value-eval/--drift-ends: {exc}")
+        flag = "--value-eval-target" if value_eval_target is not None else "--value-drift"
+        fail(f"{flag}/--value-eval/--drift-ends: {exc}")
     return drift
 
 
@@ -207,14 +214,15 @@ def pretrain(
     value_eval: Annotated[Optional[str], typer.Option(help="Evaluator (with a margin) of the --value-drift target "
                                                       "(default: the search's battle leaf value).")] = None,
     drift_ends: DriftEndsOption = None,
+    value_eval_target: Annotated[Optional[int], typer.Option(min=0, max=1000, help="Upper net: value target = --value-eval's value K plies later in the record (even; 0: the position's own value, distilling the expert's two-ply value); not with --value-drift.")] = None,
     device: DeviceOption = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the summary as one JSON object.")] = False,
     rule: RuleOption = None,
 ):
     """Supervised pretraining on records: policy target = the played move (one-hot, blended with a
     --teacher prior if given), value target = the result, or with --value-drift K the change of the
-    expert's two-ply value over the next K plies (with --set learner.trainable=value only the value
-    head learns)."""
+    expert's two-ply value over the next K plies, or with --value-eval-target K that value K plies on
+    (with --set learner.trainable=value only the value head learns)."""
     from train.learning.config import KINDS, check_trainable, load_config
     from train.learning.supervised import check_teacher, read_records, samples_from_records
     from train.learning.supervised import pretrain as run_pretrain
@@ -223,7 +231,7 @@ def pretrain(
     if model not in KINDS:
         fail(f"--model {model!r}: expected one of {', '.join(KINDS)}")
     check_teacher(model, teacher)
-    drift = _drift_target(value_drift, value_eval, drift_ends, model)
+    drift = _drift_target(value_drift, value_eval, drift_ends, model, value_eval_target)
     if init is not None:  # a bad --init fails before the samples are built
         from nets.io import load
 

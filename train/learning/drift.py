@@ -11,6 +11,12 @@ that stops before ``t + K`` without a result gives no sample for ``t``. A net wh
 it predicts how the leaf value of its search will move over the next ``K`` plies of play, beyond the
 evaluator's horizon; the search adds it to that leaf value with ``value_mix < 1``.
 
+With ``mode = "value"`` the target is the evaluator's **value** ``K`` plies later instead of its
+change, ``z = tanh(m(t + K) / scale)`` (``K`` even, 0..1,000): ``K = 0`` distils the evaluator's value
+of the position itself (``pretrain --value-eval-target 0``: a net whose value stands in for the expert's
+two-ply value at a leaf), a larger ``K`` looks further along the game, towards its outcome; within
+``K`` plies of the end it is the result (a draw 0), or no target with ``ends = "drop"``.
+
 It is used by supervised pretraining (``train.learning.supervised``), self-play (``train.learning.selfplay``)
 and the training configuration (``train.learning.config``), and depends on none of them.
 """
@@ -27,6 +33,8 @@ from search.config import preset
 
 DriftEnds = Literal["result", "drop"]  # DriftTarget.ends: the result, or no target, within K plies of the end
 DRIFT_ENDS: tuple[str, ...] = get_args(DriftEnds)
+DriftMode = Literal["drift", "value"]  # DriftTarget.mode: the margin's change over K plies, or the value K plies on
+DRIFT_MODES: tuple[str, ...] = get_args(DriftMode)
 
 
 @dataclass(frozen=True)
@@ -35,17 +43,23 @@ class DriftTarget:
     spec of an ``evaluator`` plugin with a ``margin`` and a ``scale``, by default the search's battle leaf
     value of the ``shipped`` search (``search.config.preset("shipped").value_evaluator``); ``ends``, the
     target of a position whose game ends within ``K`` plies: ``"result"`` (the result, the default) or
-    ``"drop"`` (no target). :meth:`check` raises ``ValueError`` naming what is wrong."""
+    ``"drop"`` (no target); ``mode``: ``"drift"`` (the margin's change, the default) or ``"value"`` (the
+    evaluator's value ``K`` plies on; ``K`` may be 0). :meth:`check` raises ``ValueError`` naming what is
+    wrong."""
 
     plies: int
     evaluator: str = preset("shipped").value_evaluator
     ends: DriftEnds = "result"
+    mode: DriftMode = "drift"
 
     def check_plies(self) -> None:
-        """Raise ``ValueError`` unless ``plies`` is even and in 2..1,000 and ``ends`` is known (no plugin
-        is built)."""
-        if not (2 <= self.plies <= 1000 and self.plies % 2 == 0):
-            raise ValueError(f"plies must be even (the same side to move) and in 2..1000, got {self.plies}")
+        """Raise ``ValueError`` unless ``plies`` is even and in 2..1,000 (0..1,000 for ``mode = "value"``)
+        and ``ends`` and ``mode`` are known (no plugin is built)."""
+        if self.mode not in DRIFT_MODES:
+            raise ValueError(f"mode must be one of {', '.join(DRIFT_MODES)}, got {self.mode!r}")
+        low = 0 if self.mode == "value" else 2
+        if not (low <= self.plies <= 1000 and self.plies % 2 == 0):
+            raise ValueError(f"plies must be even (the same side to move) and in {low}..1000, got {self.plies}")
         if self.ends not in DRIFT_ENDS:
             raise ValueError(f"ends must be one of {', '.join(DRIFT_ENDS)}, got {self.ends!r}")
 
@@ -60,9 +74,9 @@ class DriftTarget:
             raise ValueError(f"evaluator {self.evaluator!r} has no margin and scale")
 
     def spec(self) -> str:
-        """``drift:K:EVALUATOR`` (``ends = "result"``) or ``drift:K:EVALUATOR:ends=drop``: a net's
-        value-target metadata and part of a sample cache key."""
-        return f"drift:{self.plies}:{self.evaluator}" + ("" if self.ends == "result" else f":ends={self.ends}")
+        """``MODE:K:EVALUATOR`` (``ends = "result"``) or ``MODE:K:EVALUATOR:ends=drop``, ``MODE`` ``drift`` or
+        ``value``: a net's value-target metadata and part of a sample cache key."""
+        return f"{self.mode}:{self.plies}:{self.evaluator}" + ("" if self.ends == "result" else f":ends={self.ends}")
 
 
 _EVALUATORS: dict[str, Any] = {}  # per process: one evaluator plugin per spec (drift targets)
@@ -107,8 +121,12 @@ def drift_values(states: Sequence, target: DriftTarget) -> np.ndarray:
         j = t + k
         if j < last or (j == last and not ended):
             if states[j].side == s.side:
-                out[t] = math.tanh((margin(j) - margin(t)) / plugin.scale)
+                change = margin(j) - margin(t) if target.mode == "drift" else margin(j)
+                out[t] = math.tanh(change / plugin.scale)
         elif ended and target.ends == "result":  # the game ends within K plies: an infinite margin, or 0 for a draw
             w = final.winner()
-            out[t] = math.tanh(-margin(t) / plugin.scale) if w == DRAW else (1.0 if w == s.side else -1.0)
+            if w == DRAW:
+                out[t] = math.tanh(-margin(t) / plugin.scale) if target.mode == "drift" else 0.0
+            else:
+                out[t] = 1.0 if w == s.side else -1.0
     return out

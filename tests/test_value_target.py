@@ -1,0 +1,74 @@
+"""The evaluator-value target (``DriftTarget(mode="value")``, ``pretrain --value-eval-target K``): each battle
+position's value target is the evaluator's value ``K`` plies later, computed here position by position from
+``ExpertEvaluator.value``; within ``K`` plies of a game's end it is the result (a draw 0)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from core.board import DRAW
+from core.records import GameRecord
+from core.rules import Ruleset
+from knowledge.agents import make_agent
+from knowledge.evaluation import ExpertEvaluator
+from train.learning.drift import DriftTarget, drift_values
+
+pytestmark = pytest.mark.unit
+
+
+def _game(max_battle_plies: int, seed: int = 4) -> list:
+    """The positions of one noisy expert game under ``max_battle_plies`` (it ends by that limit or before)."""
+    import catalog  # noqa: F401 - registers the expert
+
+    rules = Ruleset(max_battle_plies=max_battle_plies, adjudicate="stones")
+    agent = make_agent("expert:noise=2,layout_noise=2", seed=seed)
+    moves = []
+    record = GameRecord.from_moves([], rules)
+    state = record.final_state()
+    while not state.is_terminal():
+        move = agent.select(state)
+        moves.append(str(move))
+        state = state.apply(move)
+    return GameRecord.from_moves(moves, rules).replay()
+
+
+def _reference(replay, k: int) -> list:
+    ev = ExpertEvaluator(plies=1)
+    last, final = len(replay) - 1, replay[-1]
+    out = []
+    for t, pos in enumerate(replay):
+        if t == last or pos.phase != 1 or pos.is_terminal():
+            out.append(None)
+        elif t + k < last:
+            out.append(math.tanh(ev.margin(replay[t + k]) / ev.scale) if replay[t + k].side == pos.side else None)
+        else:
+            w = final.winner()
+            out.append(0.0 if w == DRAW else (1.0 if w == pos.side else -1.0))
+    return out
+
+
+@pytest.mark.parametrize("k", [0, 2, 6])
+def test_the_target_is_the_evaluators_value_k_plies_on(k):
+    replay = _game(40)
+    assert replay[-1].is_terminal()
+    got = drift_values(replay, DriftTarget(k, "eval.expert", mode="value"))
+    want = _reference(replay, k)
+    assert [None if np.isnan(g) else pytest.approx(g, abs=1e-6) for g in got] == want
+    assert sum(w is not None for w in want) > 20 and any(w not in (None, 0.0, 1.0, -1.0) for w in want)
+    if k == 0:  # the position's own value: what the search's value plugin says of it
+        ev = ExpertEvaluator(plies=1)
+        battle = [t for t, w in enumerate(want) if w is not None and t < len(replay) - 1]
+        assert all(got[t] == pytest.approx(ev.value(replay[t]), abs=1e-6) for t in battle)
+
+
+def test_the_value_mode_is_checked_and_named_in_the_spec():
+    DriftTarget(0, mode="value").check_plies()
+    assert DriftTarget(0, "eval.expert", mode="value").spec() == "value:0:eval.expert"
+    assert DriftTarget(2, "eval.expert").spec() == "drift:2:eval.expert"
+    for bad, match in ((DriftTarget(0), "2..1000"), (DriftTarget(3, mode="value"), "even"),
+                       (DriftTarget(2, mode="nope"), "mode")):
+        with pytest.raises(ValueError, match=match):
+            bad.check_plies()
