@@ -364,6 +364,7 @@ def diagnose(
     value_eval: Annotated[Optional[str], typer.Option(help="Evaluator (with a margin) of the --value-drift target "
                                                       "(default: the search's battle leaf value).")] = None,
     drift_ends: DriftEndsOption = None,
+    value_eval_target: Annotated[Optional[int], typer.Option(min=0, max=1000, help="Also score the upper value against --value-eval's value this many plies on (even; 0: the position's own); not with --value-drift.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the report as one JSON object.")] = False,
     rule: RuleOption = None,
 ):
@@ -372,14 +373,14 @@ def diagnose(
     against the expert's two-ply value of the position after each set; with an SLM, who formed the
     first square, what the knowledge evaluations say at the layout's end and how well they and the
     stone difference early in the battle predict the result; with --shards, the policy's
-    cross-entropy and KL divergence to unseen self-play targets; with --value-drift K, how well the
-    upper value predicts the drift target (train.learning.diagnose)."""
+    cross-entropy and KL divergence to unseen self-play targets; with --value-drift K (or
+    --value-eval-target K), how well the upper value predicts that target (train.learning.diagnose)."""
     import json
 
     from train.learning.diagnose import HELDOUT_RECORDS, VICTIM_REFERENCE, format_report
     from train.learning.diagnose import diagnose as run_diagnose
 
-    drift = _drift_target(value_drift, value_eval, drift_ends, "upper")
+    drift = _drift_target(value_drift, value_eval, drift_ends, "upper", value_eval_target)
     reference = VICTIM_REFERENCE if victim_reference is None else victim_reference
     if reference.strip().lower() == "none":
         reference = None
