@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from frontends import ANALYZE_AGENT, DEFAULT_AGENT
+from frontends import DEFAULT_AGENT
 from frontends.cli_base import MAX_SEED, RuleOption, app, ruleset_from, train_errors
 
 
@@ -18,7 +18,7 @@ from frontends.cli_base import MAX_SEED, RuleOption, app, ruleset_from, train_er
 def serve(
     host: Annotated[str, typer.Option(help="Address to bind (default: this machine only).")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=1, max=65535, help="TCP port.")] = 8000,
-    agent: Annotated[Optional[list[str]], typer.Option(help="An agent spec the board offers; the first is the new-game form's default (frontends.DEFAULT_AGENT, hbm, when none). Repeat it to offer more; only these may name weights files (a browser may not; docs/server.md).")] = None,
+    agent: Annotated[Optional[list[str]], typer.Option(help="An agent spec the board offers; the first is the new-game form's default (frontends.DEFAULT_AGENT when none). Repeat it to offer more; only these may name weights files (a browser may not; docs/server.md).")] = None,
     max_games: Annotated[int, typer.Option(min=1, max=1024, help="Games kept at once, and as many reviews (the least recently used goes).")] = 32,
 ):
     """A browser board: play against any agent, see its search, review records (FastAPI + uvicorn)."""
@@ -53,7 +53,7 @@ def analyze(
     sims: Annotated[Optional[int], typer.Option("--sims", min=1, help="Simulations per position (default: the agent's; at most search.config.SIMS_MAX).")] = None,
     seconds: Annotated[Optional[float], typer.Option("--seconds", min=0.001, help="Time limit per position in seconds (at most search.config.SECONDS_MAX).")] = None,
     out: Annotated[Path, typer.Option(help="Output directory for analysis.json and analysis.png.")] = Path("runs/analysis"),
-    agent: Annotated[str, typer.Option(help="The search agent that evaluates (mcts, jfa, ...; default jfa: it searches in both phases).")] = ANALYZE_AGENT,
+    agent: Annotated[str, typer.Option(help="The search agent that evaluates (mcts, jfa, ...; default: the strongest measured, docs/results.md).")] = DEFAULT_AGENT,
     mistake: Annotated[float, typer.Option(min=0.0, help="Value loss (in [-1, 1] units) that marks a mistake.")] = 0.2,
     blunder: Annotated[float, typer.Option(min=0.0, help="Value loss that marks a blunder.")] = 0.4,
     format: Annotated[Optional[str], typer.Option("--format", help="json, jiu or csv (default: from the file).")] = None,

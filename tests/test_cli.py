@@ -133,3 +133,19 @@ def test_export_net_writes_half_precision_copies_by_kind(tmp_path):
     bad.write_bytes(b"not a net")
     r = run("export-net", str(bad), "--out", str(tmp_path / "model"))
     assert r.exit_code == 2 and "bad.safetensors" in r.output and "Traceback" not in r.output
+
+
+def test_the_default_agent_is_one_setting():
+    """``play``, ``serve``, ``engine`` and ``analyze`` (and the engine, server and terminal functions) default
+    to ``frontends.DEFAULT_AGENT``, the strongest agent measured (docs/results.md, "The default agent")."""
+    import inspect
+
+    import frontends
+    from frontends import cli_match, cli_serve, engine, server, terminal
+
+    defaults = [inspect.signature(f).parameters[p].default for f, p in (
+        (cli_match.play, "agent"), (cli_serve.engine, "agent"), (cli_serve.analyze, "agent"),
+        (engine.Engine, "agent_spec"), (engine.run_engine, "agent_spec"), (server.create_app, "default_agent"),
+        (server.serve, "default_agent"), (terminal.play, "agent_spec"))]
+    assert defaults == [frontends.DEFAULT_AGENT] * len(defaults)
+    assert frontends.DEFAULT_AGENT == "jfa"
