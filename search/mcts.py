@@ -28,9 +28,9 @@ from __future__ import annotations
 
 import math
 import threading
-from functools import partial
 import time
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import NamedTuple
 
 import numpy as np

@@ -94,6 +94,24 @@ def pool_size(pool: Executor, default: int = 1) -> int:
     return max(1, int(getattr(pool, "_max_workers", default) or default))
 
 
+def worker_batches(tasks: Sequence, workers: int, most: int) -> list[list]:
+    """``tasks`` shared out round-robin into batches for ``workers`` workers (``0`` counts as one): as many
+    batches as workers when each then holds at most ``most`` (>= 1) tasks, else more batches of at most
+    ``most``; ``[]`` for no tasks. The batched engine's workers (self-play, arena) each play a batch."""
+    if not tasks:
+        return []
+    per_batch = max(1, min(-(-len(tasks) // max(1, workers)), most))
+    n = -(-len(tasks) // per_batch)
+    return [list(tasks[i::n]) for i in range(n)]
+
+
+def cores_per_worker(workers: int) -> int:
+    """The cores this process may use divided among ``workers`` workers (``0`` counts as one), at least 1."""
+    from nets.evaluator import available_cores
+
+    return max(1, available_cores() // max(1, workers))
+
+
 def stop_pool(pool: Executor) -> None:
     """Shut a pool down now: cancel queued tasks and terminate the workers."""
     processes = list(getattr(pool, "_processes", {}).values()) if isinstance(pool, ProcessPoolExecutor) else []

@@ -331,6 +331,7 @@ class TrainConfig(BaseModel):
         from nets.inference import check_device  # torch only when a config is validated, not on import
 
         return check_device(value)
+
     @field_validator("ray_address")
     @classmethod
     def _ray_address(cls, value: str | None, info: ValidationInfo) -> str | None:

@@ -153,8 +153,8 @@ class _Game:
         playout-cap randomization (``selfplay.full_simulations``) a fast search (``selfplay.search.simulations``)
         only plays; a full search, drawn with ``rng`` at ``selfplay.full_fraction``, also gives the sample.
         A generator: the search's leaf requests go to the caller (``search.batched.search_steps``)."""
-        from search.batched import search_steps
         from nets.features import state_planes
+        from search.batched import search_steps
 
         state = self.state
         forced = _forced(search, state)
@@ -420,17 +420,12 @@ def plan_batches(tasks: list[dict[str, Any]], cfg) -> list[dict[str, Any]]:
     round-robin over ``workers`` (at least one batch), at most ``2 * games_in_flight`` games a batch (so
     that a worker picks up a newer net between batches), each batch with ``games_in_flight`` (no more than
     its games) and ``threads``: the cores this process may use divided among the workers, at least 1."""
-    from nets.evaluator import available_cores
+    from train.jobs.workers import cores_per_worker, worker_batches
 
-    if not tasks:
-        return []
     in_flight = games_in_flight(cfg)
-    workers = max(1, cfg.workers)
-    per_batch = max(1, min(-(-len(tasks) // workers), 2 * in_flight))
-    n = -(-len(tasks) // per_batch)
-    threads = max(1, available_cores() // workers)
-    return [{"tasks": tasks[i::n], "games_in_flight": min(in_flight, len(tasks[i::n])), "threads": threads}
-            for i in range(n)]
+    threads = cores_per_worker(cfg.workers)
+    return [{"tasks": batch, "games_in_flight": min(in_flight, len(batch)), "threads": threads}
+            for batch in worker_batches(tasks, cfg.workers, 2 * in_flight)]
 
 
 def selfplay_batch(batch: dict[str, Any]) -> list[dict[str, Any]]:

@@ -62,7 +62,16 @@ from core.errors import IllegalMoveError, JiuError, NotationError
 from core.rules import DEFAULT_RULESET, Ruleset
 from search.batched import GAMES_IN_FLIGHT_MAX
 from train.jobs.rundir import atomic_write_json, json_safe, lock_dir
-from train.jobs.workers import InlineRunner, PoolRunner, WorkerDied, make_pool, pool_size, stop_pool
+from train.jobs.workers import (
+    InlineRunner,
+    PoolRunner,
+    WorkerDied,
+    cores_per_worker,
+    make_pool,
+    pool_size,
+    stop_pool,
+    worker_batches,
+)
 from train.matches.summary import ArenaSummary, summarize_records
 
 ARENA_FORMAT = "jiu-arena"
@@ -302,15 +311,10 @@ def plan_arena_batches(tasks: list[dict[str, Any]], games_in_flight: int, worker
     """The :func:`_batch_task` batches of the game ``tasks``: shared out round-robin over the workers
     (``0``: one, in this process), at most ``games_in_flight`` games a batch (so that an SPRT stops the
     match within a batch of its decision), each with ``threads``: the cores divided among the workers."""
-    from nets.evaluator import available_cores
-
-    if not tasks:
-        return []
-    per_batch = max(1, min(-(-len(tasks) // max(1, workers)), games_in_flight))
-    n = -(-len(tasks) // per_batch)
-    threads = max(1, available_cores() // max(1, workers))
-    return [{"tasks": [{**t, "games_in_flight": games_in_flight} for t in tasks[i::n]],
-             "games_in_flight": min(games_in_flight, len(tasks[i::n])), "threads": threads} for i in range(n)]
+    threads = cores_per_worker(workers)
+    return [{"tasks": [{**t, "games_in_flight": games_in_flight} for t in batch],
+             "games_in_flight": min(games_in_flight, len(batch)), "threads": threads}
+            for batch in worker_batches(tasks, workers, games_in_flight)]
 
 
 # ============================================================================ run directory
