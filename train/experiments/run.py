@@ -13,6 +13,8 @@ Run directory (``--out``, default ``runs/experiments/<name>``), every file writt
     rows/<id>/         one arena run directory per match row (resumable game by game)
     rows/<id>.json     one measured row of a decision-time experiment (kept on resume), or the runs
                        of a squares row (resumed run by run)
+    round-robin/       the spec's round robin: a tournament run directory (``train.matches.tournament``:
+                       tournament.json, tournament.md, payoff.png, gamescape.png, pairs/)
     result.json        {"format": "jiu-experiment", "version": 1, "name", "title", "kind", "seed",
                         "params", "games", "rows": [{"id", "label", "a", "b", "games", ..., "stats"}],
                         "complete"}
@@ -64,7 +66,7 @@ def _check_run_dir(out: Path, identity: dict[str, Any], resume: bool) -> None:
         stored = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
         raise ExperimentError(f"{path}: unreadable ({exc}); use another --out") from None
-    for key in ("name", "kind", "seed", "rules", "threads"):
+    for key in ("name", "kind", "seed", "rules", "threads", "round_robin"):
         if stored.get(key) != identity.get(key):
             raise ExperimentError(f"{path}: field {key!r} is {stored.get(key)!r} but this run asks for"
                                   f" {identity.get(key)!r}; resume with the same settings or use another --out")
@@ -128,6 +130,7 @@ def run_experiment(
     out = Path(out_dir) if out_dir is not None else Path("runs") / "experiments" / spec.name
     identity = {"format": RESULT_FORMAT + "-spec", "version": VERSION, "name": spec.name, "kind": spec.kind,
                 "seed": seed, "rules": ruleset.model_dump(), "threads": resolved.get("threads"),
+                "round_robin": resolved.get("round_robin"),
                 "params": resolved["params"], "rows": resolved["rows"], "spec": spec.model_dump()}
     if out.exists() and not out.is_dir():
         raise ExperimentError(f"--out {out}: exists and is not a directory; use another --out")
@@ -141,6 +144,9 @@ def _run_locked(spec: ExperimentSpec, resolved: dict[str, Any], identity: dict[s
     from core.atomic import atomic_write_text
 
     _write_json(out / SPEC_FILE, identity)
+    round_robin = None
+    if resolved.get("round_robin"):
+        round_robin = _run_round_robin(resolved["round_robin"], out, workers, seed, ruleset, progress)
     if spec.kind == "match":
         matches = _run_matches([r for r in resolved["rows"] if r["measure"] == "match"], out, workers, seed, ruleset,
                                progress)
@@ -155,7 +161,9 @@ def _run_locked(spec: ExperimentSpec, resolved: dict[str, Any], identity: dict[s
               "params": resolved["params"], "rules": spec.rules, "threads": resolved.get("threads"),
               "steps": spec.steps, "bin_steps": spec.bin_steps,
               "columns": list(spec.columns) if spec.kind == "match" else None, "rows": done,
-              "complete": all(r.get("complete", True) for r in done), "command": command}
+              "round_robin": round_robin,
+              "complete": all(r.get("complete", True) for r in done) and (round_robin or {}).get("complete", True),
+              "command": command}
     _write_json(out / RESULT_FILE, result)
     atomic_write_text(out / TABLE_FILE, markdown_table(result))
     result["plots"] = [str(p) for p in write_plots(spec, result, out)]
@@ -195,6 +203,20 @@ def _run_matches(rows: list[dict], out: Path, workers: int, seed: int, ruleset: 
                             seed=seed, ruleset=ruleset, progress=progress)
     return [{**row, "dir": str(Path(ROWS_DIR) / row["id"]), "complete": s.data["complete"],
              "stats": _match_stats(s.data)} for row, s in zip(rows, summaries)]
+
+
+def _run_round_robin(rr: dict[str, Any], out: Path, workers: int, seed: int, ruleset: Ruleset,
+                     progress: bool) -> dict[str, Any]:
+    """The spec's round robin as a tournament in ``out/round-robin`` (resumed pair by pair); returns
+    ``{"agents", "games", "anchor", "dir", "complete", "tournament"}`` (``tournament``: its
+    ``tournament.json`` dictionary: ratings, win rates by colour, latency, payoff, Nash)."""
+    from train.experiments.spec import ROUND_ROBIN_ID
+    from train.matches.tournament import run_tournament
+
+    result = run_tournament(rr["agents"], rr["games"], workers=workers, seed=seed, out_dir=out / ROUND_ROBIN_ID,
+                            ruleset=ruleset, progress=progress, anchor=rr["anchor"])
+    complete = all(s.data["complete"] for s in result.arenas.values())
+    return {**rr, "dir": ROUND_ROBIN_ID, "complete": complete, "tournament": result.data}
 
 
 def _run_squares(rows: list[dict], out: Path, seed: int, ruleset: Ruleset, steps: int, bin_steps: int,

@@ -11,7 +11,10 @@ kinds:
   and reports the squares formed per ``bin_steps`` steps (``train.experiments.squares``, papers/001 Table 2 and
   Fig. 5), in a second table; runs are played in this process, one after another. An ablation is a
   set of rows whose agent specs differ only in the options swapped (e.g. ``capture_pruner=none``);
-  :func:`agent_config` resolves what an agent spec builds, so a test can check exactly that.
+  :func:`agent_config` resolves what an agent spec builds, so a test can check exactly that. A match
+  experiment may also hold a ``round_robin`` (a list of agent specs): every pair plays
+  ``round_robin_games`` games (``train.matches.tournament``: win rates by colour, decision latency,
+  Bradley-Terry Elo; papers/004's round-robin table), before its rows.
 - ``decision-time``: JFA Table 3: seconds per move of serial MCTS and of WU-UCT with ``threads``
   threads at each simulation count, and the reduction factor, measured by a *timer* the caller
   passes in (``bench.search.measure_decision_time``: the CLI owns that import, ``train`` does not
@@ -77,6 +80,8 @@ _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _PARAM = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 MAX_STEPS = 100_000  # plies of one squares run
 MAX_ROWS = 1_000  # rows of a match experiment, simulation counts of a decision-time one
+MAX_ROUND_ROBIN = 32  # agents of a round robin (pairs grow with the square)
+ROUND_ROBIN_ID = "round-robin"  # the round robin's id for --rows and its directory
 MAX_PARAMS = 100  # entries of [params], [rules], paper_values
 MAX_ID = 64  # characters of a name, a row id or a parameter name
 MAX_TEXT = 10_000  # characters of a title, a description, a paper reference, a label
@@ -141,7 +146,9 @@ class ExperimentSpec(BaseModel):
     overall per row, JFA Figs. 5-6; ``ablation``: win rate and ``ablation_time`` per row, JFA
     Table 5; ``squares``: the squares rows' squares per block of steps, papers/001 Fig. 5), ``steps``
     and ``bin_steps`` (squares rows); for ``decision-time``: ``simulations``, ``threads`` (int or ``"{param}"``), ``phases``,
-    ``paper_values`` (``{simulations: text}``).
+    ``paper_values`` (``{simulations: text}``); a match experiment's ``round_robin`` (agent specs, at most
+    :data:`MAX_ROUND_ROBIN`, distinct), ``round_robin_games`` per pair (even; default ``games``) and
+    ``round_robin_anchor`` (one of them, held at Elo 0; default: the mean is 0).
 
     Bounds (:data:`LIMITS`): ``games`` 2..``MAX_GAMES``; ``steps`` 1..:data:`MAX_STEPS` and
     ``bin_steps`` 1..``steps``; each of ``simulations`` 1..``SIMS_MAX``, at most :data:`MAX_ROWS` of
@@ -163,6 +170,9 @@ class ExperimentSpec(BaseModel):
                                        max_length=len(MATCH_COLUMNS))
     rows: list[Row] = Field([], max_length=MAX_ROWS)
     plots: list[Literal["win-rates", "ablation", "squares"]] = Field([], max_length=3)
+    round_robin: list[AgentText] = Field([], max_length=MAX_ROUND_ROBIN)
+    round_robin_games: int | None = Field(None, ge=2, le=MAX_GAMES)
+    round_robin_anchor: AgentText | None = None
     steps: int = Field(200, ge=1, le=MAX_STEPS)
     bin_steps: int = Field(20, ge=1, le=MAX_STEPS)
     ablation_time: MatchColumn = "time_a_battle"
@@ -178,10 +188,10 @@ class ExperimentSpec(BaseModel):
             raise ValueError("letters, digits, '.', '_', '-' only")
         return v
 
-    @field_validator("games")
+    @field_validator("games", "round_robin_games")
     @classmethod
-    def _even(cls, v: int) -> int:
-        if v % 2:
+    def _even(cls, v: int | None) -> int | None:
+        if v is not None and v % 2:
             raise ValueError(f"must be even (colour-balanced pairs), got {v}")
         return v
 
@@ -202,10 +212,21 @@ class ExperimentSpec(BaseModel):
                 placeholder_names(text, where)
             except ExperimentError as exc:
                 raise ValueError(str(exc)) from None
+        if self.round_robin and self.kind != "match":
+            raise ValueError("round_robin: only a match experiment plays a round robin")
+        if len(set(self.round_robin)) != len(self.round_robin):
+            dup = next(a for a in self.round_robin if self.round_robin.count(a) > 1)
+            raise ValueError(f"round_robin: {dup!r} is listed twice")
+        if self.round_robin and len(self.round_robin) < 2:
+            raise ValueError("round_robin: give at least 2 agents")
+        if self.round_robin_anchor is not None and self.round_robin_anchor not in self.round_robin:
+            raise ValueError(f"round_robin_anchor: {self.round_robin_anchor!r} is not one of the round robin's agents")
         if self.kind == "match":
-            if not self.rows:
-                raise ValueError("a match experiment needs at least one row ([[rows]])")
+            if not self.rows and not self.round_robin:
+                raise ValueError("a match experiment needs at least one row ([[rows]]) or a round_robin")
             ids = [r.id for r in self.rows]
+            if self.round_robin and ROUND_ROBIN_ID in ids:
+                raise ValueError(f"rows: id {ROUND_ROBIN_ID!r} names the round robin; choose another")
             dup = sorted({i for i in ids if ids.count(i) > 1})
             if dup:
                 raise ValueError(f"rows: id {dup[0]!r} is used twice")
@@ -216,6 +237,7 @@ class ExperimentSpec(BaseModel):
     def _texts(self) -> list[tuple[str, str]]:
         texts = [(f"row {r.id!r} field {side!r}", t) for r in self.rows for side, t in (("a", r.a), ("b", r.b))
                  if t is not None]
+        texts += [(f"round_robin agent {i}", t) for i, t in enumerate(self.round_robin, 1)]
         return texts + [("field 'threads'", str(self.threads))]
 
     def placeholders(self) -> set[str]:
@@ -349,12 +371,22 @@ def resolve(spec: ExperimentSpec, params: dict[str, Any] | None = None, games: i
         resolved = [{"id": f"{phase}-{s}", "label": f"{s}", "phase": phase, "simulations": s,
                      "paper": spec.paper_values.get(s, "") if phase == "layout" else ""}
                     for phase in spec.phases for s in spec.simulations]
+    out["round_robin"] = None
+    if spec.round_robin:
+        agents = [_fill(a, values, f"round_robin agent {i}") for i, a in enumerate(spec.round_robin, 1)]
+        anchor = None
+        if spec.round_robin_anchor is not None:
+            anchor = agents[spec.round_robin.index(spec.round_robin_anchor)]
+        out["round_robin"] = {"agents": agents, "games": games or spec.round_robin_games or spec.games,
+                              "anchor": anchor}
     if rows:
-        ids = [r["id"] for r in resolved]
+        ids = [r["id"] for r in resolved] + ([ROUND_ROBIN_ID] if spec.round_robin else [])
         bad = [r for r in rows if r not in ids]
         if bad:
             raise ExperimentError(f"--rows {bad[0]!r}: no such row in {spec.name!r}; rows: {', '.join(ids)}")
         resolved = [r for r in resolved if r["id"] in rows]
+        if ROUND_ROBIN_ID not in rows:
+            out["round_robin"] = None
     out["rows"] = resolved
     return out
 
@@ -377,6 +409,11 @@ def agent_problems(resolved: dict[str, Any]) -> list[str]:
                 validate_agent_spec(spec)
             except SpecError as exc:
                 problems.append(f"row {row['id']!r}: agent {side.upper()} {spec!r}: {exc}")
+    for i, spec in enumerate((resolved.get("round_robin") or {}).get("agents", ()), 1):
+        try:
+            validate_agent_spec(spec)
+        except SpecError as exc:
+            problems.append(f"row {ROUND_ROBIN_ID!r}: agent {i} {spec!r}: {exc}")
     return problems
 
 
@@ -445,6 +482,7 @@ def list_experiments() -> list[dict[str, Any]]:
             continue
         resolved = resolve(spec)
         out.append({"name": spec.name, "title": spec.title, "kind": spec.kind,
-                    "rows": [r["id"] for r in resolved["rows"]], "params": resolved["params"],
+                    "rows": [r["id"] for r in resolved["rows"]] + ([ROUND_ROBIN_ID] if resolved["round_robin"] else []),
+                    "params": resolved["params"],
                     "problems": agent_problems(resolved) if spec.kind == "match" else [], "path": str(path)})
     return out

@@ -73,6 +73,8 @@ def markdown_table(result: dict[str, Any]) -> str:
         lines += [f"Budget: {budget}.", ""]
         if square_rows:
             lines += _squares_table(square_rows, result["bin_steps"])
+        if result.get("round_robin"):
+            lines += _round_robin(result["round_robin"])
         if not match_rows:
             incomplete = [r["id"] for r in result["rows"] if not r.get("complete", True)]
             if incomplete:
@@ -109,6 +111,18 @@ def markdown_table(result: dict[str, Any]) -> str:
                   " tree per move; serial: one thread, the net called one position at a time; reduction factor ="
                   " serial / WU-UCT."]
     return "\n".join(lines) + "\n"
+
+
+def _round_robin(rr: dict[str, Any]) -> list[str]:
+    """Markdown lines of the round robin: the tournament's own tables (``train.matches.tournament``),
+    its title one level down, with the directory of its games."""
+    from train.matches.tournament import markdown_report
+
+    text = markdown_report(rr["tournament"]).replace("# Round robin", "## Round robin", 1)
+    note = [f"Games, payoff and gamescape plots: `{rr['dir']}/`.", ""]
+    if not rr.get("complete", True):
+        note.insert(0, "**The round robin is incomplete** (resume with --resume).")
+    return text.splitlines() + [""] + note
 
 
 def _squares_table(rows: list[dict], bin_steps: int) -> list[str]:
