@@ -177,11 +177,6 @@ class SearchConfig(BaseModel):
     utility is centred on the root's expected score for the same reason). Values stored in a tree kept
     for the next move keep the old root's centre. Off by default; needs a plugin with ``margin``.
 
-    ``net_value_center`` does the same for the evaluator's (the net's) value: a battle leaf's ``v`` becomes
-    ``tanh(atanh(v) - atanh(v_root))`` for its side to move (``v`` clipped to ``[-0.999, 0.999]``; ``v_root``
-    the root's own evaluation, negated for the other side; a reused tree keeps its first root's centre),
-    and a drawn battle leaf ``tanh(-atanh(v_root))``. Off by default.
-
     ``terminal_bound`` (on by default): an expanded battle leaf's value is at least the best result its
     side to move reaches with one move among its kept children that ends the game (a win on stones or by
     adjudication: +1; a draw by repetition or at the ply cap: 0, or the centred draw value above), found
@@ -253,7 +248,6 @@ class SearchConfig(BaseModel):
     layout_prior_mix: float = Field(0.0, ge=0, le=1, description="weight of layout_prior in a layout child's prior: (1 - w) policy + w plugin (0: the policy alone)")
     policy_temperature: float = Field(1.0, ge=0.05, le=10, description="softmax temperature of the priors (< 1 sharpens, > 1 flattens)")
     value_center: bool = Field(False, description="value_evaluator relative to the root's, so that a search far ahead still tells moves apart")
-    net_value_center: bool = Field(False, description="the evaluator's battle leaf value relative to the root's: tanh(atanh(v) - atanh(v_root))")
     terminal_bound: bool = Field(True, description="a battle leaf is worth at least its side's best move that ends the game, e.g. a draw by repetition")
     root_selection: Literal["puct", "gumbel"] = Field("puct", validation_alias=_alias("root_selection", "root"),
                                                       description="root selection: Eq. 1 (puct) or Gumbel top-m with sequential halving (gumbel) (old name: root)")

@@ -155,7 +155,6 @@ class Search:
         if cfg.value_center and self._value_plugin is not None and not hasattr(self._value_plugin, "margin"):
             raise ValueError(f"search: value_center needs a value plugin with a margin; {cfg.value_evaluator!r} has none")
         self._root_margin = 0.0  # the value plugin's margin of the root for its side to move (value_center)
-        self._net_root: tuple[int, float] | None = None  # (side, atanh of the root's net value) (net_value_center)
         self.layout_value_plugin = (REGISTRY.create(cfg.layout_value_evaluator, "evaluator")
                                      if cfg.layout_value_evaluator is not None and cfg.layout_value_mix > 0 else None)
         self._gumbel = cfg.root_selection == "gumbel"
@@ -219,8 +218,6 @@ class Search:
         self._stop = stop
         self._claimed = 0
         self._reuse_or_new(state)
-        if self.tree.flag[0] != EXPANDED:
-            self._net_root = None  # a new tree: the centre is its root's evaluation
         self._root_state = state
         self._root_margin = (float(self._value_plugin.margin(state))
                              if self._centred() and state.phase == PHASE_BATTLE and not state.is_terminal() else 0.0)
@@ -471,8 +468,6 @@ class Search:
         ``value_mix`` / ``layout_value_mix``). A full tree leaves the node unexpanded (``tree_full``)."""
         tree = self.tree
         value = float(evaluation.value)
-        if self.config.net_value_center and state.phase == PHASE_BATTLE:
-            value = self._net_centred(node, state.side, value)
         use = self._knowledge_use(state)
         if use == "layout":
             mix = self.config.layout_value_mix
@@ -530,22 +525,8 @@ class Search:
         """The value of a finished game for ``side`` (to move there): +1 won, -1 lost; a draw 0, or with
         ``value_center`` the even position against the root's margin (``_centred_for(side, 0)``)."""
         if winner == DRAW:
-            net = self._net_centred(None, side, 0.0) if self.config.net_value_center else 0.0
-            if not self._centred():
-                return net
-            return (1.0 - self.config.value_mix) * net + self.config.value_mix * self._centred_for(side, 0.0)
+            return self._centred_for(side, 0.0) if self._centred() else 0.0
         return 1.0 if winner == side else -1.0
-
-    def _net_centred(self, node: int | None, side: int, value: float) -> float:
-        """``net_value_center``: ``tanh(atanh(value) - atanh(v_root))`` for ``side``; the root (``node`` 0)
-        of a new tree sets the centre and is worth 0. Unchanged while there is no centre."""
-        a = math.atanh(min(max(value, -0.999), 0.999))
-        if node == 0 and self._net_root is None:
-            self._net_root = (side, a)
-        if self._net_root is None:
-            return value
-        root = self._net_root[1] if side == self._net_root[0] else -self._net_root[1]
-        return math.tanh(a - root)
 
     def _centred(self) -> bool:
         return self.config.value_center and self._value_plugin is not None

@@ -437,39 +437,3 @@ def test_a_layout_plugin_leaves_earlier_placements_to_the_policy():
         agent.select(state)
         assert agent.last_search["simulations"] == want, (start, plugin)
         agent.close()
-
-
-@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
-@given(text=played_positions())
-def test_a_centred_net_value_is_relative_to_the_roots(text):
-    """``net_value_center``: with the evaluator's value alone, the first child's leaf value is
-    ``tanh(atanh(v(child)) - atanh(v(root)) for the child's side)``: the root's value negated, since the
-    child's side is the root's opponent. ``KnowledgeEvaluator(eval.expert)`` stands for the net."""
-    from nets.evaluator import KnowledgeEvaluator
-
-    state = GameState.from_jfen(text)
-    if state.is_terminal() or state.phase != PHASE_BATTLE:
-        return
-    cfg = SearchConfig(simulations=2, threads=1, reuse_tree=False, seed=0, net_value_center=True,
-                       expansion_pruner=None, capture_pruner=None, terminal_bound=False)
-    evaluator = KnowledgeEvaluator("eval.expert")
-    with Search(evaluator, cfg) as search:
-        result = search.run(state)
-    i = int(np.flatnonzero(result.visits > 0)[0])
-    child = state.apply(result.moves[i])
-
-    def atanh(v):
-        return math.atanh(min(max(v, -0.999), 0.999))
-
-    root = atanh(evaluator.evaluate([state])[0].value)
-    if child.is_terminal():
-        if child.winner() not in (0, 1):  # a draw: the even position against the root's value
-            assert result.q[i] == pytest.approx(-math.tanh(root), abs=1e-9)
-        return
-    want = math.tanh(atanh(evaluator.evaluate([child])[0].value) + root)  # for the child's side to move
-    assert result.q[i] == pytest.approx(-want, abs=1e-9)  # q is for the root's side
-    off = cfg.model_copy(update={"net_value_center": False})
-    with Search(evaluator, off) as search:
-        plain = search.run(state)
-    if not child.is_terminal():
-        assert plain.q[i] == pytest.approx(-evaluator.evaluate([child])[0].value, abs=1e-9)
