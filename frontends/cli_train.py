@@ -1,4 +1,5 @@
-"""Commands of training: ``selfplay``, ``pretrain``, ``gen-records``, ``report``, ``diagnose``, ``export-net``."""
+"""Commands of training: ``selfplay``, ``pretrain``, ``gen-records``, ``report``, ``diagnose``, ``export-net``,
+``train-approxq``."""
 
 from __future__ import annotations
 
@@ -424,7 +425,7 @@ def train_approxq(
     episodes: Annotated[int, typer.Option(help="Episodes of the run (1..100000).")] = 300,
     seed: Annotated[int, typer.Option(min=0, max=MAX_SEED, help="Base seed; episode t draws from (seed, t).")] = 0,
     gamma: Annotated[str, typer.Option(help="Discount: 'dynamic' (papers/004 2.5.3: 0.9 rising to 0.99 over 100 episodes) or a fixed number in [0, 1].")] = "dynamic",
-    opponents: Annotated[str, typer.Option(help="Curriculum: comma-separated agent specs or 'self' (the learner's own weights), played in equal consecutive blocks of episodes.")] = "random,self",
+    opponents: Annotated[str, typer.Option(help="Curriculum: comma-separated agent specs or 'self' (the learner's own weights), played in equal consecutive blocks of episodes.")] = "random,greedy,self",
     alpha: Annotated[float, typer.Option(help="Learning rate at episode 0, in (0, 1] (decays as (1 + t)^-0.25).")] = 0.01,
     epsilon: Annotated[float, typer.Option(help="Exploration rate at episode 0, in [0, 1].")] = 0.3,
     checkpoint_every: Annotated[int, typer.Option(help="Episodes between checkpoints (>= 1).")] = 10,

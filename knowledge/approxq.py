@@ -73,8 +73,21 @@ from knowledge.layout_kernels import LAYOUT_WEIGHTS, layout_scores
 from knowledge.pruning_kernels import path_levels
 from knowledge.registry import NAMES_FILE, register
 
-__all__ = ["FEATURE_NAMES", "N_FEATURES", "LAYOUT", "BATTLE", "DEFAULT_WEIGHTS", "WeightsError", "ApproxQAgent",
-           "layout_features", "battle_features", "state_features", "load_weights", "save_weights", "initial_weights"]
+__all__ = [
+    "BATTLE",
+    "DEFAULT_WEIGHTS",
+    "FEATURE_NAMES",
+    "LAYOUT",
+    "N_FEATURES",
+    "ApproxQAgent",
+    "WeightsError",
+    "battle_features",
+    "initial_weights",
+    "layout_features",
+    "load_weights",
+    "save_weights",
+    "state_features",
+]
 
 LAYOUT_NAMES = ("layout_bias", "layout_prior", "layout_dalians", "layout_gates", "layout_squares", "layout_knowledge")
 BATTLE_NAMES = ("battle_bias", "own_stones", "opp_stones", "taken", "level_dalian", "level_square",
@@ -180,7 +193,7 @@ def battle_features(board, side, n_own, n_opp, rules, pts, off, nsq, jump, m, ou
             out[i, _B + 3 + lv] = 1.0
         wins = opp < loss_below
         if not wins:
-            movable, best, breadth, _, qm, qp, qo, qn, qj = _reply(b, square_targets(b, 2 - side), 1 - side, opp,
+            movable, best, breadth, _, _, qp, qo, qn, qj = _reply(b, square_targets(b, 2 - side), 1 - side, opp,
                                                                     n_own, rules, qp, qo, qn, qj, mark, True)
             if not movable:
                 wins = True
@@ -191,7 +204,7 @@ def battle_features(board, side, n_own, n_opp, rules, pts, off, nsq, jump, m, ou
                     out[i, _B + 19] = 1.0
         if wins:
             out[i, _B + 18] = 1.0
-        _, ours, _, _, qm, qp, qo, qn, qj = _reply(b, square_targets(b, side + 1), side, n_own, opp, rules,
+        _, ours, _, _, _, qp, qo, qn, qj = _reply(b, square_targets(b, side + 1), side, n_own, opp, rules,
                                                    qp, qo, qn, qj, mark, False)
         out[i, _B + 9] = min(ours, 4) / 4.0
         cell_sums(b, sums)

@@ -42,8 +42,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -51,8 +52,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from core.board import DRAW
 from core.rules import Ruleset
 from core.state import GameState
-from knowledge.approxq import (FEATURE_NAMES, N_FEATURES, action_move, initial_weights, save_weights,
-                               state_features)
+from knowledge.approxq import FEATURE_NAMES, N_FEATURES, action_move, initial_weights, save_weights, state_features
 from train.jobs.rundir import TrainError, atomic_write_json, lock_dir
 from train.learning.config import TRAIN_RULESET
 
@@ -72,7 +72,7 @@ class ApproxQConfig(BaseModel):
     episodes: int = Field(ge=1, le=EPISODES_MAX, description="episodes of the run")
     seed: int = Field(0, ge=0, le=2**32 - 1, description="base seed; episode t uses SeedSequence([seed, t])")
     gamma: Literal["dynamic"] | float = Field("dynamic", description="'dynamic' (module docstring) or a fixed discount in [0, 1]")
-    opponents: tuple[str, ...] = Field(("random", SELF), min_length=1, max_length=16,
+    opponents: tuple[str, ...] = Field(("random", "greedy", SELF), min_length=1, max_length=16,
                                        description="curriculum: agent specs or 'self', equal consecutive blocks")
     alpha: float = Field(0.01, gt=0, le=1, description="eta_0, the learning rate at episode 0")
     l2: float = Field(1e-4, ge=0, le=1, description="L2 weight decay")
@@ -123,6 +123,7 @@ def make_config(**fields: Any) -> ApproxQConfig:
         field = ".".join(str(x) for x in err["loc"]) or "config"
         msg = str(err.get("ctx", {}).get("error", err["msg"]))
         raise ValueError(f"{field}: {msg}") from None
+    import catalog  # noqa: F401  every registered agent, the search agents too
     from knowledge.agents import validate_agent_spec
     from knowledge.registry import SpecError
 
@@ -133,7 +134,7 @@ def make_config(**fields: Any) -> ApproxQConfig:
             except (SpecError, KeyError) as exc:
                 raise ValueError(f"opponents: {exc.args[0] if exc.args else exc}") from None
     try:
-        config.ruleset
+        _ = config.ruleset
     except ValueError as exc:
         raise ValueError(f"rules: {exc}") from None
     return config
