@@ -161,7 +161,9 @@ CASES = [
     ("E", ["train-approxq", "--out", "{d}/aq", "--seed", "-1"], "--seed"),
     ("E", ["train-approxq", "--out", "{d}/aq", "-r", "loss_below=x"], "error: --rule: "),
     ("E", ["train-approxq", "--out", "{d}/aq", "--resume"], "error: --resume: "),
-    ("J", ["arena", "approxq:weights={d}/config.json", "random"], "approxq weights {d}/config.json: "),
+    ("J", ["arena", "approxq:weights={d}/config.json", "random"], "{d}/config.json: not utf-8 text"),
+    ("J", ["arena", "approxq:weights={d}/recs/game.json", "random"], "approxq weights {d}/recs/game.json: field 'format'"),
+    ("J", ["arena", "approxq:weights={d}/missing.json", "random"], "missing.json"),
     # issue 62 remnants: pretraining records are checked before the pretraining games are played
     ("V", ["selfplay", "--from-scratch", "--set", 'pretrain.records=["/nope"]', "--run-dir", "{d}/sp"],
      "error: --set pretrain.records: /nope: no such file or directory"),
