@@ -1,4 +1,5 @@
-"""Commands of training: ``selfplay``, ``pretrain``, ``gen-records``, ``report``, ``diagnose``, ``export-net``."""
+"""Commands of training: ``selfplay``, ``pretrain``, ``gen-records``, ``report``, ``diagnose``, ``export-net``,
+``train-approxq``."""
 
 from __future__ import annotations
 
@@ -415,3 +416,60 @@ def export_net(
         target = out / f"{config.kind}.safetensors"
         save(model, config, target, extra={**extra, "exported_from": path.name}, half=half)
         typer.echo(f"{path} -> {target} ({target.stat().st_size / 1e6:.2f} MB)")
+
+
+@app.command("train-approxq")
+@train_errors
+def train_approxq(
+    out: Annotated[Path, typer.Option(help="Run directory (created; an existing run with the same settings is resumed).")],
+    episodes: Annotated[int, typer.Option(help="Episodes of the run (1..100000).")] = 300,
+    seed: Annotated[int, typer.Option(min=0, max=MAX_SEED, help="Base seed; episode t draws from (seed, t).")] = 0,
+    gamma: Annotated[str, typer.Option(help="Discount: 'dynamic' (papers/004 2.5.3: 0.9 rising to 0.99 over 100 episodes) or a fixed number in [0, 1].")] = "dynamic",
+    opponents: Annotated[str, typer.Option(help="Curriculum: comma-separated agent specs or 'self' (the learner's own weights), played in equal consecutive blocks of episodes.")] = "random,greedy,self",
+    alpha: Annotated[float, typer.Option(help="Learning rate at episode 0, in (0, 1] (decays as (1 + t)^-0.25).")] = 0.01,
+    epsilon: Annotated[float, typer.Option(help="Exploration rate at episode 0, in [0, 1].")] = 0.3,
+    checkpoint_every: Annotated[int, typer.Option(help="Episodes between checkpoints (>= 1).")] = 10,
+    resume: Annotated[bool, typer.Option("--resume", help="Require an existing run in --out and continue it.")] = False,
+    rule: RuleOption = None,
+):
+    """Approximate Q-learning of the approxq agent's linear weights (papers/004 section 2.5), resumable;
+    writes OUT/weights.json (use it with approxq:weights=OUT/weights.json)."""
+    from train.learning.approxq import make_config, train, win_rate
+    from train.learning.config import TRAIN_RULESET
+
+    specs = tuple(s.strip() for s in opponents.split(","))
+    if not all(specs):
+        fail(f"--opponents: expected comma-separated agent specs or 'self', got {opponents!r}")
+    from core.errors import JiuError
+    from core.options import parse_key_values
+    from core.rules import Ruleset
+
+    try:  # the training ruleset, with the --rule options over it
+        ruleset = Ruleset.parse(TRAIN_RULESET.model_dump(),
+                                **parse_key_values(rule or [], lambda reason: JiuError(f"--rule: {reason}")))
+    except JiuError as exc:
+        fail(f"--rule: {exc}" if not str(exc).startswith("--rule") else str(exc))
+    fields = {"episodes": episodes, "seed": seed, "gamma": gamma, "opponents": specs, "alpha": alpha,
+              "epsilon": epsilon, "checkpoint_every": checkpoint_every,
+              "rules": tuple(f"{k}={v}" for k, v in ruleset.model_dump().items())}
+    try:
+        config = make_config(**fields)
+    except ValueError as exc:
+        fail(f"--{str(exc).replace('_', '-')}")
+    if resume and not (out / "state.json").exists():
+        fail(f"--resume: {out} holds no approxq run (no state.json)")
+    if not resume and (out / "state.json").exists():
+        typer.echo(f"resuming the run in {out}", err=True)
+    every = max(1, config.checkpoint_every)
+
+    def progress(row):
+        if row["done"] % every == 0 or row["done"] == row["total"]:
+            typer.echo(f"episode {row['done']}/{row['total']}: opponent {row['opponent']}, score (last 20) "
+                       f"{win_rate(rows_seen + [row]):.2f}, epsilon {row['epsilon']:.3f}, gamma {row['gamma']:.3f}, "
+                       f"|delta| {row['mean_abs_delta']:.3f}", err=True)
+        rows_seen.append(row)
+
+    rows_seen: list = []
+    state = train(out, config, progress)
+    typer.echo(f"{state['episode']} episodes in {out} ({state['seconds']:.1f} s); score of the last 20: "
+               f"{win_rate(state['rows']):.2f}; wrote {out / 'weights.json'}")

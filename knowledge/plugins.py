@@ -2,7 +2,7 @@
 ``catalog``, which adds the search agents) before resolving spec strings.
 
 Importing it imports the modules that register them: ``knowledge.agents`` (``random``, ``greedy``,
-``minimax``, ``expert``, ``rollout``; ``eval.rollout``), ``knowledge.evaluation`` (``eval.shape``,
+``minimax``, ``expert``, ``rollout``; ``eval.rollout``), ``knowledge.approxq`` (``approxq``), ``knowledge.evaluation`` (``eval.shape``,
 ``eval.expert``), ``knowledge.priors`` (``prior.gaussian``, ``prior.expert_layout``, ``prior.expert``),
 ``knowledge.pruning`` (``prune.expansion``, ``prune.expert``, ``prune.capture``, ``prune.threat``) and
 ``knowledge.rewards`` (``reward.first_square``, ``reward.outcome``, ``reward.shape``). :data:`REGISTRY`
@@ -17,6 +17,7 @@ imports this one: the knowledge package has no import circle. Layers above ``kno
 from __future__ import annotations
 
 import knowledge.agents  # noqa: F401
+import knowledge.approxq  # noqa: F401
 import knowledge.evaluation  # noqa: F401
 import knowledge.priors  # noqa: F401
 import knowledge.pruning  # noqa: F401
