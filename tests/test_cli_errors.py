@@ -148,6 +148,17 @@ CASES = [
     ("E", ["arena", "random", "random", "--games-in-flight", "5000", "--out", "{d}/ar"], "error: --games-in-flight: "),
     ("E", ["bench", "selfplay", "--device", "cuda:9"], "error: --device: 'cuda:9' is not available"),
     ("E", ["bench", "selfplay", "--kind", "lower"], "kind: expected upper or slm"),
+    # issue 63: population self-play
+    ("E", ["selfplay", "--set", "selfplay.opponents=league", "--run-dir", "{d}/sp"],
+     "error: --set selfplay.opponents: Input should be 'self' or 'population'"),
+    ("E", ["selfplay", "--set", "population.size=1", "--run-dir", "{d}/sp"],
+     "error: --set population.size: Input should be greater than or equal to 2"),
+    ("E", ["selfplay", "--set", "population.size=100", "--run-dir", "{d}/sp"], "error: --set population.size: "),
+    ("E", ["selfplay", "--set", "population.buffer=0", "--run-dir", "{d}/sp"], "error: --set population.buffer: "),
+    ("E", ["selfplay", "--set", "population.top_n=9", "--run-dir", "{d}/sp"],
+     "error: --set population.top_n: 9 is above population.size (8)"),
+    ("E", ["selfplay", "--set", "model=lower", "--set", "selfplay.opponents=population", "--run-dir", "{d}/sp"],
+     "field 'selfplay.opponents' = 'population' plays searched games"),
     # issue 62 remnants: pretraining records are checked before the pretraining games are played
     ("V", ["selfplay", "--from-scratch", "--set", 'pretrain.records=["/nope"]', "--run-dir", "{d}/sp"],
      "error: --set pretrain.records: /nope: no such file or directory"),

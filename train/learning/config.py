@@ -302,11 +302,13 @@ class PopulationConfig(_Section):
     buffer: int = Field(64, ge=1, le=100_000)
     top_n: int = Field(4, ge=1, le=POPULATION_MAX)
 
-    @model_validator(mode="after")
-    def _top(self) -> "PopulationConfig":
-        if self.top_n > self.size:
-            raise ValueError(f"top_n ({self.top_n}) is above size ({self.size}): opponents come from the members")
-        return self
+    @field_validator("top_n")
+    @classmethod
+    def _top(cls, value: int, info: ValidationInfo) -> int:
+        size = info.data.get("size")
+        if size is not None and value > size:
+            raise ValueError(f"{value} is above population.size ({size}): opponents come from the members")
+        return value
 
 
 class PretrainConfig(_Section):
