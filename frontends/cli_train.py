@@ -327,14 +327,16 @@ def report(
     run_dir: Annotated[Path, typer.Argument(help="A training run directory (python cli.py selfplay).")],
     out: Annotated[Optional[Path], typer.Option(help="Output directory (default RUN_DIR/report).")] = None,
 ):
-    """Plot losses, win rates, self-play speed and the learning curve (Elo vs games and hours) into PNG files."""
-    from train.learning.report import curve_lines, render_report
+    """Plot losses, win rates, self-play speed and the learning curve (Elo vs games and hours) into PNG files;
+    with population self-play also the RP-ELO and the Nash weights."""
+    from train.learning.report import curve_lines, population_lines, render_report
 
     written = render_report(run_dir, out)
     for path in written:
         typer.echo(str(path))
     summary = next(p for p in written if p.name == "summary.json")
-    for line in curve_lines(json.loads(summary.read_text(encoding="utf-8"))):
+    data = json.loads(summary.read_text(encoding="utf-8"))
+    for line in curve_lines(data) + population_lines(data):
         typer.echo(line)
 
 

@@ -236,6 +236,12 @@ def test_population_selfplay_end_to_end_resumes_after_a_kill(tmp_path, monkeypat
     assert pops[-1]["rp_elo_games"] == len(with_opp)  # before i0002 joined and i0000 (with them) left
     assert (pops[-1]["rp_elo"] is not None) == bool(with_opp) and a["results"] == []
 
+    from train.learning.report import collect, population_lines, render_report
+
+    assert "population.png" in [p.name for p in render_report(run, tmp_path / "report")]
+    lines = population_lines(collect(run))
+    assert len(lines) == 2 and lines[1].startswith("i0002 population: upper@i0001 ")
+
 
 @pytest.mark.integration
 def test_population_games_give_samples_of_the_learner_only(tmp_path):
