@@ -296,11 +296,16 @@ POPULATION_MAX = 64  # population.size: members kept at most (each a net file, l
 class PopulationConfig(_Section):
     """JiangJun's Populationer (papers/002 Alg. 2; ``train.learning.population``): used with
     ``selfplay.opponents = "population"``. ``size`` members kept, ``buffer`` game results kept per pair
-    of members (the payoff matrix's), opponents sampled among the ``top_n`` members by Nash weight."""
+    of members (the payoff matrix's), opponents sampled among the ``top_n`` members by Nash weight;
+    ``fixed``: a net file that is the whole population, admitting no member (the approximate best
+    response's training, ``python cli.py exploitability``)."""
 
     size: int = Field(8, ge=2, le=POPULATION_MAX)
     buffer: int = Field(64, ge=1, le=100_000)
     top_n: int = Field(4, ge=1, le=POPULATION_MAX)
+    fixed: str | None = None
+
+    _fixed = field_validator("fixed")(_spec)
 
     @field_validator("top_n")
     @classmethod
@@ -384,6 +389,9 @@ class TrainConfig(BaseModel):
         if self.selfplay.opponents == "population" and self.model not in ("slm", "upper"):
             raise ValueError(f"field 'selfplay.opponents' = 'population' plays searched games of one net against "
                              f"another: model must be slm or upper, not {self.model!r}")
+        if self.population.fixed is not None and self.selfplay.opponents != "population":
+            raise ValueError("field 'population.fixed' is the opponent of population self-play: it needs "
+                             "selfplay.opponents = 'population'")
         if self.selfplay.opponents == "population" and self.learner.mode == "concurrent":
             raise ValueError("field 'selfplay.opponents' = 'population' admits each best net to the population: "
                              "it needs learner.mode = 'alternate'")

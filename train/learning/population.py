@@ -294,14 +294,25 @@ def _best_label(pipe, kind: str) -> tuple[str, int, Path]:
     return member_label(kind, best.iteration), best.iteration, pipe.paths.root / best.checkpoint
 
 
+FIXED = "fixed"  # the label of population.fixed's net
+
+
 def prepare_selfplay(pipe, it: int, kind: str, games: list[int]) -> dict[int, dict[str, Any] | None]:
     """Before iteration ``it``'s self-play: the best net joins the population if it is not a member yet (the
     start net; a run killed between its gate and the population's save), then each of ``games`` gets its
-    opponent (:func:`plan_opponents`)."""
+    opponent (:func:`plan_opponents`). With ``population.fixed`` the population is that net alone
+    (label ``fixed``) and admits no member."""
+    from train.jobs.rundir import TrainError
+
     root = pipe.paths.root
     pop = load_population(root, kind, pipe.config)
     label, best_it, net = _best_label(pipe, kind)
-    if label not in pop.labels:
+    fixed = pipe.config.population.fixed
+    if fixed is not None and not pop.members:
+        if not Path(fixed).is_file():
+            raise TrainError(f"population.fixed: {fixed}: no such net file")
+        _join(pipe, pop, it, FIXED, -1, Path(fixed))
+    elif fixed is None and label not in pop.labels:
         _join(pipe, pop, it, label, best_it, net)
     return plan_opponents(pop, pipe.config.seed, it, games, label, root)
 
@@ -343,8 +354,149 @@ def after_selfplay(pipe, it: int, kind: str) -> None:
 
 def after_gate(pipe, it: int, kind: str, accepted: bool) -> None:
     """After iteration ``it``'s gate: an accepted candidate (the new best net) joins the population."""
-    if accepted:
+    if accepted and pipe.config.population.fixed is None:
         pop = load_population(pipe.paths.root, kind, pipe.config)
         label, best_it, net = _best_label(pipe, kind)
         if label not in pop.labels:
             _join(pipe, pop, it, label, best_it, net)
+
+
+# ============================================================================ analysis commands
+ROUND_ROBIN_FILE = "round_robin.json"
+EXPLOITABILITY_FILE = "exploitability.json"
+
+
+def lineage_players(run_dir: str | Path, source: str = "population") -> list[tuple[str, Any]]:
+    """``[(label, agent)]`` of a run: ``source = "population"`` its population's members (their net files,
+    ``selfplay.net_agent`` of the run's config), ``"curve"`` its learning-curve players (the best net of
+    each curve point, ``train.learning.curve``). Raises ``ValueError`` when the run has none."""
+    from train.learning.curve import read_points
+    from train.learning.modeldir import load_run_config
+    from train.learning.selfplay import net_agent
+
+    root = Path(run_dir)
+    cfg = load_run_config(root, device="cpu")
+    if source == "population":
+        pop = load_population(root)
+        if pop is None:
+            raise ValueError(f"{root}: no population ({POPULATION_DIR}/{STATE_FILE}); run selfplay with "
+                             "--set selfplay.opponents=population, or use the curve's players")
+        return [(m["label"], net_agent(pop.kind, root / m["net"], cfg)) for m in pop.members]
+    if source == "curve":
+        from search.agents import AgentRecipe
+
+        out: dict[str, Any] = {}
+        for p in read_points(root / "curve"):
+            out.setdefault(p["player"], AgentRecipe.from_dict(p["recipe"]) if isinstance(p.get("recipe"), dict)
+                           else p["spec"])
+        return list(out.items())
+    raise ValueError(f"source: expected population or curve, got {source!r}")
+
+
+def round_robin(players: list[tuple[str, Any]], games: int, out_dir: str | Path, workers: int = 0, seed: int = 0,
+                ruleset=None, progress: Any = True, games_in_flight: int = 1) -> dict[str, Any]:
+    """Every pair of ``players`` (``[(label, agent spec or recipe)]``, at least 2) plays a colour-balanced
+    arena match of ``games`` (even) games in ``out_dir/pairs/`` (resumable; ``out_dir`` locked); returns and
+    writes ``out_dir/round_robin.json``: ``agents``, ``pairs``, ``payoff`` (score rates), ``ratings``
+    (Bradley-Terry), ``nash`` (maximum-entropy weights of the zero-sum payoff), ``gamescape``, ``clusters``
+    (Nash clustering, papers/002 Def. 4.2: labels per cluster) and ``cluster_sizes``."""
+    from train.jobs.rundir import lock_dir
+    from train.jobs.workers import make_pool, stop_pool
+    from train.learning.config import TRAIN_RULESET
+    from train.matches.arena import new_progress, run_arena
+    from train.matches.nash import nash_clusters, zero_sum_payoff
+    from train.matches.stats import payoff_matrix
+    from train.matches.tournament import pair_dir_name, population_analysis
+
+    labels = [label for label, _ in players]
+    if len(labels) < 2 or len(set(labels)) != len(labels):
+        raise ValueError(f"players: need at least 2 distinct players, got {labels}")
+    out = Path(out_dir)
+    pool = make_pool(workers) if workers > 0 else None
+    bar = new_progress() if progress is True else progress
+    results, rows = [], []
+    try:
+        with lock_dir(out):
+            if bar:
+                bar.start()
+            for i, (la, a) in enumerate(players):
+                for lb, b in players[i + 1:]:
+                    s = run_arena(a, b, games, workers=workers, seed=seed, out_dir=out / "pairs" / pair_dir_name(la, lb),
+                                  ruleset=ruleset or TRAIN_RULESET, progress=bar or False, executor=pool,
+                                  games_in_flight=games_in_flight)
+                    results.append(PairResult(la, lb, s.wins, s.draws, s.losses))
+                    rows.append({"a": la, "b": lb, "wins": s.wins, "draws": s.draws, "losses": s.losses,
+                                 "win_rate": s.win_rate, "wilson_ci95": s.data["wilson_ci95"]})
+            payoff = payoff_matrix(results, labels)
+            clusters = nash_clusters(zero_sum_payoff(payoff))
+            data = json_safe({"format": "jiu-population-round-robin", "version": 1, "agents": labels, "games": games,
+                              "seed": seed, "pairs": rows, "payoff": payoff,
+                              "ratings": bradley_terry(results, labels).to_dict(),
+                              **{k: v for k, v in population_analysis(payoff, labels, labels, []).items()
+                                 if k != "populations"},
+                              "clusters": [[labels[i] for i in c] for c in clusters],
+                              "cluster_sizes": [len(c) for c in clusters]})
+            atomic_write_json(out / ROUND_ROBIN_FILE, data)
+    finally:
+        if bar and progress is True:
+            bar.stop()
+        if pool is not None:
+            stop_pool(pool)
+    return data
+
+
+def resolve_net(run_dir: str | Path, net: str) -> tuple[str, Path]:
+    """``(kind, path)`` of ``net``: a label ``<kind>@iNNNN`` of the run (its checkpoint), or a net file."""
+    import re
+
+    root = Path(run_dir)
+    m = re.fullmatch(r"(slm|upper)@i(\d+)", net)
+    if m:
+        path = root / "checkpoints" / f"{m.group(1)}-i{int(m.group(2)):04d}.safetensors"
+        if not path.is_file():
+            raise ValueError(f"net {net!r}: {path} does not exist")
+        return m.group(1), path
+    path = Path(net)
+    if not path.is_file():
+        raise ValueError(f"net {net!r}: neither a label kind@iNNNN of the run nor a net file")
+    from nets.io import load
+
+    return load(path)[1].kind, path
+
+
+def exploitability(run_dir: str | Path, net: str, out_dir: str | Path, games: int, iterations: int,
+                   eval_games: int, workers: int = 0, seed: int = 0, progress: Any = True) -> dict[str, Any]:
+    """The approximate exploitability of a frozen policy (papers/002 Eq. 8 with a learned best response,
+    Timbers et al. 2022): the net ``net`` of the run ``run_dir`` (:func:`resolve_net`) is frozen; a fresh
+    copy of it trains with the run's configuration for ``iterations`` iterations of ``games`` self-play
+    games against the frozen net only (``population.fixed``; no gate, no curve, in ``out_dir/br/``,
+    resumable), and then the approximate best response plays ``eval_games`` (even) colour-balanced games
+    against it (``out_dir/eval/``). Returns and writes ``out_dir/exploitability.json``: the best
+    response's ``win_rate`` (draws half) with its 95% Wilson interval, ``wins``, ``draws``, ``losses``."""
+    from train.learning.config import apply_overrides, config_to_dict, validate_config
+    from train.learning.modeldir import load_run_config
+    from train.learning.pipeline import run_pipeline
+    from train.learning.selfplay import net_agent
+    from train.matches.arena import run_arena
+
+    root, out = Path(run_dir), Path(out_dir)
+    cfg = load_run_config(root, device="cpu")
+    kind, target = resolve_net(root, net)
+    start = out / "start"
+    if not (start / f"{kind}.safetensors").exists():
+        atomic_copy(target, start / f"{kind}.safetensors")
+    br_cfg = validate_config(apply_overrides(config_to_dict(cfg), {
+        "model": kind, "iterations": iterations, "minutes": None, "workers": workers, "init_dir": str(start.resolve()),
+        "selfplay.games": games, "selfplay.opponents": "population", "population.fixed": str(target.resolve()),
+        "gate.max_games": 0, "gate.expert_games": 0, "curve.every": 0, "pretrain.enabled": False,
+        "learner.mode": "alternate", "export_dir": None}))
+    br = out / "br"
+    run_pipeline(br_cfg, br, resume=(br / "state.json").exists(), progress="lines" if progress else False)
+    s = run_arena(net_agent(kind, br / "best" / f"{kind}.safetensors", cfg), net_agent(kind, target, cfg), eval_games,
+                  workers=workers, seed=seed, out_dir=out / "eval", ruleset=cfg.ruleset, progress=progress)
+    data = json_safe({"format": "jiu-exploitability", "version": 1, "run": str(root), "net": net, "kind": kind,
+                      "target": str(target), "games": games, "iterations": iterations, "eval_games": eval_games,
+                      "wins": s.wins, "draws": s.draws, "losses": s.losses, "win_rate": s.win_rate,
+                      "wilson_ci95": s.data["wilson_ci95"]})
+    atomic_write_json(out / EXPLOITABILITY_FILE, data)
+    return data
