@@ -159,6 +159,11 @@ CASES = [
      "error: --set population.top_n: 9 is above population.size (8)"),
     ("E", ["selfplay", "--set", "model=lower", "--set", "selfplay.opponents=population", "--run-dir", "{d}/sp"],
      "field 'selfplay.opponents' = 'population' plays searched games"),
+    ("E", ["population", "{d}", "--games", "3"], "error: --games: must be even"),
+    ("E", ["population", "{d}", "--games", "0"], "--games"),
+    ("J", ["population", "{d}/nope"], "no config.json"),
+    ("E", ["exploitability", "{d}/nope", "--net", "upper@i0001", "--eval-games", "3"], "error: --eval-games: must be even"),
+    ("J", ["exploitability", "{d}/nope", "--net", "upper@i0001"], "no config.json"),
     # issue 62 remnants: pretraining records are checked before the pretraining games are played
     ("V", ["selfplay", "--from-scratch", "--set", 'pretrain.records=["/nope"]', "--run-dir", "{d}/sp"],
      "error: --set pretrain.records: /nope: no such file or directory"),

@@ -194,16 +194,25 @@ def _micro(*extra):
                         "population.size=2", "population.top_n=2", *extra)
 
 
+@pytest.fixture(scope="module")
+def whole_run(tmp_path_factory):
+    """A tiny population run of two iterations, not interrupted: ``(run directory, config)``."""
+    from train.learning.pipeline import run_pipeline
+
+    cfg = _micro("iterations=2")
+    run = tmp_path_factory.mktemp("population") / "whole"
+    run_pipeline(cfg, run, progress=False)
+    return run, cfg
+
+
 @pytest.mark.integration
-def test_population_selfplay_end_to_end_resumes_after_a_kill(tmp_path, monkeypatch):
+def test_population_selfplay_end_to_end_resumes_after_a_kill(tmp_path, monkeypatch, whole_run):
     """Two iterations with opponents from the population; a kill while the second iteration's net joins
     and a resume give the population of an uninterrupted run; records, metrics and files are there."""
     from train.jobs.rundir import read_metrics
     from train.learning.pipeline import run_pipeline
 
-    cfg = _micro("iterations=2")
-    whole = tmp_path / "whole"
-    run_pipeline(cfg, whole, progress=False)
+    whole, cfg = whole_run
 
     run = tmp_path / "killed"
     real = Population.join
@@ -264,3 +273,38 @@ def test_population_games_give_samples_of_the_learner_only(tmp_path):
     assert len(builder.build()) == searched.count(0) > 0 and searched.count(1) > 0  # White: the learner
     searched_alone = [info for info in alone.search if info is not None]
     assert len(builder_alone.build()) == len(searched_alone)
+
+
+@pytest.mark.integration
+def test_population_and_exploitability_commands(whole_run, tmp_path):
+    """``python cli.py population RUN`` plays the members' round robin and prints the payoff, the Nash
+    weights and clusters; ``exploitability`` trains a best response against a frozen member alone and
+    reports its win rate with a Wilson interval."""
+    from typer.testing import CliRunner
+
+    from cli import app
+
+    run, _ = whole_run
+    runner = CliRunner()
+    res = runner.invoke(app, ["population", str(run), "--games", "2", "--out", str(tmp_path / "rr")])
+    assert res.exit_code == 0, res.output
+    data = json.loads((tmp_path / "rr" / "round_robin.json").read_text())
+    assert data["agents"] == ["upper@i0001", "upper@i0002"] and sum(data["cluster_sizes"]) == 2
+    assert "Nash clusters (sizes" in res.output and "upper@i0001: Nash weight" in res.output
+    res = runner.invoke(app, ["exploitability", str(run), "--net", "upper@i0001", "--games", "2", "--iterations", "1",
+                              "--eval-games", "2", "--out", str(tmp_path / "ex"), "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output.strip().splitlines()[-1])
+    assert out["wins"] + out["draws"] + out["losses"] == 2 and len(out["wilson_ci95"]) == 2
+    pop = load_population(tmp_path / "ex" / "br")
+    assert pop.labels == ["fixed"] and {r["b"] for r in pop.results} <= {"fixed"} and pop.results_through == 1
+
+
+def test_round_robin_of_hand_made_players(tmp_path):
+    from core.rules import Ruleset
+    from train.learning.population import round_robin
+
+    data = round_robin([("random", "random"), ("greedy", "greedy")], 2, tmp_path, progress=False,
+                       ruleset=Ruleset(max_battle_plies=10, adjudicate="stones"))
+    assert data["agents"] == ["random", "greedy"] and sorted(sum(data["clusters"], [])) == ["greedy", "random"]
+    assert data["payoff"][0][1] + data["payoff"][1][0] == pytest.approx(1.0)
