@@ -36,6 +36,12 @@ plays everything else, so that the three nets learn independently:
   of one capture share a ``group`` (``train.learning.samples``), which the within-capture ranking loss
   (``learner.dqn_loss = "group"``) trains on.
 
+With ``selfplay.opponents = "population"`` (``train.learning.population``) a ``slm`` or ``upper`` game's
+task names an opponent: a population member's net file and its side. That side is searched by its own
+search (:class:`Opponent`: the member's evaluator, the same settings, a seed of its own) and gives no
+sample; the record's ``metadata["population"]`` holds the learner, the opponent, the learner's side
+and its score, which the Nash buffer reads.
+
 Positions with a single candidate (one legal placement, or one path left by the expansion pruner) are
 played without a search and give no sample. With playout-cap randomization (``selfplay.full_simulations``,
 KataGo) a searched position gives a sample only when its search was a full one (drawn with the move
