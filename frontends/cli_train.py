@@ -396,7 +396,7 @@ def exploitability(
     json_out: Annotated[bool, typer.Option("--json", help="Print the result as one JSON object.")] = False,
 ):
     """Approximate exploitability (papers/002): a fresh copy of a frozen net trains against it alone, then its win rate against it (95% Wilson CI)."""
-    from train.learning.population import exploitability as measure
+    from train.learning.exploitability import exploitability as measure
 
     if eval_games % 2:
         fail(f"--eval-games: must be even (colour-balanced pairs), got {eval_games}")

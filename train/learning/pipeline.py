@@ -111,6 +111,7 @@ from train.jobs.rundir import (
     write_state,
 )
 from train.jobs.signals import sigterm_as_interrupt
+from train.learning import population
 from train.learning.config import (
     RESUMABLE_FIELDS,
     ConfigError,
@@ -119,7 +120,6 @@ from train.learning.config import (
     config_to_dict,
     dump_config,
 )
-from train.learning import population
 from train.learning.modeldir import load_run_config
 from train.learning.samples import disk_totals
 

@@ -32,7 +32,8 @@ are ``RUN/population/<kind>-iNNNN.safetensors``. Events in ``metrics.jsonl``: ``
 self-play phase: members, weights, top-n distribution, RP-ELO, Nash clusters) and ``population_join``.
 
 The pipeline calls :func:`prepare_selfplay`, :func:`after_selfplay` and :func:`after_gate`.
-:func:`best_response` trains the approximate best response of the exploitability measure.
+:func:`round_robin` plays a run's population (or lineage) for ``python cli.py population``; the
+exploitability measure is ``train.learning.exploitability``.
 """
 
 from __future__ import annotations
@@ -226,7 +227,7 @@ class Population:
                           "results": self.results})
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Population":
+    def from_dict(cls, data: dict[str, Any]) -> Population:
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise ValueError(f"not a population file (format {FORMAT!r})")
         pop = cls(data["kind"], data["size"], data["buffer"], data["top_n"])
@@ -363,7 +364,6 @@ def after_gate(pipe, it: int, kind: str, accepted: bool) -> None:
 
 # ============================================================================ analysis commands
 ROUND_ROBIN_FILE = "round_robin.json"
-EXPLOITABILITY_FILE = "exploitability.json"
 
 
 def lineage_players(run_dir: str | Path, source: str = "population") -> list[tuple[str, Any]]:
@@ -442,61 +442,4 @@ def round_robin(players: list[tuple[str, Any]], games: int, out_dir: str | Path,
             bar.stop()
         if pool is not None:
             stop_pool(pool)
-    return data
-
-
-def resolve_net(run_dir: str | Path, net: str) -> tuple[str, Path]:
-    """``(kind, path)`` of ``net``: a label ``<kind>@iNNNN`` of the run (its checkpoint), or a net file."""
-    import re
-
-    root = Path(run_dir)
-    m = re.fullmatch(r"(slm|upper)@i(\d+)", net)
-    if m:
-        path = root / "checkpoints" / f"{m.group(1)}-i{int(m.group(2)):04d}.safetensors"
-        if not path.is_file():
-            raise ValueError(f"net {net!r}: {path} does not exist")
-        return m.group(1), path
-    path = Path(net)
-    if not path.is_file():
-        raise ValueError(f"net {net!r}: neither a label kind@iNNNN of the run nor a net file")
-    from nets.io import load
-
-    return load(path)[1].kind, path
-
-
-def exploitability(run_dir: str | Path, net: str, out_dir: str | Path, games: int, iterations: int,
-                   eval_games: int, workers: int = 0, seed: int = 0, progress: Any = True) -> dict[str, Any]:
-    """The approximate exploitability of a frozen policy (papers/002 Eq. 8 with a learned best response,
-    Timbers et al. 2022): the net ``net`` of the run ``run_dir`` (:func:`resolve_net`) is frozen; a fresh
-    copy of it trains with the run's configuration for ``iterations`` iterations of ``games`` self-play
-    games against the frozen net only (``population.fixed``; no gate, no curve, in ``out_dir/br/``,
-    resumable), and then the approximate best response plays ``eval_games`` (even) colour-balanced games
-    against it (``out_dir/eval/``). Returns and writes ``out_dir/exploitability.json``: the best
-    response's ``win_rate`` (draws half) with its 95% Wilson interval, ``wins``, ``draws``, ``losses``."""
-    from train.learning.config import apply_overrides, config_to_dict, validate_config
-    from train.learning.modeldir import load_run_config
-    from train.learning.pipeline import run_pipeline
-    from train.learning.selfplay import net_agent
-    from train.matches.arena import run_arena
-
-    root, out = Path(run_dir), Path(out_dir)
-    cfg = load_run_config(root, device="cpu")
-    kind, target = resolve_net(root, net)
-    start = out / "start"
-    if not (start / f"{kind}.safetensors").exists():
-        atomic_copy(target, start / f"{kind}.safetensors")
-    br_cfg = validate_config(apply_overrides(config_to_dict(cfg), {
-        "model": kind, "iterations": iterations, "minutes": None, "workers": workers, "init_dir": str(start.resolve()),
-        "selfplay.games": games, "selfplay.opponents": "population", "population.fixed": str(target.resolve()),
-        "gate.max_games": 0, "gate.expert_games": 0, "curve.every": 0, "pretrain.enabled": False,
-        "learner.mode": "alternate", "export_dir": None}))
-    br = out / "br"
-    run_pipeline(br_cfg, br, resume=(br / "state.json").exists(), progress="lines" if progress else False)
-    s = run_arena(net_agent(kind, br / "best" / f"{kind}.safetensors", cfg), net_agent(kind, target, cfg), eval_games,
-                  workers=workers, seed=seed, out_dir=out / "eval", ruleset=cfg.ruleset, progress=progress)
-    data = json_safe({"format": "jiu-exploitability", "version": 1, "run": str(root), "net": net, "kind": kind,
-                      "target": str(target), "games": games, "iterations": iterations, "eval_games": eval_games,
-                      "wins": s.wins, "draws": s.draws, "losses": s.losses, "win_rate": s.win_rate,
-                      "wilson_ci95": s.data["wilson_ci95"]})
-    atomic_write_json(out / EXPLOITABILITY_FILE, data)
     return data
