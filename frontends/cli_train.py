@@ -1,5 +1,5 @@
-"""Commands of training: ``selfplay``, ``pretrain``, ``gen-records``, ``report``, ``diagnose``, ``export-net``,
-``train-approxq``."""
+"""Commands of training: ``selfplay``, ``pretrain``, ``gen-records``, ``report``, ``population``,
+``exploitability``, ``diagnose``, ``export-net``, ``train-approxq``."""
 
 from __future__ import annotations
 
@@ -328,15 +328,87 @@ def report(
     run_dir: Annotated[Path, typer.Argument(help="A training run directory (python cli.py selfplay).")],
     out: Annotated[Optional[Path], typer.Option(help="Output directory (default RUN_DIR/report).")] = None,
 ):
-    """Plot losses, win rates, self-play speed and the learning curve (Elo vs games and hours) into PNG files."""
-    from train.learning.report import curve_lines, render_report
+    """Plot losses, win rates, self-play speed and the learning curve (Elo vs games and hours) into PNG files;
+    with population self-play also the RP-ELO and the Nash weights."""
+    from train.learning.report import curve_lines, population_lines, render_report
 
     written = render_report(run_dir, out)
     for path in written:
         typer.echo(str(path))
     summary = next(p for p in written if p.name == "summary.json")
-    for line in curve_lines(json.loads(summary.read_text(encoding="utf-8"))):
+    data = json.loads(summary.read_text(encoding="utf-8"))
+    for line in curve_lines(data) + population_lines(data):
         typer.echo(line)
+
+
+@app.command()
+@train_errors
+def population(
+    run_dir: Annotated[Path, typer.Argument(help="A training run directory (python cli.py selfplay).")],
+    source: Annotated[str, typer.Option(help="The players: population (the run's population members, "
+                                        "selfplay.opponents = population) or curve (the learning curve's best nets: the lineage).")] = "population",
+    games: Annotated[int, typer.Option("--games", "-n", min=2, max=100_000, help="Games per pair (even, colour-balanced).")] = 2,
+    workers: Annotated[int, typer.Option(min=0, max=MAX_WORKERS, help="Worker processes (0: in this process).")] = 0,
+    games_in_flight: Annotated[int, typer.Option("--games-in-flight", min=1, max=4096, help="Games each worker plays at once on the batched engine.")] = 16,
+    seed: Annotated[int, typer.Option(min=0, max=MAX_SEED, help="Base seed of the matches.")] = 0,
+    out: Annotated[Optional[Path], typer.Option(help="Output directory (default RUN_DIR/population/round-robin-SOURCE; resumable).")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the result as one JSON object.")] = False,
+):
+    """Round robin of a run's population (or curve) nets: payoff matrix, Elo, maximum-entropy Nash weights and Nash clustering (papers/002)."""
+    from train.learning.modeldir import load_run_config
+    from train.learning.population import lineage_players, round_robin
+
+    if games % 2:
+        fail(f"--games: must be even (colour-balanced pairs), got {games}")
+    players = lineage_players(run_dir, source)
+    if len(players) < 2:
+        fail(f"--source {source}: {run_dir} has {len(players)} player(s); a round robin needs 2")
+    cfg = load_run_config(run_dir, device="cpu")
+    data = round_robin(players, games, out or run_dir / "population" / f"round-robin-{source}", workers=workers,
+                       seed=seed, ruleset=cfg.ruleset, progress=not json_out, games_in_flight=games_in_flight)
+    if json_out:
+        typer.echo(json.dumps(data))
+        return
+    agents = data["agents"]
+    typer.echo("payoff (row's score rate against column):")
+    typer.echo("  ".join([" " * 12, *(f"{a[-5:]:>6}" for a in agents)]))
+    for a, row in zip(agents, data["payoff"]):
+        typer.echo("  ".join([f"{a:>12}", *("     -" if x is None else f"{x:6.2f}" for x in row)]))
+    elo = {r["agent"]: r for r in data["ratings"]["ratings"]}
+    for a in agents:
+        typer.echo(f"{a}: Nash weight {data['nash']['weights'][a]:.3f}, Elo {elo[a]['elo']:+.0f} "
+                   f"[{elo[a]['ci95'][0]:+.0f}, {elo[a]['ci95'][1]:+.0f}]")
+    typer.echo(f"Nash clusters (sizes {data['cluster_sizes']}): " + " > ".join("{" + ", ".join(c) + "}"
+                                                                               for c in data["clusters"]))
+
+
+@app.command()
+@train_errors
+def exploitability(
+    run_dir: Annotated[Path, typer.Argument(help="A training run directory (python cli.py selfplay).")],
+    net: Annotated[str, typer.Option(help="The frozen policy: a label KIND@iNNNN of the run (its checkpoint) or a net file.")],
+    games: Annotated[int, typer.Option(min=1, max=100_000, help="Self-play games per iteration of the best response.")] = 16,
+    iterations: Annotated[int, typer.Option(min=1, max=100_000, help="Iterations of the best response's training.")] = 4,
+    eval_games: Annotated[int, typer.Option("--eval-games", min=2, max=100_000, help="Games of the best response against the frozen policy (even).")] = 20,
+    workers: Annotated[int, typer.Option(min=0, max=MAX_WORKERS, help="Worker processes (0: in this process).")] = 0,
+    seed: Annotated[int, typer.Option(min=0, max=MAX_SEED, help="Base seed of the evaluation match.")] = 0,
+    out: Annotated[Optional[Path], typer.Option(help="Output directory (default RUN_DIR/exploitability/NET; resumable).")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the result as one JSON object.")] = False,
+):
+    """Approximate exploitability (papers/002): a fresh copy of a frozen net trains against it alone, then its win rate against it (95% Wilson CI)."""
+    from train.learning.exploitability import exploitability as measure
+
+    if eval_games % 2:
+        fail(f"--eval-games: must be even (colour-balanced pairs), got {eval_games}")
+    target = out or run_dir / "exploitability" / net.replace("@", "-").replace("/", "_")
+    data = measure(run_dir, net, target, games, iterations, eval_games, workers=workers, seed=seed,
+                   progress=not json_out)
+    if json_out:
+        typer.echo(json.dumps(data))
+        return
+    lo, hi = data["wilson_ci95"]
+    typer.echo(f"best response to {net} ({iterations} iterations x {games} games): +{data['wins']} ={data['draws']} "
+               f"-{data['losses']}, win rate {data['win_rate']:.3f} [{lo:.3f}, {hi:.3f}] (95% Wilson) in {target}")
 
 
 @app.command()

@@ -131,6 +131,7 @@ class SelfPlayConfig(_Section):
     value_drift_ends: DriftEnds = "result"
     teacher: str | None = None
     teacher_mix: float = Field(0.5, ge=0, le=1)
+    opponents: Literal["self", "population"] = "self"
 
     _specs = field_validator("reward", "teacher", "lower_eval")(_spec)
     _agents = field_validator("aux_agent")(_agent_spec)
@@ -289,6 +290,32 @@ class CurveConfig(_Section):
         return self
 
 
+POPULATION_MAX = 64  # population.size: members kept at most (each a net file, loaded by every self-play batch)
+
+
+class PopulationConfig(_Section):
+    """JiangJun's Populationer (papers/002 Alg. 2; ``train.learning.population``): used with
+    ``selfplay.opponents = "population"``. ``size`` members kept, ``buffer`` game results kept per pair
+    of members (the payoff matrix's), opponents sampled among the ``top_n`` members by Nash weight;
+    ``fixed``: a net file that is the whole population, admitting no member (the approximate best
+    response's training, ``python cli.py exploitability``)."""
+
+    size: int = Field(8, ge=2, le=POPULATION_MAX)
+    buffer: int = Field(64, ge=1, le=100_000)
+    top_n: int = Field(4, ge=1, le=POPULATION_MAX)
+    fixed: str | None = None
+
+    _fixed = field_validator("fixed")(_spec)
+
+    @field_validator("top_n")
+    @classmethod
+    def _top(cls, value: int, info: ValidationInfo) -> int:
+        size = info.data.get("size")
+        if size is not None and value > size:
+            raise ValueError(f"{value} is above population.size ({size}): opponents come from the members")
+        return value
+
+
 class PretrainConfig(_Section):
     enabled: bool = True
     games: int = Field(8, ge=0)
@@ -322,6 +349,7 @@ class TrainConfig(BaseModel):
     gate: GateConfig = GateConfig()
     curve: CurveConfig = CurveConfig()
     pretrain: PretrainConfig = PretrainConfig()
+    population: PopulationConfig = PopulationConfig()
     export_dir: str | None = None
     init_dir: str | None = None
 
@@ -358,6 +386,15 @@ class TrainConfig(BaseModel):
                              "selfplay.lower_eval (every candidate set a sample)")
         for kind in KINDS if self.model == "cycle" else (self.model,):
             check_trainable(kind, self.learner.trainable)
+        if self.selfplay.opponents == "population" and self.model not in ("slm", "upper"):
+            raise ValueError(f"field 'selfplay.opponents' = 'population' plays searched games of one net against "
+                             f"another: model must be slm or upper, not {self.model!r}")
+        if self.population.fixed is not None and self.selfplay.opponents != "population":
+            raise ValueError("field 'population.fixed' is the opponent of population self-play: it needs "
+                             "selfplay.opponents = 'population'")
+        if self.selfplay.opponents == "population" and self.learner.mode == "concurrent":
+            raise ValueError("field 'selfplay.opponents' = 'population' admits each best net to the population: "
+                             "it needs learner.mode = 'alternate'")
         if self.learner.mode == "concurrent" and self.gate.max_games > 0:
             raise ValueError("field 'learner.mode' = 'concurrent' plays every net the learner publishes, ungated: "
                              "set gate.max_games = 0 (or learner.mode = 'alternate')")

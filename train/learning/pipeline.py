@@ -20,7 +20,8 @@ phase:
    ``RUN/shards/<kind>/iNNNN-gNNNN.npz`` and then its record ``RUN/records/iNNNN/gNNNN.json``; games whose
    record exists are not played again (game seeds depend only on (seed, iteration, game index)). With
    ``learner.mode = "concurrent"`` a learner process trains and publishes nets meanwhile
-   (``train.learning.concurrent``).
+   (``train.learning.concurrent``). With ``selfplay.opponents = "population"``
+   one side of each game is a population member's net (``train.learning.population``).
 3. ``train``: the learner continues the kind's latest checkpoint (weights and optimiser; concurrent mode:
    the learner process's of this iteration, if any) for
    ``learner.steps`` steps on the newest ``replay.window`` samples of ``RUN/shards/<kind>/`` with random
@@ -72,6 +73,8 @@ Run directory (every file written atomically: temporary file + ``os.replace``)::
     eval/iNNNN-<kind>/ arena run directories (best/: the SPRT gate, expert/: candidate vs expert)
     curve/iNNNN/       the learning-curve matches (one arena directory per opponent) and results.json
     pretrain/records/  the generated starter corpus
+    population/        selfplay.opponents = "population": population.json and the members' nets
+                       (``train.learning.population``: opponents, Nash buffer, RP-ELO; events population*)
 
 Display (``train.jobs.dashboard``): a rich ``Live`` panel (phase, games done, plies/s, simulations/s,
 positions/s, losses, last gate, Elo) when stdout and stderr are terminals; otherwise a plain line per phase and at
@@ -108,6 +111,7 @@ from train.jobs.rundir import (
     write_state,
 )
 from train.jobs.signals import sigterm_as_interrupt
+from train.learning import population
 from train.learning.config import (
     RESUMABLE_FIELDS,
     ConfigError,
@@ -301,7 +305,8 @@ class Pipeline:
         done_before = total - len(todo)
         base = {"run_dir": str(self.paths.root), "config": config_to_dict(cfg), "kind": kind, "iteration": it,
                 "net": str(self.paths.best(kind))}
-        batches = plan_batches([{**base, "index": g} for g in todo], cfg)
+        opp = population.prepare_selfplay(self, it, kind, todo) if cfg.selfplay.opponents == "population" else {}
+        batches = plan_batches([{**base, "index": g, "opponent": opp.get(g)} for g in todo], cfg)
         stats = {"games": 0, "plies": 0, "simulations": 0, "samples": 0, "searched": 0}
         t0 = time.time()
         task_id = self.dash.task(f"self-play i{it} ({kind})", total, done_before) if self.dash else None
@@ -348,7 +353,10 @@ class Pipeline:
                      workers=cfg.workers, **stats, **rates)
             if self.tb:
                 self.tb.scalars(it, **{f"selfplay/{k}": v for k, v in rates.items()})
-        return complete and all(self.paths.record(it, g).exists() for g in range(total))
+        complete = complete and all(self.paths.record(it, g).exists() for g in range(total))
+        if complete and cfg.selfplay.opponents == "population":
+            population.after_selfplay(self, it, kind)
+        return complete
 
     def phase_train(self, it: int, kind: str) -> None:
         import torch
@@ -479,6 +487,8 @@ class Pipeline:
             atomic_copy(cand, best)
             self.state.best = {**self.state.best, kind: BestNet(iteration=it, checkpoint=self.paths.rel(cand))}
             self._export(kind)
+        if cfg.selfplay.opponents == "population":
+            population.after_gate(self, it, kind, accepted)
         best_it = self.state.best[kind].iteration
         self.state.last_eval = {"iteration": it, "kind": kind, "accepted": accepted, "gate": gate,
                                 "vs_expert": _brief(expert_data)}

@@ -17,6 +17,9 @@ Reads ``RUN/metrics.jsonl`` (``train.learning.pipeline``) and writes PNGs with m
   run, with the anchors' Elo (the expert's among them) as horizontal lines; one line per net kind, and
   its weighted least-squares trend (``train.learning.curve.curve_rate``: Elo per game, Elo per hour);
 
+- ``population.png`` (runs with ``selfplay.opponents = "population"``, ``train.learning.population``): the
+  learner's RP-ELO with its 95% interval and the members' Nash weights, per iteration;
+
 and ``summary.json`` (one row per iteration: kind, losses, win rates, acceptance, speeds; ``curve``: the
 joint fit, with ``curve.rate.hours`` / ``curve.rate.games``: the trend per kind). Events logged
 twice (a phase repeated after a kill) count once: the last one wins.
@@ -78,7 +81,25 @@ def collect(run_dir: str | os.PathLike) -> dict[str, Any]:
         pass
     curve = fit_curve(points, anchor) if points else {"anchor": anchor, "ratings": {}, "points": []}
     curve["rate"] = {"hours": curve_rate(curve["points"], "hours"), "games": curve_rate(curve["points"], "games")}
-    return {"kinds": kinds, "iterations": rows, "pretrain": pre, "events": len(events), "curve": curve}
+    pops = _last_by(events, "population", lambda e: (e.get("kind"), e.get("iteration")))
+    population = [{k: e.get(k) for k in ("iteration", "kind", "learner", "rp_elo", "rp_elo_ci95", "rp_elo_games",
+                                         "weights", "opponents", "clusters", "members")}
+                  for _, e in sorted(pops.items(), key=lambda x: (x[0][1] or 0, str(x[0][0])))]
+    return {"kinds": kinds, "iterations": rows, "pretrain": pre, "events": len(events), "curve": curve,
+            "population": population}
+
+
+def population_lines(data: dict[str, Any]) -> list[str]:
+    """The population's series as text (``python cli.py report`` prints it): per iteration the learner's
+    RP-ELO with its 95% interval and games, the Nash clusters' sizes and the members' Nash weights."""
+    lines = []
+    for p in data.get("population") or []:
+        rp = "no games against members" if p.get("rp_elo") is None else (
+            f"RP-ELO {p['rp_elo']:.0f} [{p['rp_elo_ci95'][0]:.0f}, {p['rp_elo_ci95'][1]:.0f}] ({p['rp_elo_games']} games)")
+        weights = ", ".join(f"{m} {w:.2f}" for m, w in (p.get("weights") or {}).items())
+        lines.append(f"i{p['iteration']:04d} population: {p['learner']} {rp}; Nash clusters {p.get('clusters')};"
+                     f" weights {weights}")
+    return lines
 
 
 def curve_lines(data: dict[str, Any]) -> list[str]:
@@ -239,10 +260,34 @@ def render_report(run_dir: str | os.PathLike, out_dir: str | os.PathLike | None 
     fig.suptitle("learning curve: the best net against the anchor pool (joint Bradley-Terry fit)")
     save(fig, "elo.png", integer_x=False)
 
+    if data["population"]:
+        _plot_population(plt, data["population"], save)
+
     summary = out / "summary.json"
     atomic_write_json(summary, data)
     written.append(summary)
     return written
+
+
+def _plot_population(plt, rows: list[dict[str, Any]], save) -> None:
+    """``population.png``: the learner's RP-ELO (95% interval) and the members' Nash weights per iteration."""
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4))
+    pts = [r for r in rows if r.get("rp_elo") is not None]
+    if pts:
+        xs, ys = [r["iteration"] for r in pts], [r["rp_elo"] for r in pts]
+        err = [[y - r["rp_elo_ci95"][0] for y, r in zip(ys, pts)], [r["rp_elo_ci95"][1] - y for y, r in zip(ys, pts)]]
+        a1.errorbar(xs, ys, yerr=err, fmt="o-", capsize=3, label="learner vs the members it played")
+        a1.axhline(1500, color="grey", lw=0.8, ls=":")
+    members = list(dict.fromkeys(m for r in rows for m in (r.get("weights") or {})))
+    for m in members:
+        series = [(r["iteration"], r["weights"][m]) for r in rows if m in (r.get("weights") or {})]
+        a2.plot(*zip(*series), marker=".", label=m)
+    a1.set_title("RP-ELO (1500 = the members' mean), 95% CI")
+    a2.set_title("Nash weights of the members")
+    for ax in (a1, a2):
+        ax.set_xlabel("iteration")
+        _legend_or_note(ax, "no population games yet")
+    save(fig, "population.png")
 
 
 # ============================================================================ game analysis

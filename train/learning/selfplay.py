@@ -36,6 +36,12 @@ plays everything else, so that the three nets learn independently:
   of one capture share a ``group`` (``train.learning.samples``), which the within-capture ranking loss
   (``learner.dqn_loss = "group"``) trains on.
 
+With ``selfplay.opponents = "population"`` (``train.learning.population``) a ``slm`` or ``upper`` game's
+task names an opponent: a population member's net file and its side. That side is searched by its own
+search (:class:`Opponent`: the member's evaluator, the same settings, a seed of its own) and gives no
+sample; the record's ``metadata["population"]`` holds the learner, the opponent, the learner's side
+and its score, which the Nash buffer reads.
+
 Positions with a single candidate (one legal placement, or one path left by the expansion pruner) are
 played without a search and give no sample. With playout-cap randomization (``selfplay.full_simulations``,
 KataGo) a searched position gives a sample only when its search was a full one (drawn with the move
@@ -61,7 +67,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -148,7 +154,8 @@ class _Game:
         self.search.append(info)
 
     def searched_move(self, search, rng: np.random.Generator, cfg, builder, teacher=None):
-        """Search the position, add a sample to ``builder`` and play the sampled move. ``teacher``: a
+        """Search the position, add a sample to ``builder`` (``None``: no sample, a population opponent's
+        move) and play the sampled move. ``teacher``: a
         ``battle_prior`` plugin blended into a battle sample's policy target (module docstring). With
         playout-cap randomization (``selfplay.full_simulations``) a fast search (``selfplay.search.simulations``)
         only plays; a full search, drawn with ``rng`` at ``selfplay.full_fraction``, also gives the sample.
@@ -167,7 +174,7 @@ class _Game:
         self.searched += 1
         self.simulations += int(result.simulations)
         self.search_seconds += float(result.seconds)
-        if full:
+        if full and builder is not None:
             target = (result.actions, result.target().astype(np.float64))  # visits, or the Gumbel improved policy
             if teacher is not None and state.phase != PHASE_LAYOUT and target[1].sum() > 0:
                 from nets.encoding import encode_paths
@@ -217,12 +224,24 @@ def selfplay_evaluator(cfg, slm_net=None, upper_net=None):
                         precision=cfg.selfplay.precision, device=cfg.device)
 
 
-def _searched_moves(cfg, game, rng, builder, seed: int, upper: bool, until):
+class Opponent(NamedTuple):
+    """The population member that plays one side of a game (``train.learning.population``): its
+    ``evaluator`` (a ``nets.evaluator.NetEvaluator`` of its net), its ``side`` (``WHITE``/``BLACK``) and
+    the seed of its search."""
+
+    evaluator: Any
+    side: int
+    seed: int
+
+
+def _searched_moves(cfg, game, rng, builder, seed: int, upper: bool, until, opponent: Opponent | None = None):
     """Play searched moves (``open_search``) while ``until(game.state)``; a generator of the searches' leaf
     requests, returning the side to move and the position's index in the game (plies from the start) of
-    each recorded sample."""
+    each recorded sample. With an ``opponent`` its side is searched with its own net (its own search,
+    the same settings) and gives no sample."""
     sp = cfg.selfplay
     search = open_search(cfg, seed, upper)
+    other = open_search(cfg, opponent.seed, upper, opponent.evaluator) if opponent is not None else None
     teacher = None
     if upper and sp.teacher is not None and sp.teacher_mix > 0:
         from knowledge.plugins import REGISTRY
@@ -234,12 +253,15 @@ def _searched_moves(cfg, game, rng, builder, seed: int, upper: bool, until):
         while until(game.state):
             n = len(builder)
             side, ply = game.state.side, len(game.moves)
+            if other is not None and side == opponent.side:
+                yield from game.searched_move(other, rng, cfg, None)
+                continue
             yield from game.searched_move(search, rng, cfg, builder, teacher)
             if len(builder) > n:
                 sides.append(side)
                 plies.append(ply)
     finally:
-        _close(search)
+        _close(search, other)
     return sides, plies
 
 
@@ -269,7 +291,7 @@ def _outcome_z(final: GameState, sides: list[int]) -> list[float]:
 # ``slm_game`` and ``upper_game`` are jobs of ``search.batched.drive``: generators of their searches' leaf
 # requests (and ``Offload`` calls for the auxiliary agent's moves and the reward), returning
 # ``(game, samples, info)``; ``play_slm_game`` / ``play_upper_game`` play one alone.
-def slm_game(cfg, seed: int):
+def slm_game(cfg, seed: int, opponent: Opponent | None = None):
     """One ``slm`` self-play game (module docstring), as a ``search.batched`` job."""
     from knowledge.agents import make_agent
     from knowledge.plugins import REGISTRY
@@ -280,7 +302,8 @@ def slm_game(cfg, seed: int):
     rng = np.random.default_rng(s_sample)
     game = _Game(GameState.initial(cfg.ruleset))
     builder = SampleBuilder("slm")
-    sides, _ = yield from _searched_moves(cfg, game, rng, builder, s_search, False, lambda st: st.phase == PHASE_LAYOUT)
+    sides, _ = yield from _searched_moves(cfg, game, rng, builder, s_search, False, lambda st: st.phase == PHASE_LAYOUT,
+                                          opponent)
     layout_end = game.state
     reward = REGISTRY.create(cfg.selfplay.reward, "reward")
     t0 = time.perf_counter()
@@ -301,7 +324,7 @@ def slm_game(cfg, seed: int):
     return game, builder, info
 
 
-def upper_game(cfg, seed: int):
+def upper_game(cfg, seed: int, opponent: Opponent | None = None):
     """One ``upper`` self-play game (module docstring), as a ``search.batched`` job."""
     from knowledge.agents import make_agent
     from search.batched import Offload
@@ -313,7 +336,8 @@ def upper_game(cfg, seed: int):
     agents = (make_agent(cfg.selfplay.aux_agent, seed=s_aux), make_agent(cfg.selfplay.aux_agent, seed=s_aux + 1))
     yield Offload(lambda: _play_out(game, agents, lambda st: st.phase == PHASE_LAYOUT))
     builder = SampleBuilder("upper")
-    sides, plies = yield from _searched_moves(cfg, game, rng, builder, s_search, True, lambda st: not st.is_terminal())
+    sides, plies = yield from _searched_moves(cfg, game, rng, builder, s_search, True, lambda st: not st.is_terminal(),
+                                              opponent)
     if cfg.selfplay.value_drift:
         z = yield Offload(lambda: _drift_z(cfg, game, plies))
     else:
@@ -396,8 +420,9 @@ def _lower_job(cfg, lower_net, seed: int):
     return (yield Offload(lambda: play_lower_game(cfg, lower_net, seed)))
 
 
-JOBS = {"slm": lambda cfg, net, seed: slm_game(cfg, seed), "upper": lambda cfg, net, seed: upper_game(cfg, seed),
-        "lower": _lower_job}
+JOBS = {"slm": lambda cfg, net, seed, opponent=None: slm_game(cfg, seed, opponent),
+        "upper": lambda cfg, net, seed, opponent=None: upper_game(cfg, seed, opponent),
+        "lower": lambda cfg, net, seed, opponent=None: _lower_job(cfg, net, seed)}
 
 
 # ============================================================================ the worker task
@@ -456,13 +481,25 @@ def selfplay_batch(batch: dict[str, Any]) -> list[dict[str, Any]]:
     kind = tasks[0]["kind"]
     net = load_net(tasks[0]["net"], kind)
     evaluator = selfplay_evaluator(cfg, net if kind == "slm" else None, net if kind == "upper" else None)
+    opponents: dict[str, Any] = {}  # a population member's net file -> its evaluator, one per batch
     starts: dict[int, tuple[float, str]] = {}
+
+    def opponent(t: dict[str, Any], seed: int) -> Opponent | None:
+        o = t.get("opponent")
+        if not o:
+            return None
+        if o["net"] not in opponents:
+            member = load_net(o["net"], kind)
+            opponents[o["net"]] = selfplay_evaluator(cfg, member if kind == "slm" else None,
+                                                     member if kind == "upper" else None)
+        return Opponent(opponents[o["net"]], int(o["side"]), sub_seeds(seed)[3])
 
     def jobs():
         for t in tasks:
             index = int(t["index"])
             starts[index] = (time.perf_counter(), time.strftime("%Y-%m-%dT%H:%M:%S%z"))
-            yield index, JOBS[kind](cfg, net, game_seed(cfg.seed, int(t["iteration"]), index))
+            seed = game_seed(cfg.seed, int(t["iteration"]), index)
+            yield index, JOBS[kind](cfg, net, seed, opponent(t, seed))
 
     by_index = {int(t["index"]): t for t in tasks}
     stats = DriveStats()
@@ -472,7 +509,7 @@ def selfplay_batch(batch: dict[str, Any]) -> list[dict[str, Any]]:
                                                   int(batch.get("threads", 1)), stats):
             results.append(_write_game(by_index[index], cfg, game, builder, info, *starts[index]))
     finally:
-        _close(evaluator)
+        _close(evaluator, *opponents.values())
     if results:
         results[-1]["batch"] = stats.summary()
     return results
@@ -495,13 +532,20 @@ def _write_game(task: dict[str, Any], cfg, game, builder, info: dict, t0: float,
                          "game_seed": seed, "seeds": info.pop("seeds"), "worker_pid": os.getpid(),
                          "net": str(task["net"])}}
     players = info.pop("players")
+    white = black = players
+    opp = task.get("opponent")
+    if opp:  # a population game (train.learning.population): the learner's score goes to the Nash buffer
+        side = 1 - int(opp["side"])
+        meta["population"] = {"learner": opp["learner"], "opponent": opp["label"], "learner_side": side,
+                              "learner_score": game.state.returns()[side]}
+        white, black = (f"{players} {opp['learner']}", f"{players} {opp['label']}")[::1 - 2 * side]
     meta.update(info)
     samples = builder.build({"kind": kind, "iteration": iteration, "game": index, "game_seed": seed})
     run = Path(task["run_dir"])
     write_shard(run / "shards" / kind / shard_name(iteration, index), samples)
     seconds = time.perf_counter() - t0
     meta["duration_seconds"] = round(seconds, 3)
-    record = GameRecord(ruleset=cfg.ruleset, white=players, black=players,
+    record = GameRecord(ruleset=cfg.ruleset, white=white, black=black,
                         result=outcome.winner_code, reason=outcome.reason if outcome.terminal else "unfinished",
                         start_time=_iso(started), moves=tuple(game.moves), search=tuple(game.search), metadata=meta)
     path = _record_path(task)

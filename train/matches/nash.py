@@ -20,6 +20,10 @@ diagonal) and the game symmetric.
 - :func:`relative_population_performance` — RPP (papers/002 Def. 5.1): ``v(A, B) = p^T M_AB q`` for a
   Nash equilibrium ``(p, q)`` of the zero-sum game ``M_AB`` (rows = population A, columns = B); it is
   the game value, the same for every equilibrium. ``> 0``: A beats B as populations.
+- :func:`nash_clusters` — Nash clustering (papers/002 Def. 4.2, after Czarnecki et al. 2020's layered
+  geometry): the support of the population's maximum-entropy Nash is the first cluster; remove it and
+  solve again on the rest, until no strategy is left. The sequence of cluster sizes measures
+  non-transitivity: a transitive population gives clusters of size 1, a cycle one cluster of its length.
 - :func:`gamescape` — the 2-D embedding of an antisymmetric payoff: the real Schur decomposition
   ``M = Q T Q^T`` (``scipy.linalg.schur``) has 2x2 blocks ``[[0, w], [-w, 0]]``; for the block with the
   largest ``|w|`` (columns ``k``, ``k + 1`` of ``Q``) agent ``i`` is the point
@@ -162,6 +166,33 @@ def max_entropy_nash(m: np.ndarray, tol: float = TOL) -> np.ndarray:
     if m.shape[0] != m.shape[1] or not np.allclose(m, -m.T, atol=1e-9):
         raise ValueError("payoff: a population's payoff must be square and antisymmetric (M = -M^T)")
     return solve_zero_sum(m, tol).row
+
+
+SUPPORT_TOL = 1e-6
+"""A strategy is in a Nash support when its weight exceeds this (the solver's weights outside the
+support are exact zeros; inside it they are bounded away from 0 by the entropy maximisation)."""
+
+
+def nash_clusters(m: np.ndarray, tol: float = TOL, support_tol: float = SUPPORT_TOL) -> list[list[int]]:
+    """Nash clustering (papers/002 Def. 4.2) of the antisymmetric payoff ``m`` (``float[n, n]``): a list
+    of clusters, each a sorted list of strategy indices into ``m``, strongest layer first; every index is
+    in exactly one. Cluster ``k + 1`` is the support (weights above ``support_tol``) of
+    :func:`max_entropy_nash` on ``m`` restricted to the strategies in no earlier cluster. Raises
+    ``ValueError`` as :func:`max_entropy_nash`."""
+    m = _check(m)
+    if m.shape[0] != m.shape[1] or not np.allclose(m, -m.T, atol=1e-9):
+        raise ValueError("payoff: Nash clustering needs a square antisymmetric matrix (M = -M^T)")
+    rest = list(range(m.shape[0]))
+    clusters: list[list[int]] = []
+    while rest:
+        if len(rest) == 1:
+            clusters.append(rest)
+            break
+        p = max_entropy_nash(m[np.ix_(rest, rest)], tol)
+        support = [rest[i] for i in np.flatnonzero(p > support_tol)] or [rest[int(np.argmax(p))]]
+        clusters.append(sorted(support))
+        rest = [i for i in rest if i not in support]
+    return clusters
 
 
 def relative_population_performance(m_ab: np.ndarray, tol: float = TOL) -> NashSolution:
