@@ -448,6 +448,7 @@ def train_dqn(
     blocks: Annotated[Optional[int], _opt("Residual blocks of the q net (2)")] = None,
     channels: Annotated[Optional[int], _opt("Channels of the q net (16)")] = None,
     hidden: Annotated[Optional[int], _opt("Hidden units of the q net's head (32)")] = None,
+    battle_plies: Annotated[Optional[int], _opt("Battle plies before a game is adjudicated by stones (300, the training ruleset's)")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the summary as one JSON object.")] = False,
 ):
     """Train the dqn agent's net (AlphaDou's DQN, papers/004 2.6): double DQN, prioritized replay, a two-phase curriculum; resumable.
@@ -464,7 +465,7 @@ def train_dqn(
              "beta": beta, "target_every": target_every, "train_every": train_every, "eps_start": eps_start,
              "eps_phase2": eps_phase2, "eps_end": eps_end, "next_top": next_top, "shaping": shaping,
              "victim_sets": victim_sets, "checkpoint_every": checkpoint_every, "blocks": blocks,
-             "channels": channels, "hidden": hidden}
+             "channels": channels, "hidden": hidden, "battle_plies": battle_plies}
     try:
         config = DqnConfig(**{k: v for k, v in given.items() if v is not None})
     except ValidationError as exc:

@@ -1,7 +1,8 @@
 """Training the ``dqn`` agent's net (papers/004 section 2.6 and section 3.1): ``python cli.py train-dqn``.
 
 The agent (``search.dqn.DqnAgent``, the online net) plays whole games of the training ruleset
-(:data:`train.learning.config.TRAIN_RULESET`: the battle ends after 300 plies, adjudicated by stones)
+(:data:`train.learning.config.TRAIN_RULESET`: the battle ends after 300 plies (``battle_plies``),
+adjudicated by stones)
 against an opponent, White in even episodes and Black in odd ones, and learns from its own decisions:
 
 - **Transitions.** Each decision ``s_t`` (layout or battle) gives the afterstate ``x_t`` of the chosen
@@ -94,6 +95,8 @@ class DqnConfig(BaseModel):
     blocks: int = Field(2, ge=1, le=16, description="residual blocks of the q net")
     channels: int = Field(16, ge=1, le=256, description="channels of the q net")
     hidden: int = Field(32, ge=1, le=1024, description="hidden units of the q net's head")
+    battle_plies: int = Field(TRAIN_RULESET.max_battle_plies, ge=1, le=10_000,
+                              description="battle plies before the game is adjudicated by stones")
 
     @field_validator("opponents")
     @classmethod
@@ -104,6 +107,10 @@ class DqnConfig(BaseModel):
             if spec != "self":
                 validate_agent_spec(spec)  # SpecError: one line naming the agent and the option
         return value
+
+    def ruleset(self):
+        """The episodes' rules: the training ruleset with ``battle_plies``."""
+        return TRAIN_RULESET.model_copy(update={"max_battle_plies": self.battle_plies})
 
     def phase1_episodes(self) -> int:
         return int(round(self.switch * self.episodes))
@@ -230,7 +237,7 @@ class Trainer:
         explore = np.random.default_rng(_seed(c, episode, 1))
         agent = DqnAgent(self.online, c.victim_sets, seed=_seed(c, episode, 3))
         opponent, name = self.opponent(episode)
-        state = GameState.initial(TRAIN_RULESET)
+        state = GameState.initial(c.ruleset())
         pending = None  # (packed afterstate, Phi at its decision)
         updates0, losses0 = self.updates, len(self.losses)
         while not state.is_terminal():

@@ -29,9 +29,9 @@ PRIORITY_EPS = 1e-3
 # ============================================================================ sum tree
 @kernel
 def tree_set(tree, leaves, values):
-    """Set leaf ``leaves[i]`` (0-based) of the sum tree ``tree`` (``float64[2 * capacity]``; node 1 the
-    root, node ``j``'s children ``2j`` and ``2j + 1``, leaf ``i`` at node ``capacity + i``) to
-    ``values[i]`` and update every sum above it."""
+    """Set leaf ``leaves[i]`` (0-based) of the sum tree ``tree`` (``float64[2 * width]``, ``width`` a power
+    of two so that the leaves are in order from left to right; node 1 the root, node ``j``'s children
+    ``2j`` and ``2j + 1``, leaf ``i`` at node ``width + i``) to ``values[i]`` and update every sum above it."""
     cap = tree.shape[0] // 2
     for i in range(leaves.shape[0]):
         j = cap + leaves[i]
@@ -62,27 +62,32 @@ def tree_find(tree, mass, out):
 
 
 class SumTree:
-    """A sum tree over ``capacity`` leaves (all 0 at first): :meth:`set`, :meth:`find`, :attr:`total`."""
+    """A sum tree over ``capacity`` leaves (all 0 at first): :meth:`set`, :meth:`find`, :attr:`total`.
+    The tree has ``width`` leaves, ``capacity`` rounded up to a power of two; the others stay 0."""
 
     def __init__(self, capacity: int):
         if capacity < 1:
             raise ValueError(f"sum tree capacity must be >= 1, got {capacity}")
         self.capacity = int(capacity)
-        self.tree = np.zeros(2 * self.capacity, np.float64)
+        self.width = 1 << (self.capacity - 1).bit_length()
+        self.tree = np.zeros(2 * self.width, np.float64)
 
     @property
     def total(self) -> float:
         return float(self.tree[1])
 
     def leaf(self, i) -> np.ndarray:
-        return self.tree[self.capacity + np.asarray(i, np.int64)]
+        return self.tree[self.width + np.asarray(i, np.int64)]
 
     def set(self, leaves, values) -> None:
-        """Leaves ``leaves`` (int array) get ``values`` (non-negative floats)."""
+        """Leaves ``leaves`` (ints in ``[0, capacity)``) get ``values`` (non-negative floats)."""
         values = np.asarray(values, np.float64)
+        leaves = np.asarray(leaves, np.int64)
+        if leaves.size and (leaves.min() < 0 or leaves.max() >= self.capacity):
+            raise IndexError(f"sum tree leaves must be in [0, {self.capacity})")
         if np.any(values < 0) or not np.all(np.isfinite(values)):
             raise ValueError("sum tree values must be finite and >= 0")
-        tree_set(self.tree, np.asarray(leaves, np.int64), values)
+        tree_set(self.tree, leaves, values)
 
     def find(self, mass) -> np.ndarray:
         """The leaves holding the masses ``mass`` (floats in ``[0, total)``)."""
