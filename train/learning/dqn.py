@@ -101,6 +101,7 @@ class DqnConfig(BaseModel):
     @field_validator("opponents")
     @classmethod
     def _opponents(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        import catalog  # noqa: F401  every agent registered (the net agents too)
         from knowledge.agents import validate_agent_spec
 
         for spec in value:
@@ -122,7 +123,9 @@ def config_error(exc: ValidationError) -> str:
     flag = "--" + str(err["loc"][0]).replace("_", "-") if err["loc"] else "config"
     ctx = err.get("ctx") or {}
     reason = str(ctx["error"]) if "error" in ctx else err["msg"][:1].lower() + err["msg"][1:]
-    return f"{flag}: {reason} (got {err['input']!r})" if "input" in err else f"{flag}: {reason}"
+    if "input" not in err or "error" in ctx:  # a validator's own message (an agent spec's names its value)
+        return f"{flag}: {reason}"
+    return f"{flag}: {reason} (got {err['input']!r})"
 
 
 # ============================================================================ pieces
@@ -321,6 +324,13 @@ def train(config: DqnConfig, out: str | Path, progress: Callable[[str], None] | 
     torch.set_num_threads(1)
     out = Path(out)
     say = progress or (lambda text: None)
+    from knowledge.agents import make_agent
+
+    for spec in config.opponents:  # an opponent that cannot be built (a missing weights file) fails now
+        if spec != "self":
+            close = getattr(make_agent(spec), "close", None)
+            if callable(close):
+                close()
     with lock_dir(out):
         config_file = out / "config.json"
         saved = None
