@@ -186,9 +186,9 @@ def test_square_victims_are_chosen_by_q_among_the_pruner_sets():
 
 # ============================================================================ training
 def _config(**kw) -> DqnConfig:
-    base = dict(episodes=2, seed=2, switch=0.5, battle_plies=30, opponents=("self",), warmup=40, batch=8, replay=2000,
-                train_every=4, target_every=3, checkpoint_every=1, next_top=2, victim_sets=1, blocks=1,
-                channels=4, hidden=4)
+    base = {"episodes": 2, "seed": 2, "switch": 0.5, "battle_plies": 30, "opponents": ("self",), "warmup": 40,
+            "batch": 8, "replay": 2000, "train_every": 4, "target_every": 3, "checkpoint_every": 1, "next_top": 2,
+            "victim_sets": 1, "blocks": 1, "channels": 4, "hidden": 4}
     return DqnConfig(**{**base, **kw})
 
 
@@ -233,13 +233,12 @@ def test_bad_options_name_the_field():
 
 
 def test_the_shipped_model_loads_and_plays():
+    import catalog  # noqa: F401  registers dqn
     from knowledge.agents import make_agent
     from nets.io import load
 
-    import catalog  # noqa: F401  registers dqn
-
     assert DEFAULT_MODEL.exists() and DEFAULT_MODEL.stat().st_size < 5_000_000
-    net, config, extra = load(DEFAULT_MODEL, expected_kind="q")
+    _, config, extra = load(DEFAULT_MODEL, expected_kind="q")
     assert config.kind == "q" and extra.get("trained_by") == "train-dqn"
     agent = make_agent("dqn", seed=1)
     state = GameState.initial(RULES)

@@ -47,8 +47,9 @@ import copy
 import io
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -114,7 +115,7 @@ class DqnConfig(BaseModel):
         return TRAIN_RULESET.model_copy(update={"max_battle_plies": self.battle_plies})
 
     def phase1_episodes(self) -> int:
-        return int(round(self.switch * self.episodes))
+        return round(self.switch * self.episodes)
 
 
 def config_error(exc: ValidationError) -> str:
