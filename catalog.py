@@ -19,6 +19,7 @@ import importlib
 from typing import Any, Iterable
 
 import search.agents  # noqa: F401  mcts, jfa, slm, hbm, shape
+import search.dqn  # noqa: F401  dqn
 from knowledge.plugins import REGISTRY  # random, greedy, minimax, expert, rollout and the knowledge plugins
 from knowledge.registry import option_rows
 

@@ -46,6 +46,7 @@ PURE_PYTHON_MODULES = frozenset(
         "knowledge/evaluation.py", "knowledge/priors.py", "knowledge/pruning.py", "knowledge/rewards.py",
         "nets/__init__.py", "nets/io.py", "nets/losses.py", "nets/inference.py", "nets/evaluator.py",
         "nets/model.py", "search/__init__.py", "search/agents.py", "search/config.py", "search/mcts.py",
+        "search/dqn.py",
     }
 )
 

@@ -1,5 +1,5 @@
 """Commands of training: ``selfplay``, ``pretrain``, ``gen-records``, ``report``, ``population``,
-``exploitability``, ``diagnose``, ``export-net``, ``train-approxq``."""
+``exploitability``, ``diagnose``, ``export-net``, ``train-approxq``, ``train-dqn``."""
 
 from __future__ import annotations
 
@@ -545,3 +545,67 @@ def train_approxq(
     state = train(out, config, progress)
     typer.echo(f"{state['episode']} episodes in {out} ({state['seconds']:.1f} s); score of the last 20: "
                f"{win_rate(state['rows']):.2f}; wrote {out / 'weights.json'}")
+
+
+def _opt(help_text: str):
+    """A ``train-dqn`` option (``train.learning.dqn.DqnConfig`` validates it and holds the default)."""
+    return typer.Option(help=help_text + ".")
+
+
+@app.command("train-dqn")
+@train_errors
+def train_dqn(
+    out: Annotated[Path, typer.Option(help="Run directory (locked; resumed when it holds a checkpoint of a run with the same options). The net: OUT/dqn.safetensors.")],
+    episodes: Annotated[Optional[int], _opt("Episodes (games) of the run (default 400)")] = None,
+    seed: Annotated[Optional[int], _opt("Run seed (default 0)")] = None,
+    switch: Annotated[Optional[float], _opt("Fraction of the episodes in phase 1, against random (default 0.4)")] = None,
+    opponent: Annotated[Optional[list[str]], typer.Option(help="Phase 2 opponent, repeatable, played in turn: an agent spec or 'self' (a frozen copy of the net) (default: greedy and self).")] = None,
+    gamma: Annotated[Optional[float], _opt("Discount per agent decision (default 0.99)")] = None,
+    lr: Annotated[Optional[float], _opt("Adam learning rate (default 0.001)")] = None,
+    batch: Annotated[Optional[int], _opt("Transitions per update (default 32)")] = None,
+    replay: Annotated[Optional[int], _opt("Replay capacity in transitions (default 30000)")] = None,
+    warmup: Annotated[Optional[int], _opt("Transitions stored before the first update (default 1000)")] = None,
+    alpha: Annotated[Optional[float], _opt("Priority exponent (default 0.6)")] = None,
+    beta: Annotated[Optional[float], _opt("Importance-weight exponent at the start, annealed to 1 (default 0.4)")] = None,
+    target_every: Annotated[Optional[int], _opt("Updates between target-net syncs (default 250)")] = None,
+    train_every: Annotated[Optional[int], _opt("Agent decisions between updates (default 8)")] = None,
+    eps_start: Annotated[Optional[float], _opt("Epsilon at the start of phase 1 (default 0.9)")] = None,
+    eps_phase2: Annotated[Optional[float], _opt("Epsilon at the start of phase 2 (default 0.5)")] = None,
+    eps_end: Annotated[Optional[float], _opt("Epsilon at the end of each phase (default 0.02)")] = None,
+    next_top: Annotated[Optional[int], _opt("Next afterstates stored per transition for the double-DQN argmax (default 4)")] = None,
+    shaping: Annotated[Optional[float], _opt("Weight of the material shaping potential, 0 for results only (default 1.0)")] = None,
+    victim_sets: Annotated[Optional[int], _opt("Capture-pruner victim sets scored per square-forming path (default 2)")] = None,
+    checkpoint_every: Annotated[Optional[int], _opt("Episodes between checkpoints (default 10)")] = None,
+    blocks: Annotated[Optional[int], _opt("Residual blocks of the q net (default 2)")] = None,
+    channels: Annotated[Optional[int], _opt("Channels of the q net (default 16)")] = None,
+    hidden: Annotated[Optional[int], _opt("Hidden units of the q net's head (default 32)")] = None,
+    battle_plies: Annotated[Optional[int], _opt("Battle plies before a game is adjudicated by stones (default 300, the training ruleset's)")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the summary as one JSON object.")] = False,
+):
+    """Train the dqn agent's net (AlphaDou's DQN, papers/004 2.6): double DQN, prioritized replay, a two-phase curriculum; resumable.
+
+    Phase 1 plays random, phase 2 the --opponent agents in turn; one progress line per episode; a checkpoint
+    every --checkpoint-every episodes (a killed run resumes from it with the same command). Play the result
+    with dqn:model=OUT/dqn.safetensors."""
+    from pydantic import ValidationError
+
+    from train.learning.dqn import DqnConfig, config_error, train
+
+    given = {"episodes": episodes, "seed": seed, "switch": switch, "opponents": tuple(opponent) if opponent else None,
+             "gamma": gamma, "lr": lr, "batch": batch, "replay": replay, "warmup": warmup, "alpha": alpha,
+             "beta": beta, "target_every": target_every, "train_every": train_every, "eps_start": eps_start,
+             "eps_phase2": eps_phase2, "eps_end": eps_end, "next_top": next_top, "shaping": shaping,
+             "victim_sets": victim_sets, "checkpoint_every": checkpoint_every, "blocks": blocks,
+             "channels": channels, "hidden": hidden, "battle_plies": battle_plies}
+    try:
+        config = DqnConfig(**{k: v for k, v in given.items() if v is not None})
+    except ValidationError as exc:
+        fail(config_error(exc).replace("--opponents", "--opponent"))
+    summary = train(config, out, progress=None if json_out else typer.echo)
+    if json_out:
+        typer.echo(json.dumps(summary))
+    else:
+        last = summary["last50"]
+        typer.echo(f"{summary['episodes']} episodes, {summary['updates']} updates in {summary['seconds']} s; "
+                   f"last {sum(last.values())}: {last['wins']} wins, {last['draws']} draws, {last['losses']} losses; "
+                   f"net {out / 'dqn.safetensors'}")

@@ -1,7 +1,8 @@
 """The JFA nets (PyTorch) and the batched evaluator the search uses.
 
 Modules: ``nets.config`` (``NetConfig``, presets, ``ENCODING_VERSION``), ``nets.model`` (trunk, ``SLMNet``,
-``UpperNet``, ``LowerNet``, ``build``, ``count_parameters``), ``nets.losses``, ``nets.io`` (``save``/``load``:
+``UpperNet``, ``LowerNet``, ``QNet``, ``build``, ``count_parameters``), ``nets.qnet`` (the ``dqn`` agent's
+afterstates and Q values), ``nets.losses``, ``nets.io`` (``save``/``load``:
 safetensors + metadata, atomic), ``nets.inference`` (``compile_for_inference``), ``nets.evaluator`` (``Evaluation``, ``Evaluator``, ``VictimScorer``,
 ``UniformEvaluator``, ``KnowledgeEvaluator``, ``NetEvaluator``, ``NetVictimScorer``).
 

@@ -3,7 +3,9 @@
 ``NetConfig`` fields:
 
 - ``kind``: ``"slm"`` (layout policy/value, 196 actions), ``"upper"`` (battle policy/value over the
-  48,804 upper actions) or ``"lower"`` (the HBM's DQN: one Q per (state after capture, upper action)).
+  48,804 upper actions), ``"lower"`` (the HBM's DQN: one Q per (state after capture, upper action)) or
+  ``"q"`` (the ``dqn`` agent's whole-move action value, papers/004 section 2.6: one Q per afterstate,
+  ``nets.qnet``; trunk and value-style head, no policy).
 - ``blocks``: residual blocks in the trunk (each two 3x3 conv + BN + ReLU blocks, JFA Fig. 3), 1 to
   ``MAX_BLOCKS`` (64).
 - ``channels``: trunk width, 1 to ``MAX_CHANNELS`` (512).
@@ -30,7 +32,11 @@ paper      lower   20        256       256           action_embedding 64 (the pa
 tiny       slm     6         64        64            conv head; 485,830 parameters
 tiny       upper   6         64        64            conv head; 504,030 parameters
 tiny       lower   6         64        64            action_embedding 16; 1,308,613 parameters
+tiny       q       2         16        32            the ``dqn`` agent's net (``nets.qnet``); 24,549 parameters
 =========  ======  ========  ========  ============  ==================================================
+
+The ``q`` kind has the ``tiny`` preset only (it is evaluated on every legal move of a position, so it is
+small on purpose); ``preset("q", "paper")`` raises ``ValueError``.
 
 The paper gives block counts only; 256 channels is the AlphaZero width, our choice. The tiny presets
 train and run on two CPU cores (exact parameter counts and measured throughput: ``nets/__init__.py``).
@@ -49,11 +55,11 @@ from nets.features import NUM_PLANES
 
 ENCODING_VERSION = 1
 
-Kind = Literal["slm", "upper", "lower"]
+Kind = Literal["slm", "upper", "lower", "q"]
 # The arithmetic nets run in at inference (``nets.inference``; "auto": bfloat16 where the CPU has it natively).
 Precision = Literal["float32", "bfloat16", "auto"]
 PRECISIONS: tuple[str, ...] = get_args(Precision)
-KINDS: tuple[str, ...] = ("slm", "upper", "lower")
+KINDS: tuple[str, ...] = ("slm", "upper", "lower", "q")
 PRESET_NAMES: tuple[str, ...] = ("paper", "tiny")
 
 # Upper bounds of the size fields, well above the ``paper`` preset (20 blocks, 256 channels, 256
@@ -90,6 +96,8 @@ class NetConfig(BaseModel):
                 raise ValueError("a lower net needs action_embedding >= 1")
             if self.policy_head != "conv":
                 raise ValueError("a lower net has no policy head; leave policy_head at its default 'conv'")
+        elif self.kind == "q" and self.policy_head != "conv":
+            raise ValueError("a q net has no policy head; leave policy_head at its default 'conv'")
         elif self.action_embedding != 0:
             raise ValueError(f"action_embedding is for the lower net only (kind={self.kind!r} needs 0)")
         return self
@@ -105,6 +113,7 @@ _PRESETS: dict[str, dict[str, NetConfig]] = {
         "slm": NetConfig(kind="slm", blocks=6, channels=64, value_hidden=64),
         "upper": NetConfig(kind="upper", blocks=6, channels=64, value_hidden=64),
         "lower": NetConfig(kind="lower", blocks=6, channels=64, value_hidden=64, action_embedding=16),
+        "q": NetConfig(kind="q", blocks=2, channels=16, value_hidden=32),
     },
 }
 
@@ -116,6 +125,9 @@ def preset(kind: str, name: str = "tiny") -> NetConfig:
         raise ValueError(f"unknown net preset {name!r}; presets: {', '.join(PRESET_NAMES)}")
     if kind not in KINDS:
         raise ValueError(f"unknown net kind {kind!r}; kinds: {', '.join(KINDS)}")
+    if kind not in _PRESETS[name]:
+        raise ValueError(f"net preset {name!r} has no {kind!r} net; presets with one: "
+                         f"{', '.join(n for n, by_kind in _PRESETS.items() if kind in by_kind)}")
     return _PRESETS[name][kind]
 
 

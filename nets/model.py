@@ -250,11 +250,30 @@ class LowerNet(nn.Module):
         return self.q(self.merge(torch.cat((h, emb), dim=1)))
 
 
-_CLASSES = {"slm": SLMNet, "upper": UpperNet, "lower": LowerNet}
+class QNet(nn.Module):
+    """The ``dqn`` agent's action-value net (papers/004 section 2.6, as an afterstate value):
+    ``forward(planes_after) -> q (B,)`` in [-1, 1], the trunk and a value head.
+
+    ``planes_after`` ``(B, in_planes, 14, 14)``: the position after a candidate move, encoded from the
+    *mover's* view (``nets.qnet.afterstate_planes``), so one pass scores every legal move of a position."""
+
+    def __init__(self, config: NetConfig):
+        super().__init__()
+        if config.kind != "q":
+            raise ValueError(f"QNet needs a kind='q' config, got {config.kind!r}")
+        self.config = config
+        self.trunk = Trunk(config.in_planes, config.channels, config.blocks, config.tactics)
+        self.q = ValueHead(config.channels, config.value_hidden)
+
+    def forward(self, planes: torch.Tensor) -> torch.Tensor:
+        return self.q(self.trunk(planes))
+
+
+_CLASSES = {"slm": SLMNet, "upper": UpperNet, "lower": LowerNet, "q": QNet}
 
 
 def build(config: NetConfig) -> nn.Module:
-    """A freshly initialised net of ``config`` (``SLMNet``, ``UpperNet`` or ``LowerNet``)."""
+    """A freshly initialised net of ``config`` (``SLMNet``, ``UpperNet``, ``LowerNet`` or ``QNet``)."""
     return _CLASSES[config.kind](config)
 
 

@@ -183,6 +183,21 @@ CASES = [
     # issue 62 remnants: pretraining records are checked before the pretraining games are played
     ("V", ["selfplay", "--from-scratch", "--set", 'pretrain.records=["/nope"]', "--run-dir", "{d}/sp"],
      "error: --set pretrain.records: /nope: no such file or directory"),
+    # issue 63: train-dqn's options, each out of range, and the dqn agent's weights
+    *[("V", ["train-dqn", "--out", "{d}/dqn", flag, value], f"error: {flag}: ") for flag, value in (
+        ("--episodes", "0"), ("--seed", BIG), ("--switch", "1.5"), ("--gamma", "0"), ("--lr", "0"), ("--batch", "0"),
+        ("--replay", "0"), ("--warmup", "0"), ("--alpha", "2"), ("--beta", "-1"), ("--target-every", "0"),
+        ("--train-every", "0"), ("--eps-start", "1.5"), ("--eps-phase2", "-0.1"), ("--eps-end", "2"),
+        ("--next-top", "0"), ("--shaping", "-1"), ("--victim-sets", "0"), ("--checkpoint-every", "0"),
+        ("--blocks", "0"), ("--channels", "0"), ("--hidden", "0"), ("--battle-plies", "0"),
+        ("--opponent", "nosuch"), ("--opponent", "minimax:depth=0"))],
+    ("V", ["train-dqn", "--out", "{d}/dqn", "--lr", "nan"], "--lr"),
+    ("J", ["train-dqn", "--out", "{d}/dqn", "--opponent", "dqn:model={d}/nope.safetensors"],
+     "dqn weights {d}/nope.safetensors not found"),
+    ("J", ["arena", "dqn:model={d}/badconfig.safetensors", "random", "--games", "2", "--workers", "0"],
+     "badconfig.safetensors: invalid net config"),
+    ("J", ["arena", "dqn:model={d}/nope.safetensors", "random", "--games", "2", "--workers", "0"],
+     "dqn weights {d}/nope.safetensors not found"),
 ]
 
 
