@@ -56,20 +56,20 @@ from typing import Any
 import numpy as np
 from pydantic import Field
 
-from core.board import NUM_CELLS, NUM_POINTS, PHASE_LAYOUT, POINT_CELLS, STONES_PER_SIDE
+from core.board import NUM_CELLS, NUM_POINTS, PHASE_LAYOUT, STONES_PER_SIDE
 from core.errors import JiuError
 from core.inputs import read_text
 from core.jit import kernel
-from core.movegen import CELL_CODE, cell_sums, layout_points, new_path_buffers, square_targets
+from core.movegen import cell_sums, new_path_buffers, square_targets
 from core.notation import Move
 from core.play import play_path
 from core.rules import R_LOSS_BELOW
-from core.shapes import layout_shape_counts, shape_counts_from
+from core.shapes import shape_counts_from
 from core.state import GameState
 from knowledge.agents import AgentOptions
 from knowledge.expert_kernels import _reply, threat_victims_after
 from knowledge.formation import GaussianPrior
-from knowledge.layout_kernels import LAYOUT_WEIGHTS, layout_scores
+from knowledge.layout_kernels import LAYOUT_WEIGHTS, layout_scores, placement_shape_counts
 from knowledge.pruning_kernels import path_levels
 from knowledge.registry import NAMES_FILE, register
 
@@ -121,34 +121,18 @@ def layout_features(board, side, n_stones, prior, out):
     ``float64[196]``: the Gaussian prior scaled to max 1 over the legal placements; ``out``
     ``float64[>= 196, N_FEATURES]`` (its first ``n`` rows are overwritten). Returns ``(n, points
     int16[n])``: the legal placements (``core.movegen.layout_points`` order) and their rows."""
-    legal = np.empty(NUM_POINTS, np.int16)
-    n = layout_points(board, n_stones, legal)
+    n, legal, counts = placement_shape_counts(board, side, n_stones)
     know = layout_scores(board, side, LAYOUT_WEIGHTS)
-    b = board.copy()
-    sums = cell_sums(b, np.empty(NUM_CELLS, np.int16))
-    delta = CELL_CODE[side + 1] - CELL_CODE[0]
     for i in range(n):
         p = legal[i]
-        b[p] = side + 1
-        for j in range(4):
-            c = POINT_CELLS[p, j]
-            if c >= 0:
-                sums[c] += delta
-        sq, gates, dal = layout_shape_counts(b, sums, side)
-        osq, ogates, odal = layout_shape_counts(b, sums, 1 - side)
         for j in range(N_FEATURES):
             out[i, j] = 0.0
         out[i, 0] = 1.0
         out[i, 1] = prior[p]
-        out[i, 2] = (dal - odal) / 4.0
-        out[i, 3] = (gates - ogates) / 8.0
-        out[i, 4] = (sq - osq) / 8.0
+        out[i, 2] = (counts[i, 2] - counts[i, 5]) / 4.0
+        out[i, 3] = (counts[i, 1] - counts[i, 4]) / 8.0
+        out[i, 4] = (counts[i, 0] - counts[i, 3]) / 8.0
         out[i, 5] = know[p] / 10.0
-        for j in range(4):
-            c = POINT_CELLS[p, j]
-            if c >= 0:
-                sums[c] -= delta
-        b[p] = board[p]
     return n, legal[:n].copy()
 
 

@@ -153,7 +153,23 @@ def shape_layout_scores(board, side, n_stones, chain, gate, square, prior, prior
     (``knowledge.formation.greedy_layout_scores``); ``tests/test_agents.py`` checks it against a
     placement-by-placement evaluation of ``knowledge.evaluation.ShapeEvaluator``."""
     out = np.full(NUM_POINTS, -np.inf)
+    n, legal, counts = placement_shape_counts(board, side, n_stones)
+    for i in range(n):
+        mine = chain * counts[i, 2] + gate * counts[i, 1] + square * counts[i, 0]
+        theirs = chain * counts[i, 5] + gate * counts[i, 4] + square * counts[i, 3]
+        out[legal[i]] = (mine - theirs) + prior_weight * prior[legal[i]]
+    return out
+
+
+@kernel
+def placement_shape_counts(board, side, n_stones):
+    """The shapes after each legal placement of ``side`` (0 White, 1 Black) on the layout ``board``
+    (``int8[196]``, not modified) holding ``n_stones`` stones, counted incrementally (one stone placed
+    and lifted, the cell sums updated around it). Returns ``(n, legal int16[196], counts int32[196, 6])``:
+    the ``n`` legal placements (``core.movegen.layout_points`` order) and for each, ``side``'s squares,
+    gates and Dalians then the opponent's (``core.shapes.layout_shape_counts``)."""
     legal = np.empty(NUM_POINTS, np.int16)
+    counts = np.zeros((NUM_POINTS, 6), np.int32)
     n = layout_points(board, n_stones, legal)
     b = board.copy()
     sums = cell_sums(b, np.empty(NUM_CELLS, np.int16))
@@ -165,14 +181,11 @@ def shape_layout_scores(board, side, n_stones, chain, gate, square, prior, prior
             c = POINT_CELLS[p, j]
             if c >= 0:
                 sums[c] += delta
-        sq, gates, dal = layout_shape_counts(b, sums, side)
-        osq, ogates, odal = layout_shape_counts(b, sums, 1 - side)
-        mine = chain * dal + gate * gates + square * sq
-        theirs = chain * odal + gate * ogates + square * osq
-        out[p] = (mine - theirs) + prior_weight * prior[p]
+        counts[i, 0], counts[i, 1], counts[i, 2] = layout_shape_counts(b, sums, side)
+        counts[i, 3], counts[i, 4], counts[i, 5] = layout_shape_counts(b, sums, 1 - side)
         for j in range(4):
             c = POINT_CELLS[p, j]
             if c >= 0:
                 sums[c] -= delta
         b[p] = EMPTY
-    return out
+    return n, legal, counts
