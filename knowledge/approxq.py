@@ -71,7 +71,7 @@ from knowledge.expert_kernels import _reply, threat_victims_after
 from knowledge.formation import GaussianPrior
 from knowledge.layout_kernels import LAYOUT_WEIGHTS, layout_scores, placement_shape_counts
 from knowledge.pruning_kernels import path_levels
-from knowledge.registry import NAMES_FILE, register
+from knowledge.registry import MODELS_DIR, NAMES_FILE, register
 
 __all__ = [
     "BATTLE",
@@ -103,7 +103,6 @@ MAX_VICTIMS = 4  # a flight forms at most 4 squares (rule book 3.3)
 WEIGHTS_FORMAT = "jiu-approxq"
 WEIGHTS_VERSION = 1
 WEIGHTS_LIMIT = 1 << 20  # bytes: a weights file is a few hundred
-MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
 DEFAULT_WEIGHTS = MODELS_DIR / "approxq" / "weights.json"
 TIE = 1e-9
 

@@ -32,6 +32,7 @@ import math
 import types
 import typing
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -62,6 +63,9 @@ class UnknownNameError(SpecError, KeyError):
 # ``slm=``, ``upper=``, ``lower=``, ``net=``), and of one whose value is itself an agent spec (``layout=``,
 # ``battle=``). A server refuses specs from its clients that use the first (``frontends.server``); the
 # second are looked into (``knowledge.agents.file_options``).
+# The shipped models directory (models/ of the repository): the default files of agent options
+# (search.agents, knowledge.approxq, search.dqn).
+MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
 NAMES_FILE = {"names_file": True}
 AGENT_SPEC = {"agent_spec": True}
 

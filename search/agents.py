@@ -73,12 +73,11 @@ from core.state import GameState
 from knowledge.agents import (AgentOptions, PhasedAgent, make_agent,
                               validate_agent_spec)
 from knowledge.plugins import REGISTRY
-from knowledge.registry import AGENT_SPEC, NAMES_FILE, SpecError, register
+from knowledge.registry import AGENT_SPEC, MODELS_DIR, NAMES_FILE, SpecError, register
 from nets.config import Precision
 from search.config import SIMS_MAX, SearchConfig, model_search_config, plugin_spec_or_none, preset, with_defaults
 from search.mcts import Search, SearchResult
 
-MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
 
 # SLM searches (and self-play's) evaluate the first battle positions, children of the last placements,
 # without an upper net: value 0 there is by design (JFA trains the nets independently), so the
