@@ -204,7 +204,7 @@ def tournament(
     rule: RuleOption = None,
 ):
     """Round robin: an arena per pair; win rates by colour with decision latency, payoff matrix, Bradley-Terry
-    Elo with 95% CIs, maximum-entropy Nash weights and gamescape (JSON, Markdown, PNG); RPP with --versus."""
+    Elo with 95% CIs, maximum-entropy Nash weights, Nash clustering and gamescape (JSON, Markdown, PNG); RPP with --versus."""
     from rich.console import Console
 
     from train.matches.tournament import RESULT_FILE, TABLE_FILE, rich_tables, run_tournament
@@ -217,6 +217,8 @@ def tournament(
         console = Console()
         for table in rich_tables(result.data):
             console.print(table)
+        typer.echo(f"Nash clusters (sizes {result.data['cluster_sizes']}): "
+                   + " > ".join("{" + ", ".join(c) + "}" for c in result.data["clusters"]))
         typer.echo(f"wrote {out / RESULT_FILE}, {out / TABLE_FILE}, {out / 'payoff.png'} and {out / 'gamescape.png'}")
 
 

@@ -356,7 +356,8 @@ def population(
 ):
     """Round robin of a run's population (or curve) nets: payoff matrix, Elo, maximum-entropy Nash weights and Nash clustering (papers/002)."""
     from train.learning.modeldir import load_run_config
-    from train.learning.population import lineage_players, round_robin
+    from train.learning.population import lineage_players
+    from train.matches.tournament import run_tournament
 
     if games % 2:
         fail(f"--games: must be even (colour-balanced pairs), got {games}")
@@ -364,8 +365,9 @@ def population(
     if len(players) < 2:
         fail(f"--source {source}: {run_dir} has {len(players)} player(s); a round robin needs 2")
     cfg = load_run_config(run_dir, device="cpu")
-    data = round_robin(players, games, out or run_dir / "population" / f"round-robin-{source}", workers=workers,
-                       seed=seed, ruleset=cfg.ruleset, progress=not json_out, games_in_flight=games_in_flight)
+    data = run_tournament(players, games, workers=workers, seed=seed, ruleset=cfg.ruleset, progress=not json_out,
+                          out_dir=out or run_dir / "population" / f"round-robin-{source}",
+                          games_in_flight=games_in_flight).data
     if json_out:
         typer.echo(json.dumps(data))
         return

@@ -359,8 +359,12 @@ def test_tournament_round_robin_and_resume(tmp_path):
     assert all(s.played == 0 for s in again.arenas.values())
     by_agent = {r["agent"]: r["elo"] for r in again.data["ratings"]["ratings"]}
     assert by_agent == pytest.approx({a: r["elo"] for a, r in ratings.items()}, abs=1e-6)
+    assert data["clusters"][-1] == ["t-illegal"] and sum(data["cluster_sizes"]) == 3  # the weakest layer last
+    assert "Nash clustering" in md
     with pytest.raises(ArenaError, match="listed twice"):
         run_tournament(["t-first", "t-first"], 2, workers=0, out_dir=tmp_path, progress=False)
+    with pytest.raises(ArenaError, match="'x' is listed twice"):
+        run_tournament([("x", "t-first"), ("x", "t-random")], 2, workers=0, out_dir=tmp_path, progress=False)
 
 
 # ------------------------------------------------------------------------- CLI

@@ -287,7 +287,7 @@ def test_population_and_exploitability_commands(whole_run, tmp_path):
     runner = CliRunner()
     res = runner.invoke(app, ["population", str(run), "--games", "2", "--out", str(tmp_path / "rr")])
     assert res.exit_code == 0, res.output
-    data = json.loads((tmp_path / "rr" / "round_robin.json").read_text())
+    data = json.loads((tmp_path / "rr" / "tournament.json").read_text())
     assert data["agents"] == ["upper@i0001", "upper@i0002"] and sum(data["cluster_sizes"]) == 2
     assert "Nash clusters (sizes" in res.output and "upper@i0001: Nash weight" in res.output
     res = runner.invoke(app, ["exploitability", str(run), "--net", "upper@i0001", "--games", "2", "--iterations", "1",
@@ -301,9 +301,10 @@ def test_population_and_exploitability_commands(whole_run, tmp_path):
 
 def test_round_robin_of_hand_made_players(tmp_path):
     from core.rules import Ruleset
-    from train.learning.population import round_robin
+    from train.matches.tournament import run_tournament
 
-    data = round_robin([("random", "random"), ("greedy", "greedy")], 2, tmp_path, progress=False,
-                       ruleset=Ruleset(max_battle_plies=10, adjudicate="stones"))
-    assert data["agents"] == ["random", "greedy"] and sorted(a for c in data["clusters"] for a in c) == ["greedy", "random"]
+    data = run_tournament([("r", "random"), ("g", "greedy")], 2, workers=0, out_dir=tmp_path, progress=False,
+                          ruleset=Ruleset(max_battle_plies=10, adjudicate="stones"), plots=False).data
+    assert data["agents"] == ["r", "g"] and sorted(a for c in data["clusters"] for a in c) == ["g", "r"]
+    assert data["pairs"][0]["a"] == "g" and data["pairs"][0]["dir"].endswith("g__vs__r")
     assert data["payoff"][0][1] + data["payoff"][1][0] == pytest.approx(1.0)

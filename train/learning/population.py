@@ -32,8 +32,9 @@ are ``RUN/population/<kind>-iNNNN.safetensors``. Events in ``metrics.jsonl``: ``
 self-play phase: members, weights, top-n distribution, RP-ELO, Nash clusters) and ``population_join``.
 
 The pipeline calls :func:`prepare_selfplay`, :func:`after_selfplay` and :func:`after_gate`.
-:func:`round_robin` plays a run's population (or lineage) for ``python cli.py population``; the
-exploitability measure is ``train.learning.exploitability``.
+:func:`lineage_players` names a run's population (or lineage) for ``python cli.py population``, which
+plays it as a ``train.matches.tournament`` (Nash clustering included); the exploitability measure is
+``train.learning.exploitability``.
 """
 
 from __future__ import annotations
@@ -363,9 +364,6 @@ def after_gate(pipe, it: int, kind: str, accepted: bool) -> None:
 
 
 # ============================================================================ analysis commands
-ROUND_ROBIN_FILE = "round_robin.json"
-
-
 def lineage_players(run_dir: str | Path, source: str = "population") -> list[tuple[str, Any]]:
     """``[(label, agent)]`` of a run: ``source = "population"`` its population's members (their net files,
     ``selfplay.net_agent`` of the run's config), ``"curve"`` its learning-curve players (the best net of
@@ -391,55 +389,3 @@ def lineage_players(run_dir: str | Path, source: str = "population") -> list[tup
                            else p["spec"])
         return list(out.items())
     raise ValueError(f"source: expected population or curve, got {source!r}")
-
-
-def round_robin(players: list[tuple[str, Any]], games: int, out_dir: str | Path, workers: int = 0, seed: int = 0,
-                ruleset=None, progress: Any = True, games_in_flight: int = 1) -> dict[str, Any]:
-    """Every pair of ``players`` (``[(label, agent spec or recipe)]``, at least 2) plays a colour-balanced
-    arena match of ``games`` (even) games in ``out_dir/pairs/`` (resumable; ``out_dir`` locked); returns and
-    writes ``out_dir/round_robin.json``: ``agents``, ``pairs``, ``payoff`` (score rates), ``ratings``
-    (Bradley-Terry), ``nash`` (maximum-entropy weights of the zero-sum payoff), ``gamescape``, ``clusters``
-    (Nash clustering, papers/002 Def. 4.2: labels per cluster) and ``cluster_sizes``."""
-    from train.jobs.rundir import lock_dir
-    from train.jobs.workers import make_pool, stop_pool
-    from train.learning.config import TRAIN_RULESET
-    from train.matches.arena import new_progress, run_arena
-    from train.matches.nash import nash_clusters, zero_sum_payoff
-    from train.matches.stats import payoff_matrix
-    from train.matches.tournament import pair_dir_name, population_analysis
-
-    labels = [label for label, _ in players]
-    if len(labels) < 2 or len(set(labels)) != len(labels):
-        raise ValueError(f"players: need at least 2 distinct players, got {labels}")
-    out = Path(out_dir)
-    pool = make_pool(workers) if workers > 0 else None
-    bar = new_progress() if progress is True else progress
-    results, rows = [], []
-    try:
-        with lock_dir(out):
-            if bar:
-                bar.start()
-            for i, (la, a) in enumerate(players):
-                for lb, b in players[i + 1:]:
-                    s = run_arena(a, b, games, workers=workers, seed=seed, out_dir=out / "pairs" / pair_dir_name(la, lb),
-                                  ruleset=ruleset or TRAIN_RULESET, progress=bar or False, executor=pool,
-                                  games_in_flight=games_in_flight)
-                    results.append(PairResult(la, lb, s.wins, s.draws, s.losses))
-                    rows.append({"a": la, "b": lb, "wins": s.wins, "draws": s.draws, "losses": s.losses,
-                                 "win_rate": s.win_rate, "wilson_ci95": s.data["wilson_ci95"]})
-            payoff = payoff_matrix(results, labels)
-            clusters = nash_clusters(zero_sum_payoff(payoff))
-            data = json_safe({"format": "jiu-population-round-robin", "version": 1, "agents": labels, "games": games,
-                              "seed": seed, "pairs": rows, "payoff": payoff,
-                              "ratings": bradley_terry(results, labels).to_dict(),
-                              **{k: v for k, v in population_analysis(payoff, labels, labels, []).items()
-                                 if k != "populations"},
-                              "clusters": [[labels[i] for i in c] for c in clusters],
-                              "cluster_sizes": [len(c) for c in clusters]})
-            atomic_write_json(out / ROUND_ROBIN_FILE, data)
-    finally:
-        if bar and progress is True:
-            bar.stop()
-        if pool is not None:
-            stop_pool(pool)
-    return data

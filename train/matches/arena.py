@@ -553,17 +553,19 @@ def _run_locked(player_a, player_b, games, workers, seed, out: Path, ruleset, pr
 
 
 def run_matches(
-    matches: Sequence[tuple[str, str, int, str | os.PathLike]],
+    matches: Sequence[tuple[str | Any, str | Any, int, str | os.PathLike]],
     workers: int = 1,
     seed: int = 0,
     ruleset: Ruleset = DEFAULT_RULESET,
     progress: bool = True,
     imports: Sequence[str] = (),
+    games_in_flight: int = 1,
 ) -> list[ArenaSummary]:
-    """Play several arena matches ``(spec_a, spec_b, games, out_dir)`` one after the other with one
-    process pool (``workers``; ``0``: in this process) and one progress display shared by all, each
-    through :func:`run_arena` (so each is resumable in its ``out_dir``); returns their summaries in
-    order. On an error or Ctrl-C the pool is stopped at once and the exception propagates."""
+    """Play several arena matches ``(spec_a, spec_b, games, out_dir)`` (specs: strings or
+    ``search.agents.AgentRecipe``) one after the other with one process pool (``workers``; ``0``: in
+    this process) and one progress display shared by all, each through :func:`run_arena` (so each is
+    resumable in its ``out_dir``; ``games_in_flight`` as there); returns their summaries in order. On an
+    error or Ctrl-C the pool is stopped at once and the exception propagates."""
     pool = make_pool(workers, imports) if workers > 0 else None
     bar = new_progress() if progress else None
     out: list[ArenaSummary] = []
@@ -572,7 +574,8 @@ def run_matches(
             bar.start()
         for a, b, games, out_dir in matches:
             out.append(run_arena(a, b, games, workers=workers, seed=seed, out_dir=out_dir, ruleset=ruleset,
-                                 progress=bar if bar is not None else False, imports=imports, executor=pool))
+                                 progress=bar if bar is not None else False, imports=imports, executor=pool,
+                                 games_in_flight=games_in_flight))
     except BaseException:
         if pool is not None:
             stop_pool(pool)

@@ -27,6 +27,8 @@ Run directory (every file written atomically; locked for the run, ``train.jobs.r
                               "nash": {"payoff": [[2 * rate - 1 ...]], "weights": {agent: probability},
                                        "method": ...},
                               "gamescape": {"points": [[x, y], ...], "strength", "explained", "spectrum"},
+                              "clusters": [[agent, ...], ...] Nash clustering (papers/002 Def. 4.2), strongest
+                                          layer first; "cluster_sizes": [int, ...],
                               "populations": null or {"a": [...], "b": [...], "rpp", "nash_a": {agent: p},
                                                       "nash_b": {agent: q}}}
     tournament.md            the same as Markdown tables (round robin by colour with latency, ratings with
@@ -83,7 +85,7 @@ class TournamentResult:
 
 
 def run_tournament(
-    specs: Sequence[str],
+    specs: Sequence[str | tuple[str, Any]],
     games: int,
     workers: int = 1,
     seed: int = 0,
@@ -92,43 +94,51 @@ def run_tournament(
     progress: bool = True,
     imports: Sequence[str] = (),
     anchor: str | None = None,
-    versus: Sequence[str] = (),
+    versus: Sequence[str | tuple[str, Any]] = (),
     plots: bool = True,
+    games_in_flight: int = 1,
 ) -> TournamentResult:
     """Play a round robin of ``games`` games (even) per pair among ``specs`` (at least 2 distinct
-    agent spec strings) and return and save its results (module docstring).
+    players) and return and save its results (module docstring). A player is an agent spec string (its own
+    label) or ``(label, agent)`` with ``agent`` a spec string or a ``search.agents.AgentRecipe`` (a
+    run's nets: ``python cli.py population``); the results name players by label.
 
     ``workers``: processes shared by all pairs (``0`` = in this process). ``anchor``: an agent whose
     Bradley-Terry rating is held at 0 (default: the mean rating is 0). ``versus``: a second
     population; the round robin then runs over both, and the result has the RPP of ``specs`` against
     ``versus`` (module docstring). ``plots``: also write ``payoff.png`` and ``gamescape.png``. Raises
     ``ArenaError`` for a bad or repeated spec (listing the available agents), a bad game count, a
-    pair directory of another match, or a failed game (finished games stay on disk; rerun to resume)."""
+    pair directory of another match, or a failed game (finished games stay on disk; rerun to resume).
+    ``games_in_flight``: games each worker plays at once on the batched engine (``run_arena``)."""
     import catalog
 
-    population_a = list(specs)
-    population_b = list(versus)
+    agent_of = {}
+    for p in [*specs, *versus]:
+        label, agent = (p, p) if isinstance(p, str) else (str(p[0]), p[1])
+        if label in agent_of:
+            raise ArenaError(f"agents: {label!r} is listed twice")
+        agent_of[label] = agent
+    population_a = [p if isinstance(p, str) else str(p[0]) for p in specs]
+    population_b = [p if isinstance(p, str) else str(p[0]) for p in versus]
     specs = population_a + population_b
     if population_b and not population_a:
         raise ArenaError("agents: the first population is empty")
     if len(specs) < 2:
         raise ArenaError(f"agents: a tournament needs at least 2 agents, got {len(specs)}")
-    if len(set(specs)) != len(specs):
-        dup = next(s for s in specs if specs.count(s) > 1)
-        raise ArenaError(f"agents: {dup!r} is listed twice")
     if anchor is not None and anchor not in specs:
         raise ArenaError(f"anchor: {anchor!r} is not one of the agents {specs}")
     check_game_count(games)
     if workers < 0:
         raise ArenaError(f"workers: must be >= 0, got {workers}")
     catalog.import_plugins(imports)
-    for i, spec in enumerate(specs, 1):
-        check_agent_spec(spec, f"agent {i}")
+    for i, label in enumerate(specs, 1):
+        check_agent_spec(agent_of[label], f"agent {i}" if agent_of[label] == label else f"agent {i} ({label})")
     out = Path(out_dir)
     with lock_dir(out):
         pairs = [tuple(sorted(p)) for p in combinations(specs, 2)]
-        summaries = run_matches([(a, b, games, out / PAIRS_DIR / pair_dir_name(a, b)) for a, b in pairs],
-                                workers=workers, seed=seed, ruleset=ruleset, progress=progress, imports=imports)
+        summaries = run_matches([(agent_of[a], agent_of[b], games, out / PAIRS_DIR / pair_dir_name(a, b))
+                                 for a, b in pairs], workers=workers, seed=seed, ruleset=ruleset, progress=progress,
+                                imports=imports, games_in_flight=games_in_flight)
         arenas: dict[tuple[str, str], ArenaSummary] = dict(zip(pairs, summaries))
 
         results = [PairResult(a, b, s.wins, s.draws, s.losses) for (a, b), s in arenas.items()]
@@ -190,21 +200,30 @@ def agent_latency(arenas: dict[tuple[str, str], ArenaSummary], agents: Sequence[
 
 def population_analysis(payoff, agents: Sequence[str], population_a: Sequence[str],
                         population_b: Sequence[str]) -> dict[str, Any]:
-    """``{"nash", "gamescape", "populations"}`` of a tournament (module docstring) from its score-rate
-    payoff matrix (``float[n, n]``, agents' order)."""
+    """``{"nash", "gamescape", "clusters", "cluster_sizes", "populations"}`` of a tournament (module
+    docstring) from its score-rate payoff matrix (``float[n, n]``, agents' order)."""
     import numpy as np
 
-    from train.matches.nash import gamescape, max_entropy_nash, relative_population_performance, zero_sum_payoff
+    from train.matches.nash import (
+        gamescape,
+        max_entropy_nash,
+        nash_clusters,
+        relative_population_performance,
+        zero_sum_payoff,
+    )
 
     m = zero_sum_payoff(payoff)
     weights = max_entropy_nash(m)
     scape = gamescape(m)
+    clusters = [[agents[i] for i in c] for c in nash_clusters(m)]
     out: dict[str, Any] = {
         "nash": {"payoff": m, "weights": dict(zip(agents, weights)),
                  "method": "maximum-entropy Nash of the zero-sum payoff 2 * rate - 1 (train.matches.nash: scipy LP"
                            " for the value, then SLSQP entropy maximisation over the optimal set)"},
         "gamescape": {"points": scape.points, "strength": scape.strength, "explained": scape.explained,
                       "spectrum": scape.spectrum},
+        "clusters": clusters,
+        "cluster_sizes": [len(c) for c in clusters],
         "populations": None,
     }
     if population_b:
@@ -301,6 +320,9 @@ def markdown_report(data: dict[str, Any]) -> str:
                   "| population | agent | Nash weight in the A-vs-B game |", "|---|---|---:|"]
         lines += [f"| A | `{a}` | {w:.3f} |" for a, w in pops["nash_a"].items()]
         lines += [f"| B | `{b}` | {w:.3f} |" for b, w in pops["nash_b"].items()]
+    if data.get("clusters"):
+        lines += ["", f"Nash clustering (papers/002 Def. 4.2; strongest layer first; sizes {data['cluster_sizes']}): "
+                  + " > ".join("{" + ", ".join(f"`{a}`" for a in c) + "}" for c in data["clusters"]) + "."]
     if data.get("gamescape"):
         g = data["gamescape"]
         lines += ["", f"Gamescape (`gamescape.png`): the largest Schur block carries {_pct(g['explained'])} of the"
