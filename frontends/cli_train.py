@@ -343,6 +343,22 @@ def report(
 
 @app.command()
 @train_errors
+def snapshot(
+    run_dir: Annotated[Path, typer.Argument(help="A training run directory (python cli.py selfplay), not running.")],
+    dest: Annotated[Path, typer.Argument(help="The snapshot's run directory (an earlier snapshot there is replaced).")],
+    shards: Annotated[bool, typer.Option("--shards/--no-shards", help="Keep the replay window's sample shards.")] = False,
+):
+    """Copy a run's resumable core (state, config, metrics, best and latest nets, the curve's lineage and
+    results, population) to DEST, dropping finished games and matches: selfplay --resume DEST continues it."""
+    from train.learning.snapshot import snapshot as take_snapshot
+
+    info = take_snapshot(run_dir, dest, shards=shards)
+    typer.echo(f"wrote {info['dest']}: {info['files']} files, {info['bytes'] / 1e6:.1f} MB; run totals "
+               f"{info['games']} games, {info['samples']} samples ({info['archived_games']} games archived)")
+
+
+@app.command()
+@train_errors
 def population(
     run_dir: Annotated[Path, typer.Argument(help="A training run directory (python cli.py selfplay).")],
     source: Annotated[str, typer.Option(help="The players: population (the run's population members, "

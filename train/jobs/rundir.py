@@ -265,7 +265,8 @@ class RunState(BaseModel):
     disk (``train.learning.samples.disk_totals``); ``learner_steps`` per kind; ``elapsed_seconds`` summed
     over sessions; ``sessions`` the invocations so far; ``last_eval``/``last_losses``/``last_curve`` the latest results
     (for the display and ``--json``); ``init_from`` the model directory the run started from (``None``:
-    pretraining from records)."""
+    pretraining from records); ``archived_games``/``archived_samples`` the self-play games and samples a
+    snapshot dropped from disk (``train.learning.snapshot``), counted in the totals."""
 
     model_config = ConfigDict(extra="ignore", validate_assignment=True)
 
@@ -287,6 +288,8 @@ class RunState(BaseModel):
     last_losses: dict[str, Any] | None = None
     last_curve: dict[str, Any] | None = None
     init_from: str | None = None
+    archived_games: int = 0
+    archived_samples: int = 0
 
 
 def read_state(paths: RunPaths) -> RunState:

@@ -8,7 +8,8 @@ against each anchor of ``curve.anchors`` (default ``random``, ``greedy``, ``expe
 ``RUN/curve/iNNNN/<opponent>/``; the point's results go to ``RUN/curve/iNNNN/results.json``::
 
     {"format": "jiu-curve-point", "version": 1, "iteration", "kind", "player": "slm@i0003", "spec",
-     "recipe": the player's agent (``search.agents.AgentRecipe.to_dict``; "spec" is its text),
+     "recipe": the player's agent (``search.agents.AgentRecipe.to_dict``, its nets inside the run
+               relative to the run directory; "spec" is its text),
      "games": self-play games of the run so far, "hours": run time so far (elapsed, hours),
      "results": [{"a": player, "b": opponent label, "b_spec", "wins", "draws", "losses"}, ...]}
 
@@ -59,8 +60,34 @@ def read_points(curve_root: str | os.PathLike) -> list[dict[str, Any]]:
         except (OSError, UnicodeDecodeError, json.JSONDecodeError):
             continue
         if isinstance(data, dict) and data.get("format") == POINT_FORMAT:
+            if isinstance(data.get("recipe"), dict):
+                data["recipe"] = _rebase_nets(data["recipe"], root.parent, relative=False)
             out.append(data)
     return sorted(out, key=lambda d: d["iteration"])
+
+
+def _rebase_nets(recipe: dict[str, Any], run_root: Path, relative: bool) -> dict[str, Any]:
+    """``recipe`` (``AgentRecipe.to_dict``) with its net files (options whose value names a
+    ``.safetensors`` file) inside the run directory ``run_root`` made relative to it (``relative``: for
+    writing) or absolute under it (for reading), so that a run directory can move (copied to another
+    machine, restored from a snapshot: ``python cli.py snapshot``). A point written with absolute paths
+    before this (2026-12-04) is found again by the file's name under ``run_root/checkpoints``."""
+    root = run_root.resolve()
+    options = dict(recipe.get("options") or {})
+    for key, value in options.items():
+        if not (isinstance(value, str) and value.endswith(".safetensors")):
+            continue
+        path = Path(value)
+        if relative:
+            try:
+                options[key] = path.resolve().relative_to(root).as_posix()
+            except ValueError:
+                pass  # a net outside the run (e.g. models/default): kept as given
+        elif not path.is_absolute():
+            options[key] = str(root / path)
+        elif not path.exists() and (root / "checkpoints" / path.name).exists():
+            options[key] = str(root / "checkpoints" / path.name)
+    return {**recipe, "options": options}
 
 
 def opponents(points: list[dict[str, Any]], anchors: tuple[str, ...], kind: str, player: str,
@@ -99,7 +126,7 @@ def run_point(run_arena, curve_dir: Path, iteration: int, kind: str, player: str
     data = {"format": POINT_FORMAT, "version": 1, "iteration": iteration, "kind": kind, "player": player,
             "spec": str(spec), "games": run_games, "hours": hours, "results": results}
     if not isinstance(spec, str):
-        data["recipe"] = spec.to_dict()
+        data["recipe"] = _rebase_nets(spec.to_dict(), curve_dir.parent.parent, relative=True)
     atomic_write_json(curve_dir / RESULTS_FILE, data)
     return data
 

@@ -148,8 +148,10 @@ class Pipeline:
         return self.elapsed_base + time.time() - self.session_start
 
     def refresh_totals(self) -> None:
-        """The state's totals from what is on disk (``train.learning.samples.disk_totals``)."""
-        self.state.games, self.state.samples = disk_totals(self.paths)
+        """The state's totals: what is on disk (``train.learning.samples.disk_totals``) and what a snapshot
+        archived (``train.learning.snapshot``)."""
+        games, samples = disk_totals(self.paths)
+        self.state.games, self.state.samples = games + self.state.archived_games, samples + self.state.archived_samples
 
     def save_state(self) -> None:
         self.state.elapsed_seconds = round(self.elapsed(), 3)

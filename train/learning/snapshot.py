@@ -1,0 +1,136 @@
+"""A training run's resumable core, small enough to keep in version control between machines.
+
+``python cli.py snapshot RUN DEST`` writes ``DEST``, a run directory that ``python cli.py selfplay --resume
+DEST`` continues where ``RUN`` stopped, without the bulk that a finished phase no longer needs:
+
+- kept: ``config.json``, ``state.json``, ``metrics.jsonl``, ``tb/``, ``best/``; the checkpoints the state
+  names (latest and best of each kind, with the latest's optimiser ``.opt.pt``) and every learning-curve
+  player's net (the lineage that ``python cli.py population --source curve`` plays); each curve point's
+  ``results.json`` (a point without one, unfinished, is kept whole to resume); ``population/``; the
+  current iteration's self-play records and evaluation matches (a phase in progress resumes);
+  ``pretrain/`` while no net has been made.
+- dropped: the records and evaluation matches of finished iterations and finished curve matches (their
+  results are in ``metrics.jsonl`` and the points' ``results.json``), older checkpoints, and the sample
+  shards unless ``shards`` (then the shards holding the newest ``replay.window`` samples of each kind are
+  kept: without them the first iteration after the resume trains on its own games only, as a fresh
+  run's first iteration does).
+
+The run's totals survive: ``state.json`` gains ``archived_games`` and ``archived_samples``, the self-play
+games and samples the snapshot dropped, which ``train.learning.pipeline`` adds to what is on disk.
+``RUN`` is locked while it is read (a running ``selfplay`` on it is refused, naming its pid); ``DEST`` is
+written next to itself and renamed into place, replacing an earlier snapshot there whole or not at all.
+Nets of a learning-curve point are stored relative to the run directory (``train.learning.curve``), so
+the copy plays them from wherever it lives.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from train.jobs.rundir import RunPaths, TrainError, atomic_write_json, lock_dir, read_state
+
+__all__ = ["snapshot"]
+
+
+def _copy(src: Path, dst: Path) -> None:
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    if src.is_dir():
+        shutil.copytree(src, dst, ignore=shutil.ignore_patterns(".lock", ".lock.json", ".*.tmp*"))
+    elif src.exists():
+        shutil.copy2(src, dst)
+
+
+def _window_shards(directory: Path, window: int) -> list[Path]:
+    """The newest shards of ``directory`` holding at least ``window`` samples (all when fewer)."""
+    from train.learning.samples import ShardError, shard_files, shard_length
+
+    kept, total = [], 0
+    for f in reversed(shard_files(directory)):
+        if total >= window:
+            break
+        try:
+            total += shard_length(f)
+        except ShardError:
+            continue
+        kept.append(f)
+    return kept
+
+
+def snapshot(run_dir: str | os.PathLike, dest: str | os.PathLike, shards: bool = False) -> dict[str, Any]:
+    """Write the resumable core of the training run ``run_dir`` to ``dest`` (module docstring) and return
+    ``{"dest", "files", "bytes", "games", "samples", "archived_games", "archived_samples"}``.
+
+    Raises ``TrainError`` (one line) when ``run_dir`` is not a training run, ``dest`` is inside it or is
+    a directory that is not a run (nothing is replaced), and ``DirectoryInUse`` while a job holds
+    ``run_dir``."""
+    from train.learning.curve import RESULTS_FILE, read_points
+    from train.learning.learner import optimizer_path
+    from train.learning.modeldir import load_run_config
+    from train.learning.population import POPULATION_DIR
+    from train.learning.samples import disk_totals
+
+    src = RunPaths(Path(run_dir))
+    out = Path(dest)
+    read_state(src)  # a training run, before anything is locked or written
+    if out.resolve() == src.root.resolve() or src.root.resolve() in out.resolve().parents:
+        raise TrainError(f"dest: {out} is inside the run directory {src.root}")
+    if out.exists() and not (out / "state.json").exists():
+        raise TrainError(f"dest: {out} exists and is not a run directory; choose a new directory")
+    with lock_dir(src.root):
+        state = read_state(src)
+        cfg = load_run_config(src.root, device="cpu")
+        tmp = out.with_name(f".{out.name}.snapshot-tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        dst = RunPaths(tmp)
+        try:
+            for name in ("config.json", "metrics.jsonl", "tb", "best", POPULATION_DIR):
+                _copy(src.root / name, tmp / name)
+            nets = {c.checkpoint for c in state.best.values()} | set(state.latest.values())
+            root = src.root.resolve()
+            for point in read_points(src.curve_root):  # the lineage: nets inside the run (read back absolute)
+                for value in (point.get("recipe") or {}).get("options", {}).values():
+                    if isinstance(value, str) and value.endswith(".safetensors") and Path(value).resolve().is_relative_to(root):
+                        nets.add(Path(value).resolve().relative_to(root).as_posix())
+            for rel in sorted(n for n in nets if not Path(n).is_absolute()):
+                _copy(src.root / rel, tmp / rel)
+            for rel in state.latest.values():
+                _copy(optimizer_path(src.root / rel), optimizer_path(tmp / rel))
+            for point_dir in sorted(src.curve_root.glob("i*")) if src.curve_root.is_dir() else ():
+                done = (point_dir / RESULTS_FILE).exists()
+                _copy(point_dir / RESULTS_FILE if done else point_dir,
+                      dst.curve_root / point_dir.name / (RESULTS_FILE if done else ""))
+            if state.phase != "init":  # the iteration in progress: its games and its matches resume
+                _copy(src.records / f"i{state.iteration:04d}", dst.records / f"i{state.iteration:04d}")
+                _copy(src.root / "eval" / f"i{state.iteration:04d}-{state.kind}",
+                      dst.root / "eval" / f"i{state.iteration:04d}-{state.kind}")
+            if not state.best:
+                _copy(src.root / "pretrain", tmp / "pretrain")
+            if shards:
+                for kind_dir in sorted(src.shards_root.iterdir()) if src.shards_root.is_dir() else ():
+                    for f in _window_shards(kind_dir, cfg.replay.window):
+                        _copy(f, dst.shards(kind_dir.name) / f.name)
+            games, samples = disk_totals(src)
+            games += state.archived_games
+            samples += state.archived_samples
+            kept_games, kept_samples = disk_totals(dst)
+            state.archived_games, state.archived_samples = games - kept_games, samples - kept_samples
+            state.games, state.samples = games, samples
+            atomic_write_json(dst.state, state.model_dump(mode="json"))
+            if out.exists():
+                old = out.with_name(f".{out.name}.snapshot-old")
+                shutil.rmtree(old, ignore_errors=True)
+                os.replace(out, old)
+                os.replace(tmp, out)
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                out.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(tmp, out)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+    files = [p for p in out.rglob("*") if p.is_file()]
+    return {"dest": str(out), "files": len(files), "bytes": sum(p.stat().st_size for p in files), "games": games,
+            "samples": samples, "archived_games": state.archived_games, "archived_samples": state.archived_samples}
