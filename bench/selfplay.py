@@ -28,16 +28,21 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Callable
 
-MODEL_DIR = Path(__file__).resolve().parents[1] / "models" / "default"
+from knowledge.registry import MODELS_DIR
+
+MODEL_DIR = MODELS_DIR / "default"
 
 
 def run_selfplay_benchmark(games: int | None = None, games_in_flight: int | None = None, workers: int | None = None,
                            device: str | None = None, kind: str = "upper", seed: int = 2026,
-                           progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+                           progress: Callable[[str], None] | None = None, config: str | Path | None = None,
+                           sets: list[str] | None = None) -> dict[str, Any]:
     """Measure self-play (module docstring). ``games`` (default: two waves, ``2 * games_in_flight`` per
     worker), ``games_in_flight`` / ``workers`` / ``device``: as the ``selfplay`` fields (default: the
-    shipped configuration's); ``kind``: ``upper`` or ``slm``. Raises ``train.learning.config.ConfigError``
-    for a bad value."""
+    configuration's); ``kind``: ``upper`` or ``slm``. ``config``: a training configuration file (default:
+    the shipped one, ``models/default/config.toml``) and ``sets`` its ``SECTION.KEY=VALUE`` overrides (the
+    search that is measured; the shipped nets play). Raises ``train.learning.config.ConfigError`` for a
+    bad value, naming the field and the option that set it."""
     from search.batched import batch_summary
     from train.jobs.workers import make_runner
     from train.learning.config import (
@@ -55,10 +60,11 @@ def run_selfplay_benchmark(games: int | None = None, games_in_flight: int | None
         raise ConfigError(f"kind: expected upper or slm, got {kind!r}")
     given = {"selfplay.games_in_flight": games_in_flight, "workers": workers, "device": device}
     given = {k: v for k, v in given.items() if v is not None}
-    origins = override_origins([], {"selfplay.games_in_flight": "--games-in-flight", "workers": "--workers",
-                                    "device": "--device"})
-    data = apply_overrides(read_config_file(MODEL_DIR / "config.toml"), {"seed": seed, **given})
-    cfg = validate_config(data, "models/default/config.toml", origins)
+    origins = override_origins(sets, {"selfplay.games_in_flight": "--games-in-flight", "workers": "--workers",
+                                      "device": "--device"})
+    path = Path(config) if config is not None else MODEL_DIR / "config.toml"
+    data = apply_overrides(apply_overrides(read_config_file(path), list(sets or [])), {"seed": seed, **given})
+    cfg = validate_config(data, str(config) if config is not None else "models/default/config.toml", origins)
     in_flight = resolve_in_flight(cfg)
     n_workers = max(1, cfg.workers)
     games = int(games) if games is not None else 2 * in_flight * n_workers

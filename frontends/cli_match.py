@@ -64,13 +64,15 @@ def bench_selfplay(
     workers: Annotated[Optional[int], typer.Option(help="Worker processes (0: in this process; default: the shipped configuration's, 2).")] = None,
     games: Annotated[Optional[int], typer.Option(help="Games to play (default: 2 x games in flight x workers).")] = None,
     kind: Annotated[str, typer.Option(help="upper (battle games, the shipped model's) or slm (layout games).")] = "upper",
+    config: Annotated[Optional[Path], typer.Option("--config", "-c", help="A training config file whose search is measured (default: models/default/config.toml).")] = None,
+    sets: Annotated[Optional[list[str]], typer.Option("--set", help="Config override SECTION.KEY=VALUE (repeatable), e.g. --set selfplay.search.value_evaluator=none.")] = None,
 ):
-    """Self-play speed on the shipped configuration: searched positions/s, batch sizes, time in net/knowledge/search."""
+    """Self-play speed of a training configuration (default: the shipped one) with the shipped nets: searched positions/s, batch sizes, time in net/knowledge/search."""
     from bench.selfplay import run_selfplay_benchmark
     from train.learning.config import ConfigError
 
     try:
-        result = run_selfplay_benchmark(games, games_in_flight, workers, device, kind,
+        result = run_selfplay_benchmark(games, games_in_flight, workers, device, kind, config=config, sets=sets,
                                         progress=None if json_out else lambda line: typer.echo(line, err=True))
     except ConfigError as exc:
         fail(str(exc))

@@ -148,6 +148,8 @@ CASES = [
     ("E", ["arena", "random", "random", "--games-in-flight", "5000", "--out", "{d}/ar"], "error: --games-in-flight: "),
     ("E", ["bench", "selfplay", "--device", "cuda:9"], "error: --device: 'cuda:9' is not available"),
     ("E", ["bench", "selfplay", "--kind", "lower"], "kind: expected upper or slm"),
+    ("E", ["bench", "selfplay", "--set", "selfplay.search.simulations=0"], "error: --set selfplay.search.simulations: "),
+    ("E", ["bench", "selfplay", "--config", "no-such.toml"], "error: "),
     # issue 63: train-approxq's options
     ("G", ["train-approxq", "--out", "{d}/aq", "--episodes", "0"], "error: --episodes: Input should be greater than or equal to 1"),
     ("G", ["train-approxq", "--out", "{d}/aq", "--episodes", "1" + "0" * 30], "error: --episodes: "),
