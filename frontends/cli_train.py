@@ -368,9 +368,10 @@ def population(
     games_in_flight: Annotated[int, typer.Option("--games-in-flight", min=1, max=4096, help="Games each worker plays at once on the batched engine.")] = 16,
     seed: Annotated[int, typer.Option(min=0, max=MAX_SEED, help="Base seed of the matches.")] = 0,
     out: Annotated[Optional[Path], typer.Option(help="Output directory (default RUN_DIR/population/round-robin-SOURCE; resumable).")] = None,
+    versus: Annotated[Optional[Path], typer.Option(help="A second run whose players (the same --source) join as a second population: adds the relative population performance (RPP, papers/002 Def. 5.1) of RUN_DIR's against it; labels get the runs' names.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the result as one JSON object.")] = False,
 ):
-    """Round robin of a run's population (or curve) nets: payoff matrix, Elo, maximum-entropy Nash weights and Nash clustering (papers/002)."""
+    """Round robin of a run's population (or curve) nets: payoff matrix, Elo, maximum-entropy Nash weights and Nash clustering (papers/002); with --versus, two runs' and their RPP."""
     from train.learning.modeldir import load_run_config
     from train.learning.population import lineage_players
     from train.matches.tournament import run_tournament
@@ -378,26 +379,37 @@ def population(
     if games % 2:
         fail(f"--games: must be even (colour-balanced pairs), got {games}")
     players = lineage_players(run_dir, source)
-    if len(players) < 2:
+    others = lineage_players(versus, source) if versus is not None else []
+    if versus is not None:
+        a_name, b_name = run_dir.resolve().name, versus.resolve().name
+        if a_name == b_name:
+            fail(f"--versus: {versus} has the same name as {run_dir}; the labels need different run names")
+        players = [(f"{a_name}/{label}", agent) for label, agent in players]
+        others = [(f"{b_name}/{label}", agent) for label, agent in others]
+    if len(players) + len(others) < 2:
         fail(f"--source {source}: {run_dir} has {len(players)} player(s); a round robin needs 2")
     cfg = load_run_config(run_dir, device="cpu")
+    default_out = run_dir / "population" / (f"round-robin-{source}" + (f"-vs-{versus.resolve().name}" if versus else ""))
     data = run_tournament(players, games, workers=workers, seed=seed, ruleset=cfg.ruleset, progress=not json_out,
-                          out_dir=out or run_dir / "population" / f"round-robin-{source}",
-                          games_in_flight=games_in_flight).data
+                          out_dir=out or default_out, games_in_flight=games_in_flight, versus=others).data
     if json_out:
         typer.echo(json.dumps(data))
         return
     agents = data["agents"]
     typer.echo("payoff (row's score rate against column):")
-    typer.echo("  ".join([" " * 12, *(f"{a[-5:]:>6}" for a in agents)]))
+    width = max(len(a) for a in agents)
+    typer.echo("  ".join([" " * width, *(f"{a[-5:]:>6}" for a in agents)]))
     for a, row in zip(agents, data["payoff"]):
-        typer.echo("  ".join([f"{a:>12}", *("     -" if x is None else f"{x:6.2f}" for x in row)]))
+        typer.echo("  ".join([f"{a:>{width}}", *("     -" if x is None else f"{x:6.2f}" for x in row)]))
     elo = {r["agent"]: r for r in data["ratings"]["ratings"]}
     for a in agents:
         typer.echo(f"{a}: Nash weight {data['nash']['weights'][a]:.3f}, Elo {elo[a]['elo']:+.0f} "
                    f"[{elo[a]['ci95'][0]:+.0f}, {elo[a]['ci95'][1]:+.0f}]")
     typer.echo(f"Nash clusters (sizes {data['cluster_sizes']}): " + " > ".join("{" + ", ".join(c) + "}"
                                                                                for c in data["clusters"]))
+    if data.get("populations"):
+        typer.echo(f"RPP of {run_dir.resolve().name} against {versus.resolve().name}: {data['populations']['rpp']:+.3f}"
+                   " (expected score per game in [-1, 1] of the first population's Nash mixture against the second's)")
 
 
 @app.command()

@@ -90,3 +90,12 @@ def test_snapshot_cli_errors_are_one_line(two_iterations, tmp_path):
     assert res.exit_code == 2 and "in use by" in res.output and not (tmp_path / "out").exists()
     res = runner.invoke(app, ["snapshot", str(run), str(tmp_path / "out")])
     assert res.exit_code == 0 and "games archived" in res.output
+    # the snapshot's lineage plays the run's: two populations of nets and their RPP
+    res = runner.invoke(app, ["population", str(run), "--source", "curve", "--versus", str(tmp_path / "out"),
+                              "-n", "2", "--out", str(tmp_path / "rr")])
+    assert res.exit_code == 0, res.output
+    data = json.loads((tmp_path / "rr" / "tournament.json").read_text())
+    assert data["agents"] == [f"{n}/upper@i000{i}" for n in ("run", "out") for i in range(3)]
+    assert data["populations"]["a"] == data["agents"][:3] and "RPP of run against out:" in res.output
+    res = runner.invoke(app, ["population", str(run), "--source", "curve", "--versus", str(run), "-n", "2"])
+    assert res.exit_code == 2 and "error: --versus:" in res.output

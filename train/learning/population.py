@@ -367,7 +367,8 @@ def after_gate(pipe, it: int, kind: str, accepted: bool) -> None:
 def lineage_players(run_dir: str | Path, source: str = "population") -> list[tuple[str, Any]]:
     """``[(label, agent)]`` of a run: ``source = "population"`` its population's members (their net files,
     ``selfplay.net_agent`` of the run's config), ``"curve"`` its learning-curve players (the best net of
-    each curve point, ``train.learning.curve``). Raises ``ValueError`` when the run has none."""
+    each curve point, ``train.learning.curve``, and the run's newest best net of each kind). Raises
+    ``ValueError`` when the run has none."""
     from train.learning.curve import read_points
     from train.learning.modeldir import load_run_config
     from train.learning.selfplay import net_agent
@@ -382,10 +383,15 @@ def lineage_players(run_dir: str | Path, source: str = "population") -> list[tup
         return [(m["label"], net_agent(pop.kind, root / m["net"], cfg)) for m in pop.members]
     if source == "curve":
         from search.agents import AgentRecipe
+        from train.jobs.rundir import RunPaths, read_state
+        from train.learning.curve import player_label
 
         out: dict[str, Any] = {}
         for p in read_points(root / "curve"):
             out.setdefault(p["player"], AgentRecipe.from_dict(p["recipe"]) if isinstance(p.get("recipe"), dict)
                            else p["spec"])
+        state = read_state(RunPaths(root))
+        for kind, best in state.best.items():  # the newest best net, when no curve point has played it yet
+            out.setdefault(player_label(kind, best.iteration), net_agent(kind, root / best.checkpoint, cfg))
         return list(out.items())
     raise ValueError(f"source: expected population or curve, got {source!r}")
