@@ -189,10 +189,21 @@ def arena(
         typer.echo(f"records and summary.json in {out_dir}")
 
 
+def labelled(text: str) -> str | tuple[str, str]:
+    """A tournament player: ``LABEL=SPEC`` (an ``=`` before any ``:``, which no spec has) as ``(label, spec)``,
+    else the spec itself (its own label)."""
+    label, eq, spec = text.partition("=")
+    if not eq or ":" in label:
+        return text
+    if not label.strip() or not spec.strip():
+        fail(f"agent {text!r}: expected LABEL=SPEC with both parts given")
+    return label.strip(), spec.strip()
+
+
 @app.command()
 @agent_errors
 def tournament(
-    agents: Annotated[list[str], typer.Argument(metavar="AGENT...", help="At least two agent specs. " + AGENT_HELP)],
+    agents: Annotated[list[str], typer.Argument(metavar="AGENT...", help="At least two agent specs, each optionally LABEL=SPEC (a short name for a long spec, e.g. old=jfa:upper=old.safetensors). " + AGENT_HELP)],
     games: Annotated[int, typer.Option("--games", "-n", help="Games per pair (even).")] = 20,
     workers: Annotated[int, typer.Option(min=0, max=MAX_WORKERS, help="Worker processes shared by all pairs (0: in this process).")] = 1,
     seed: Annotated[int, typer.Option(min=0, max=MAX_SEED, help="Base seed of every pair.")] = 0,
@@ -211,8 +222,9 @@ def tournament(
 
     from train.matches.tournament import RESULT_FILE, TABLE_FILE, rich_tables, run_tournament
 
-    result = run_tournament(agents, games, workers=workers, seed=seed, out_dir=out, ruleset=ruleset_from(rule),
-                            progress=not json_out, imports=imports or (), anchor=anchor, versus=versus or ())
+    result = run_tournament([labelled(a) for a in agents], games, workers=workers, seed=seed, out_dir=out,
+                            ruleset=ruleset_from(rule), progress=not json_out, imports=imports or (), anchor=anchor,
+                            versus=[labelled(a) for a in versus or ()])
     if json_out:
         typer.echo(json.dumps(result.data))
     else:

@@ -398,6 +398,15 @@ def test_cli_arena_json_and_tournament(tmp_path):
     tour = runner.invoke(app, ["tournament", "t-first", "t-random", *args, "--out", str(tmp_path / "t")])
     assert tour.exit_code == 0, tour.output
     assert "Bradley-Terry" in tour.stdout and (tmp_path / "t" / "tournament.md").exists()
+    # LABEL=SPEC names a player; a spec's own "=" (after its ":") is not a label
+    tour = runner.invoke(app, ["tournament", "first=t-first", "rand=t-random", "minimax:depth=1", *args,
+                               "--anchor", "rand", "--out", str(tmp_path / "l")])
+    assert tour.exit_code == 0, tour.output
+    data = json.loads((tmp_path / "l" / "tournament.json").read_text())
+    assert data["agents"] == ["first", "rand", "minimax:depth=1"] and data["ratings"]["anchor"] == "rand"
+    assert "Nash clusters (sizes" in tour.stdout
+    bad = runner.invoke(app, ["tournament", "=t-first", "t-random", *args, "--out", str(tmp_path / "b")])
+    assert bad.exit_code == 2 and "error: agent '=t-first': expected LABEL=SPEC" in bad.output
 
 
 # ------------------------------------------------------------------------- human play
