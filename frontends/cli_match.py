@@ -212,6 +212,7 @@ def tournament(
     versus: Annotated[Optional[list[str]], typer.Option(
         "--versus", help="An agent of a second population (repeatable): adds the relative population performance "
                          "(RPP) of AGENT... against these.")] = None,
+    games_in_flight: Annotated[int, typer.Option("--games-in-flight", help="Games each worker plays at once on the batched engine (as arena's).")] = 1,
     json_out: Annotated[bool, typer.Option("--json", help="Print the result as one JSON object.")] = False,
     imports: ImportOption = None,
     rule: RuleOption = None,
@@ -222,9 +223,11 @@ def tournament(
 
     from train.matches.tournament import RESULT_FILE, TABLE_FILE, rich_tables, run_tournament
 
+    if not 1 <= games_in_flight <= GAMES_IN_FLIGHT_MAX:
+        fail(f"--games-in-flight: must be in 1..{GAMES_IN_FLIGHT_MAX}, got {games_in_flight}")
     result = run_tournament([labelled(a) for a in agents], games, workers=workers, seed=seed, out_dir=out,
                             ruleset=ruleset_from(rule), progress=not json_out, imports=imports or (), anchor=anchor,
-                            versus=[labelled(a) for a in versus or ()])
+                            versus=[labelled(a) for a in versus or ()], games_in_flight=games_in_flight)
     if json_out:
         typer.echo(json.dumps(result.data))
     else:

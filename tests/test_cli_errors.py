@@ -140,6 +140,7 @@ CASES = [
      "error: --set selfplay.games_in_flight: Input should be greater than or equal to 1"),
     ("E", ["selfplay", "--set", "selfplay.games_in_flight=5000", "--run-dir", "{d}/sp"], "selfplay.games_in_flight"),
     ("E", ["bench", "selfplay", "--games-in-flight", "0"], "error: --games-in-flight: "),
+    ("E", ["tournament", "random", "greedy", "--games-in-flight", "0", "--out", "{d}/t"], "error: --games-in-flight: "),
     ("E", ["arena", "random", "random", "--games-in-flight", "0", "--out", "{d}/ar"], "error: --games-in-flight: "),
     ("E", ["pretrain", "{d}/recs", "--model", "upper", "--value-eval-target", "3", "--out", "{d}/v.safetensors"],
      "error: --value-eval-target/--value-eval/--drift-ends: plies must be even"),
