@@ -124,6 +124,14 @@ def fail(message: str) -> None:
     raise typer.Exit(2)
 
 
+def check_games_in_flight(value: int) -> None:
+    """``--games-in-flight`` in ``1..search.batched.GAMES_IN_FLIGHT_MAX``, else ``error:`` and exit 2."""
+    from search.batched import GAMES_IN_FLIGHT_MAX
+
+    if not 1 <= value <= GAMES_IN_FLIGHT_MAX:
+        fail(f"--games-in-flight: must be in 1..{GAMES_IN_FLIGHT_MAX}, got {value}")
+
+
 def cli_errors(fn):
     """Turn the engine's typed errors and unreadable files into ``fail`` (status 2, no traceback)."""
 

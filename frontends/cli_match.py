@@ -20,6 +20,7 @@ from frontends.cli_base import (
     agent_errors,
     app,
     bench_app,
+    check_games_in_flight,
     cli_errors,
     fail,
     ruleset_from,
@@ -156,12 +157,10 @@ def arena(
     with --sprt it stops when the test decides."""
     from rich.console import Console
 
-    from search.batched import GAMES_IN_FLIGHT_MAX
     from train.matches.arena import run_arena
     from train.matches.tournament import pair_dir_name
 
-    if not 1 <= games_in_flight <= GAMES_IN_FLIGHT_MAX:
-        fail(f"--games-in-flight: must be in 1..{GAMES_IN_FLIGHT_MAX}, got {games_in_flight}")
+    check_games_in_flight(games_in_flight)
     bounds = None
     if sprt is not None:
         parts = sprt.split(",")
@@ -223,8 +222,7 @@ def tournament(
 
     from train.matches.tournament import RESULT_FILE, TABLE_FILE, rich_tables, run_tournament
 
-    if not 1 <= games_in_flight <= GAMES_IN_FLIGHT_MAX:
-        fail(f"--games-in-flight: must be in 1..{GAMES_IN_FLIGHT_MAX}, got {games_in_flight}")
+    check_games_in_flight(games_in_flight)
     result = run_tournament([labelled(a) for a in agents], games, workers=workers, seed=seed, out_dir=out,
                             ruleset=ruleset_from(rule), progress=not json_out, imports=imports or (), anchor=anchor,
                             versus=[labelled(a) for a in versus or ()], games_in_flight=games_in_flight)

@@ -11,7 +11,16 @@ from typing import Annotated, Optional
 
 import typer
 
-from frontends.cli_base import MAX_SEED, MAX_WORKERS, RuleOption, app, fail, ruleset_from, train_errors
+from frontends.cli_base import (
+    MAX_SEED,
+    MAX_WORKERS,
+    RuleOption,
+    app,
+    check_games_in_flight,
+    fail,
+    ruleset_from,
+    train_errors,
+)
 
 SetOption = Annotated[
     Optional[list[str]],
@@ -365,7 +374,7 @@ def population(
                                         "selfplay.opponents = population) or curve (the learning curve's best nets: the lineage).")] = "population",
     games: Annotated[int, typer.Option("--games", "-n", min=2, max=100_000, help="Games per pair (even, colour-balanced).")] = 2,
     workers: Annotated[int, typer.Option(min=0, max=MAX_WORKERS, help="Worker processes (0: in this process).")] = 0,
-    games_in_flight: Annotated[int, typer.Option("--games-in-flight", min=1, max=4096, help="Games each worker plays at once on the batched engine.")] = 16,
+    games_in_flight: Annotated[int, typer.Option("--games-in-flight", help="Games each worker plays at once on the batched engine.")] = 16,
     seed: Annotated[int, typer.Option(min=0, max=MAX_SEED, help="Base seed of the matches.")] = 0,
     out: Annotated[Optional[Path], typer.Option(help="Output directory (default RUN_DIR/population/round-robin-SOURCE; resumable).")] = None,
     versus: Annotated[Optional[Path], typer.Option(help="A second run whose players (the same --source) join as a second population: adds the relative population performance (RPP, papers/002 Def. 5.1) of RUN_DIR's against it; labels get the runs' names.")] = None,
@@ -378,6 +387,7 @@ def population(
 
     if games % 2:
         fail(f"--games: must be even (colour-balanced pairs), got {games}")
+    check_games_in_flight(games_in_flight)
     players = lineage_players(run_dir, source)
     others = lineage_players(versus, source) if versus is not None else []
     if versus is not None:
