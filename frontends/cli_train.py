@@ -425,14 +425,14 @@ def population(
 @app.command()
 @train_errors
 def exploitability(
-    run_dir: Annotated[Path, typer.Argument(help="A training run directory (python cli.py selfplay).")],
+    run_dir: Annotated[Path, typer.Argument(help="A training run directory (python cli.py selfplay) or a model directory with a config.toml (models/default): its training configuration is the best response's.")],
     net: Annotated[str, typer.Option(help="The frozen policy: a label KIND@iNNNN of the run (its checkpoint) or a net file.")],
     games: Annotated[int, typer.Option(min=1, max=100_000, help="Self-play games per iteration of the best response.")] = 16,
     iterations: Annotated[int, typer.Option(min=1, max=100_000, help="Iterations of the best response's training.")] = 4,
     eval_games: Annotated[int, typer.Option("--eval-games", min=2, max=100_000, help="Games of the best response against the frozen policy (even).")] = 20,
     workers: Annotated[int, typer.Option(min=0, max=MAX_WORKERS, help="Worker processes (0: in this process).")] = 0,
     seed: Annotated[int, typer.Option(min=0, max=MAX_SEED, help="Base seed of the evaluation match.")] = 0,
-    out: Annotated[Optional[Path], typer.Option(help="Output directory (default RUN_DIR/exploitability/NET; resumable).")] = None,
+    out: Annotated[Optional[Path], typer.Option(help="Output directory (default RUN_DIR/exploitability/NET, for a model directory runs/exploitability/NET; resumable).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the result as one JSON object.")] = False,
 ):
     """Approximate exploitability (papers/002): a fresh copy of a frozen net trains against it alone, then its win rate against it (95% Wilson CI)."""
@@ -440,7 +440,8 @@ def exploitability(
 
     if eval_games % 2:
         fail(f"--eval-games: must be even (colour-balanced pairs), got {eval_games}")
-    target = out or run_dir / "exploitability" / net.replace("@", "-").replace("/", "_")
+    base = run_dir if (run_dir / "config.json").exists() else Path("runs")  # a model directory stays as shipped
+    target = out or base / "exploitability" / net.replace("@", "-").replace("/", "_")
     data = measure(run_dir, net, target, games, iterations, eval_games, workers=workers, seed=seed,
                    progress=not json_out)
     if json_out:

@@ -283,7 +283,7 @@ def test_population_and_exploitability_commands(whole_run, tmp_path):
 
     from cli import app
 
-    run, _ = whole_run
+    run, cfg = whole_run
     runner = CliRunner()
     res = runner.invoke(app, ["population", str(run), "--games", "2", "--out", str(tmp_path / "rr")])
     assert res.exit_code == 0, res.output
@@ -297,6 +297,19 @@ def test_population_and_exploitability_commands(whole_run, tmp_path):
     assert out["wins"] + out["draws"] + out["losses"] == 2 and len(out["wilson_ci95"]) == 2
     pop = load_population(tmp_path / "ex" / "br")
     assert pop.labels == ["fixed"] and {r["b"] for r in pop.results} <= {"fixed"} and pop.results_through == 1
+    # a model directory (models/default's layout: config.toml and the nets) is measured the same way
+    from train.learning.modeldir import CONFIG_FILE, config_toml
+
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / CONFIG_FILE).write_text(config_toml(cfg))
+    res = runner.invoke(app, ["exploitability", str(model), "--net", str(run / "checkpoints" / "upper-i0001.safetensors"),
+                              "--games", "2", "--iterations", "1", "--eval-games", "2", "--out", str(tmp_path / "mx"),
+                              "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output.strip().splitlines()[-1])["games"] == 2 and not (model / "exploitability").exists()
+    res = runner.invoke(app, ["exploitability", str(tmp_path / "rr"), "--net", "upper@i0001"])
+    assert res.exit_code == 2 and "no config.json" in res.output
 
 
 def test_round_robin_of_hand_made_players(tmp_path):
