@@ -382,7 +382,7 @@ def population(
 ):
     """Round robin of a run's population (or curve) nets: payoff matrix, Elo, maximum-entropy Nash weights and Nash clustering (papers/002); with --versus, two runs' and their RPP."""
     from train.learning.modeldir import load_run_config
-    from train.learning.population import lineage_players
+    from train.learning.population import lineage_players, rp_elo
     from train.matches.tournament import run_tournament
 
     if games % 2:
@@ -402,6 +402,11 @@ def population(
     default_out = run_dir / "population" / (f"round-robin-{source}" + (f"-vs-{versus.resolve().name}" if versus else ""))
     data = run_tournament(players, games, workers=workers, seed=seed, ruleset=cfg.ruleset, progress=not json_out,
                           out_dir=out or default_out, games_in_flight=games_in_flight, versus=others).data
+    if others:  # each run's newest player against its own lineage and against the other run's (RP-ELO)
+        data["rp_elo"] = [{**(rp_elo(newest, _results_of(data, newest, [a for a, _ in pop if a != newest])) or {}),
+                           "player": newest, "against": name}
+                          for newest in (players[-1][0], others[-1][0])
+                          for name, pop in ((a_name, players), (b_name, others))]
     if json_out:
         typer.echo(json.dumps(data))
         return
@@ -417,9 +422,26 @@ def population(
                    f"[{elo[a]['ci95'][0]:+.0f}, {elo[a]['ci95'][1]:+.0f}]")
     typer.echo(f"Nash clusters (sizes {data['cluster_sizes']}): " + " > ".join("{" + ", ".join(c) + "}"
                                                                                for c in data["clusters"]))
+    for row in data.get("rp_elo", []):
+        if row.get("rp_elo") is not None:
+            typer.echo(f"RP-ELO of {row['player']} against {row['against']}'s players: {row['rp_elo']:.0f} "
+                       f"[{row['ci95'][0]:.0f}, {row['ci95'][1]:.0f}] over {row['games']} games")
     if data.get("populations"):
         typer.echo(f"RPP of {run_dir.resolve().name} against {versus.resolve().name}: {data['populations']['rpp']:+.3f}"
                    " (expected score per game in [-1, 1] of the first population's Nash mixture against the second's)")
+
+
+def _results_of(data: dict, player: str, members: list[str]) -> list:
+    """``PairResult(player, member, ...)`` of a tournament result dictionary's pairs, from ``player``'s side."""
+    from train.matches.stats import PairResult
+
+    out = []
+    for p in data["pairs"]:
+        if p["a"] == player and p["b"] in members:
+            out.append(PairResult(player, p["b"], p["wins"], p["draws"], p["losses"]))
+        elif p["b"] == player and p["a"] in members:
+            out.append(PairResult(player, p["a"], p["losses"], p["draws"], p["wins"]))
+    return out
 
 
 @app.command()

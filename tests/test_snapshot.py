@@ -97,5 +97,7 @@ def test_snapshot_cli_errors_are_one_line(two_iterations, tmp_path):
     data = json.loads((tmp_path / "rr" / "tournament.json").read_text())
     assert data["agents"] == [f"{n}/upper@i000{i}" for n in ("run", "out") for i in range(3)]
     assert data["populations"]["a"] == data["agents"][:3] and "RPP of run against out:" in res.output
+    assert "RP-ELO of run/upper@i0002 against out's players:" in res.output
+    assert "RP-ELO of out/upper@i0002 against out's players:" in res.output
     res = runner.invoke(app, ["population", str(run), "--source", "curve", "--versus", str(run), "-n", "2"])
     assert res.exit_code == 2 and "error: --versus:" in res.output

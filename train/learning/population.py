@@ -188,8 +188,8 @@ class Population:
 
     # ------------------------------------------------------------------ measures
     def rp_elo(self, label: str) -> dict[str, Any] | None:
-        """The RP-ELO of ``label`` (module docstring): ``{"player", "rp_elo", "ci95", "se", "opponents",
-        "games"}`` from its buffer results against the other members, or ``None`` without any."""
+        """The RP-ELO of ``label`` (module docstring; :func:`rp_elo`) from its buffer results against the
+        other members, or ``None`` without any."""
         others = [m for m in self.labels if m != label]
         pairs: dict[str, list[float]] = {}
         for r in self.results:
@@ -197,19 +197,8 @@ class Population:
                 pairs.setdefault(r["b"], []).append(r["score"])
             elif r["b"] == label and r["a"] in others:
                 pairs.setdefault(r["a"], []).append(-r["score"])
-        if not pairs:
-            return None
-        results = [PairResult(label, b, sum(s > 0 for s in v), sum(s == 0 for s in v), sum(s < 0 for s in v))
-                   for b, v in pairs.items()]
-        agents = [label, *pairs]
-        fit = bradley_terry(results, agents, anchor=label)
-        k = len(pairs)
-        diff = -float(np.mean(fit.elo[1:]))
-        se = math.sqrt(max(float(fit.cov[1:, 1:].sum()), 0.0)) / k
-        elo = RP_ELO_BASE + diff
-        return {"player": label, "rp_elo": elo, "se": se, "ci95": [elo - Z95 * se, elo + Z95 * se],
-                "opponents": k, "games": int(sum(len(v) for v in pairs.values())),
-                "prior_draws": fit.prior_draws}
+        return rp_elo(label, [PairResult(label, b, sum(s > 0 for s in v), sum(s == 0 for s in v),
+                                         sum(s < 0 for s in v)) for b, v in pairs.items()])
 
     def clusters(self) -> list[list[str]]:
         """The Nash clusters of the members (``train.matches.nash.nash_clusters`` of :meth:`payoff`)."""
@@ -241,6 +230,25 @@ class Population:
     def save(self, root: str | Path) -> None:
         """Write ``root/population/population.json`` atomically."""
         atomic_write_json(Path(root) / POPULATION_DIR / STATE_FILE, self.to_dict())
+
+
+def rp_elo(player: str, results: list[PairResult]) -> dict[str, Any] | None:
+    """The relative population Elo (RP-ELO, papers/002 section 5.2) of ``player`` from its results against
+    the members of a population (``PairResult(player, member, wins, draws, losses)``, one per member
+    played): ``{"player", "rp_elo", "se", "ci95", "opponents", "games", "prior_draws"}``, the Bradley-Terry
+    fit (``train.matches.stats.bradley_terry``) with ``player`` held at 0, ``1500`` plus its Elo above the
+    mean of the members, with a 95% interval from the fit's covariance; ``None`` without results."""
+    results = [r for r in results if r.wins + r.draws + r.losses > 0]
+    if not results:
+        return None
+    agents = [player, *(r.b for r in results)]
+    fit = bradley_terry(results, agents, anchor=player)
+    k = len(results)
+    diff = -float(np.mean(fit.elo[1:]))
+    se = math.sqrt(max(float(fit.cov[1:, 1:].sum()), 0.0)) / k
+    elo = RP_ELO_BASE + diff
+    return {"player": player, "rp_elo": elo, "se": se, "ci95": [elo - Z95 * se, elo + Z95 * se], "opponents": k,
+            "games": int(sum(r.wins + r.draws + r.losses for r in results)), "prior_draws": fit.prior_draws}
 
 
 def load_population(root: str | Path, kind: str | None = None, cfg=None) -> Population | None:
