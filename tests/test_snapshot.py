@@ -49,6 +49,7 @@ def test_snapshot_resumes_with_totals_and_lineage(two_iterations):
     info = snapshot(run, dest)
     assert info["games"] == 4 and info["archived_games"] == 4 and info["archived_samples"] == state["samples"] > 0
     assert not (dest / "shards").exists() and not (dest / "records").exists()
+    assert not any(str(run.resolve()) in f.read_text() for f in dest.rglob("*.json*"))  # no machine paths
     assert not list((dest / "curve").glob("i*/random"))  # finished curve matches dropped, results kept
     assert sorted(p.name for p in (dest / "checkpoints").iterdir()) == [
         "upper-i0000.safetensors", "upper-i0001.safetensors", "upper-i0002.opt.pt", "upper-i0002.safetensors"]

@@ -20,7 +20,9 @@ games and samples the snapshot dropped, which ``train.learning.pipeline`` adds t
 ``RUN`` is locked while it is read (a running ``selfplay`` on it is refused, naming its pid); ``DEST`` is
 written next to itself and renamed into place, replacing an earlier snapshot there whole or not at all.
 Nets of a learning-curve point are stored relative to the run directory (``train.learning.curve``), so
-the copy plays them from wherever it lives.
+the copy plays them from wherever it lives; the run's own absolute directory in the copied JSON files
+(metrics, records, curve specs) is rewritten relative to it, so the copy names no directory of the
+machine it came from.
 """
 
 from __future__ import annotations
@@ -57,6 +59,18 @@ def _window_shards(directory: Path, window: int) -> list[Path]:
             continue
         kept.append(f)
     return kept
+
+
+def _relative_text(root: Path, src_root: Path) -> None:
+    """Rewrite the run's own absolute directory (``src_root``) in the copied JSON files under ``root`` as
+    paths relative to the run directory (``RUN/x`` -> ``x``, ``RUN`` -> ``.``), so that a snapshot names no
+    directory of the machine it was taken on (records' and metrics' net paths, curve specs)."""
+    prefix = str(src_root)
+    for f in root.rglob("*"):
+        if f.suffix in (".json", ".jsonl") and f.is_file():
+            text = f.read_text(encoding="utf-8")
+            if prefix in text:
+                f.write_text(text.replace(prefix + "/", "").replace(prefix, "."), encoding="utf-8")
 
 
 def snapshot(run_dir: str | os.PathLike, dest: str | os.PathLike, shards: bool = False) -> dict[str, Any]:
@@ -112,6 +126,7 @@ def snapshot(run_dir: str | os.PathLike, dest: str | os.PathLike, shards: bool =
                 for kind_dir in sorted(src.shards_root.iterdir()) if src.shards_root.is_dir() else ():
                     for f in _window_shards(kind_dir, cfg.replay.window):
                         _copy(f, dst.shards(kind_dir.name) / f.name)
+            _relative_text(tmp, src.root.resolve())
             games, samples = disk_totals(src)
             games += state.archived_games
             samples += state.archived_samples
