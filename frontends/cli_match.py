@@ -220,7 +220,7 @@ def tournament(
     Elo with 95% CIs, maximum-entropy Nash weights, Nash clustering and gamescape (JSON, Markdown, PNG); RPP with --versus."""
     from rich.console import Console
 
-    from train.matches.tournament import RESULT_FILE, TABLE_FILE, rich_tables, run_tournament
+    from train.matches.tournament import RESULT_FILE, TABLE_FILE, clusters_text, rich_tables, run_tournament
 
     check_games_in_flight(games_in_flight)
     result = run_tournament([labelled(a) for a in agents], games, workers=workers, seed=seed, out_dir=out,
@@ -232,8 +232,7 @@ def tournament(
         console = Console()
         for table in rich_tables(result.data):
             console.print(table)
-        typer.echo(f"Nash clusters (sizes {result.data['cluster_sizes']}): "
-                   + " > ".join("{" + ", ".join(c) + "}" for c in result.data["clusters"]))
+        typer.echo(clusters_text(result.data))
         typer.echo(f"wrote {out / RESULT_FILE}, {out / TABLE_FILE}, {out / 'payoff.png'} and {out / 'gamescape.png'}")
 
 

@@ -383,7 +383,7 @@ def population(
     """Round robin of a run's population (or curve) nets: payoff matrix, Elo, maximum-entropy Nash weights and Nash clustering (papers/002); with --versus, two runs' and their RPP."""
     from train.learning.modeldir import load_run_config
     from train.learning.population import lineage_players, rp_elo
-    from train.matches.tournament import run_tournament
+    from train.matches.tournament import clusters_text, run_tournament
 
     if games % 2:
         fail(f"--games: must be even (colour-balanced pairs), got {games}")
@@ -420,8 +420,7 @@ def population(
     for a in agents:
         typer.echo(f"{a}: Nash weight {data['nash']['weights'][a]:.3f}, Elo {elo[a]['elo']:+.0f} "
                    f"[{elo[a]['ci95'][0]:+.0f}, {elo[a]['ci95'][1]:+.0f}]")
-    typer.echo(f"Nash clusters (sizes {data['cluster_sizes']}): " + " > ".join("{" + ", ".join(c) + "}"
-                                                                               for c in data["clusters"]))
+    typer.echo(clusters_text(data))
     for row in data.get("rp_elo", []):
         if row.get("rp_elo") is not None:
             typer.echo(f"RP-ELO of {row['player']} against {row['against']}'s players: {row['rp_elo']:.0f} "

@@ -271,6 +271,12 @@ def _cell(c) -> str:
     return "-" if c is None else f"{_pct(c['white'])} / {_pct(c['black'])}"
 
 
+def clusters_text(data: dict[str, Any]) -> str:
+    """The Nash clustering of a tournament result dictionary as one line of text (the CLI's)."""
+    return (f"Nash clusters (sizes {data['cluster_sizes']}): "
+            + " > ".join("{" + ", ".join(c) + "}" for c in data["clusters"]))
+
+
 def markdown_report(data: dict[str, Any]) -> str:
     """Markdown tables of a tournament result dictionary: the round robin (papers/004: score rate of
     the row agent against each column as White / as Black, its overall score rate and its mean
