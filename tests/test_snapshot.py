@@ -75,6 +75,29 @@ def test_snapshot_resumes_with_totals_and_lineage(two_iterations):
     assert not (base / "snap2" / "stale.txt").exists() and not (base / "snap2" / "shards").exists()
 
 
+def test_snapshot_of_a_run_stopped_before_training(two_iterations, tmp_path, monkeypatch):
+    """A run stopped after an iteration's self-play resumes from its snapshot: the iteration's shards go along."""
+    from train.learning.pipeline import Pipeline
+
+    _, run = two_iterations
+    shutil.copytree(run, tmp_path / "run")
+    real = Pipeline.phase_train
+
+    def stop(self, it, kind):
+        raise KeyboardInterrupt("stopped before training")
+
+    monkeypatch.setattr(Pipeline, "phase_train", stop)
+    with pytest.raises(KeyboardInterrupt):
+        run_pipeline(_config("iterations=3"), tmp_path / "run", resume=True, progress=False)
+    assert json.loads((tmp_path / "run" / "state.json").read_text())["phase"] == "train"
+    snapshot(tmp_path / "run", tmp_path / "snap")
+    assert sorted(p.name for p in (tmp_path / "snap" / "shards" / "upper").iterdir()) == [
+        "i0003-g0000.npz", "i0003-g0001.npz"]
+    monkeypatch.setattr(Pipeline, "phase_train", real)
+    result = run_pipeline(_config("iterations=3"), tmp_path / "snap", resume=True, progress=False)
+    assert result["state"]["completed_iterations"] == 3 and result["state"]["games"] == 6
+
+
 def test_snapshot_cli_errors_are_one_line(two_iterations, tmp_path):
     base, run = two_iterations
     (tmp_path / "not-a-run").mkdir()

@@ -481,12 +481,22 @@ class ReplayWindow:
         return sum(len(s) for s in self._held.values())
 
 
+def shard_prefix(iteration: int) -> str:
+    """The name prefix of self-play iteration ``iteration``'s shards (``i0003-`` of ``i0003-g0001.npz``)."""
+    return f"i{iteration:04d}-"
+
+
+def shard_name(iteration: int, index: int) -> str:
+    """The shard of game ``index`` of self-play iteration ``iteration`` (``i0003-g0001.npz``)."""
+    return f"{shard_prefix(iteration)}g{index:04d}{SHARD_SUFFIX}"
+
+
 def iteration_tail(window: Samples, files: Sequence[Path], iteration: int) -> Samples:
     """The samples of self-play iteration ``iteration`` in ``window`` (:func:`load_window`'s result with
     its ``files``): its shards (``iNNNN-*``) are the newest, since shard names sort by iteration, so
     they are the window's tail; only the shards' lengths are read (:func:`shard_length`). A window
     smaller than the iteration keeps only its part of them."""
-    prefix = f"i{iteration:04d}-"
+    prefix = shard_prefix(iteration)
     return window.tail(sum(shard_length(f) for f in files if f.name.startswith(prefix)))
 
 

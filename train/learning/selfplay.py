@@ -89,10 +89,6 @@ def sub_seeds(seed: int, n: int = 4) -> list[int]:
     return [int(x) for x in np.random.SeedSequence(int(seed)).generate_state(n) % (2**31)]
 
 
-def shard_name(iteration: int, index: int) -> str:
-    return f"i{iteration:04d}-g{index:04d}.npz"
-
-
 def record_name(iteration: int, index: int) -> str:
     return f"i{iteration:04d}/g{index:04d}.json"
 
@@ -523,7 +519,7 @@ def _record_path(task: dict[str, Any]) -> Path:
 def _write_game(task: dict[str, Any], cfg, game, builder, info: dict, t0: float, started: str) -> dict[str, Any]:
     """Write the shard, then the record, of a finished game (both atomic); returns its statistics."""
     from core.records import GameRecord, write_json
-    from train.learning.samples import write_shard
+    from train.learning.samples import shard_name, write_shard
 
     kind, iteration, index = task["kind"], int(task["iteration"]), int(task["index"])
     seed = game_seed(cfg.seed, iteration, index)

@@ -7,7 +7,8 @@ DEST`` continues where ``RUN`` stopped, without the bulk that a finished phase n
   names (latest and best of each kind, with the latest's optimiser ``.opt.pt``) and every learning-curve
   player's net (the lineage that ``python cli.py population --source curve`` plays); each curve point's
   ``results.json`` (a point without one, unfinished, is kept whole to resume); ``population/``; the
-  current iteration's self-play records and evaluation matches (a phase in progress resumes);
+  current iteration's self-play records, sample shards and evaluation matches (a phase in progress
+  resumes: its training needs its games' samples);
   ``pretrain/`` while no net has been made.
 - dropped: the records and evaluation matches of finished iterations and finished curve matches (their
   results are in ``metrics.jsonl`` and the points' ``results.json``), older checkpoints, and the sample
@@ -84,7 +85,7 @@ def snapshot(run_dir: str | os.PathLike, dest: str | os.PathLike, shards: bool =
     from train.learning.learner import optimizer_path
     from train.learning.modeldir import load_run_config
     from train.learning.population import POPULATION_DIR
-    from train.learning.samples import disk_totals
+    from train.learning.samples import disk_totals, shard_files, shard_prefix
 
     src = RunPaths(Path(run_dir))
     out = Path(dest)
@@ -116,10 +117,14 @@ def snapshot(run_dir: str | os.PathLike, dest: str | os.PathLike, shards: bool =
                 done = (point_dir / RESULTS_FILE).exists()
                 _copy(point_dir / RESULTS_FILE if done else point_dir,
                       dst.curve_root / point_dir.name / (RESULTS_FILE if done else ""))
-            if state.phase != "init":  # the iteration in progress: its games and its matches resume
-                _copy(src.records / f"i{state.iteration:04d}", dst.records / f"i{state.iteration:04d}")
-                _copy(src.root / "eval" / f"i{state.iteration:04d}-{state.kind}",
-                      dst.root / "eval" / f"i{state.iteration:04d}-{state.kind}")
+            if state.phase != "init":  # the iteration in progress: its games, samples and matches resume
+                it = state.iteration
+                _copy(src.records / f"i{it:04d}", dst.records / f"i{it:04d}")
+                _copy(src.eval_dir(it, state.kind, ""), dst.eval_dir(it, state.kind, ""))
+                for kind_dir in sorted(src.shards_root.iterdir()) if src.shards_root.is_dir() else ():
+                    for f in shard_files(kind_dir):
+                        if f.name.startswith(shard_prefix(it)):  # the train phase learns from them
+                            _copy(f, dst.shards(kind_dir.name) / f.name)
             if not state.best:
                 _copy(src.root / "pretrain", tmp / "pretrain")
             if shards:
