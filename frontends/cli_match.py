@@ -146,6 +146,7 @@ def arena(
     out: Annotated[
         Optional[Path], typer.Option(help="Run directory (resumed if it exists). Default: runs/arena/A__vs__B.")
     ] = None,
+    opening_plies: OpeningOption = 0,
     sprt: Annotated[Optional[str], typer.Option(metavar="ELO0,ELO1", help="Stop as soon as the pentanomial SPRT of A against B decides (e.g. 0,40); -n is the cap.")] = None,
     alpha: Annotated[float, typer.Option(min=0.0001, max=0.5, help="SPRT false-positive rate.")] = 0.05,
     beta: Annotated[float, typer.Option(min=0.0001, max=0.5, help="SPRT false-negative rate.")] = 0.05,
@@ -174,7 +175,8 @@ def arena(
     ruleset = ruleset_from(rule)
     out_dir = out if out is not None else Path("runs") / "arena" / pair_dir_name(agent_a, agent_b)
     summary = run_arena(agent_a, agent_b, games, workers=workers, seed=seed, out_dir=out_dir, ruleset=ruleset,
-                        progress=not json_out, imports=imports or (), sprt=bounds, games_in_flight=games_in_flight)
+                        progress=not json_out, imports=imports or (), sprt=bounds, games_in_flight=games_in_flight,
+                        opening_plies=opening_plies)
     if json_out:
         typer.echo(json.dumps({**summary.data, "out_dir": str(out_dir)}))
     else:
@@ -185,7 +187,23 @@ def arena(
             typer.echo(f"SPRT [{test['elo0']:g}, {test['elo1']:g}] alpha {test['alpha']:g} beta {test['beta']:g}: "
                        f"LLR {test['llr']:+.2f} in [{test['lower']:.2f}, {test['upper']:.2f}] after "
                        f"{summary.games} games: {verdict.get(test['decision'], 'undecided')}")
+        echo_repeats(summary.data)
         typer.echo(f"records and summary.json in {out_dir}")
+
+
+OpeningOption = Annotated[int, typer.Option(
+    "--opening-plies",
+    help="Random layout placements (0..64) that start both games of each pair, as an opening book: agents that do "
+         "not sample replay one game per colour without it.")]
+
+
+def echo_repeats(data: dict[str, Any]) -> None:
+    """A note when a match's games repeat (fewer ``distinct_games`` than games)."""
+    distinct, games = data.get("distinct_games"), data.get("games", 0)
+    if distinct is not None and distinct < games:
+        name = f"{data['a']} vs {data['b']}: " if "a" in data else ""
+        typer.echo(f"note: {name}only {distinct} of the {games} games differ: the agents do not sample, so their "
+                   "games repeat; --opening-plies K starts each pair from K random placements")
 
 
 def labelled(text: str) -> str | tuple[str, str]:
@@ -212,6 +230,7 @@ def tournament(
         "--versus", help="An agent of a second population (repeatable): adds the relative population performance "
                          "(RPP) of AGENT... against these.")] = None,
     games_in_flight: Annotated[int, typer.Option("--games-in-flight", help="Games each worker plays at once on the batched engine (as arena's).")] = 1,
+    opening_plies: OpeningOption = 0,
     json_out: Annotated[bool, typer.Option("--json", help="Print the result as one JSON object.")] = False,
     imports: ImportOption = None,
     rule: RuleOption = None,
@@ -225,7 +244,8 @@ def tournament(
     check_games_in_flight(games_in_flight)
     result = run_tournament([labelled(a) for a in agents], games, workers=workers, seed=seed, out_dir=out,
                             ruleset=ruleset_from(rule), progress=not json_out, imports=imports or (), anchor=anchor,
-                            versus=[labelled(a) for a in versus or ()], games_in_flight=games_in_flight)
+                            versus=[labelled(a) for a in versus or ()], games_in_flight=games_in_flight,
+                            opening_plies=opening_plies)
     if json_out:
         typer.echo(json.dumps(result.data))
     else:
@@ -233,6 +253,8 @@ def tournament(
         for table in rich_tables(result.data):
             console.print(table)
         typer.echo(clusters_text(result.data))
+        for pair in result.data["pairs"]:
+            echo_repeats(pair)
         typer.echo(f"wrote {out / RESULT_FILE}, {out / TABLE_FILE}, {out / 'payoff.png'} and {out / 'gamescape.png'}")
 
 

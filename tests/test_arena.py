@@ -26,8 +26,8 @@ from core.records import read_json
 from core.rules import Ruleset
 from core.state import GameState
 from knowledge.plugins import REGISTRY
-from train.matches.arena import (ARENA_VERSION, ARENA_VERSIONS, ArenaError, game_seeds, load_records, record_path,
-                                 run_arena)
+from train.matches.arena import (ARENA_VERSION, ARENA_VERSIONS, OPENING_PLIES_MAX, ArenaError, game_seeds,
+                                 load_records, opening_moves, record_path, run_arena)
 from train.matches.summary import summarize_records
 from frontends.terminal import play
 from train.matches.stats import percentile
@@ -282,6 +282,46 @@ def test_bad_arguments(tmp_path):
         run_arena("nope", "t-first", 2, workers=0, out_dir=tmp_path, progress=False)
     with pytest.raises(ArenaError, match="agent 't-first': unknown option 'depth'"):
         run_arena("t-random", "t-first:depth=2", 2, workers=0, out_dir=tmp_path, progress=False)
+
+
+def test_openings_make_agents_that_do_not_sample_play_distinct_games(tmp_path):
+    """``t-first`` against itself replays one game whatever the seeds; with ``opening_plies`` both games of a
+    pair start from the pair's own random placements (legal, drawn from its game seed), so pairs differ."""
+    plain = run_arena("t-first", "t-first", 6, workers=0, seed=3, out_dir=tmp_path / "plain", ruleset=RULES,
+                      progress=False)
+    assert plain.data["distinct_games"] == 1 and plain.data["opening_plies"] == 0
+    s = run_arena("t-first", "t-first", 6, workers=0, seed=3, out_dir=tmp_path / "open", ruleset=RULES,
+                  progress=False, opening_plies=5)
+    assert s.data["distinct_games"] == 3 and s.data["opening_plies"] == 5
+    records = [read_json(record_path(tmp_path / "open", i)) for i in range(6)]
+    for i, r in enumerate(records):
+        opening = opening_moves(RULES, 5, r.metadata["game_seed"])
+        assert r.moves[:5] == tuple(opening) and r.metadata["opening_plies"] == 5
+        assert list(r.search[:5]) == [None] * 5 and all(r.search[5:])
+        assert r.moves == records[i ^ 1].moves  # the pair's two games: one opening, colours swapped
+        state = GameState.initial(RULES)
+        for move in opening:  # each placement legal where it is played
+            assert move in [str(m) for m in state.legal_moves()]
+            state = state.apply(move)
+    assert len({r.moves[:5] for r in records}) == 3
+    assert s.data["time"]["a"]["all"]["moves"] + s.data["time"]["b"]["all"]["moves"] == \
+        sum(len(r.moves) - 5 for r in records)  # the opening is neither agent's
+    with pytest.raises(ArenaError, match="field 'opening_plies' is 5 but this run asks for 0"):
+        run_arena("t-first", "t-first", 6, workers=0, seed=3, out_dir=tmp_path / "open", ruleset=RULES, progress=False)
+    for bad in (-1, OPENING_PLIES_MAX + 1, 2.5, True):
+        with pytest.raises(ArenaError, match=f"opening_plies: must be an integer in 0..{OPENING_PLIES_MAX}"):
+            run_arena("t-first", "t-first", 2, workers=0, out_dir=tmp_path / "bad", progress=False, opening_plies=bad)
+    assert not (tmp_path / "bad").exists()
+    t = run_tournament([("x", "t-first"), ("y", "t-first")], 4, workers=0, out_dir=tmp_path / "rr", ruleset=RULES,
+                       progress=False, plots=False, opening_plies=3)
+    assert t.data["opening_plies"] == 3 and t.data["pairs"][0]["distinct_games"] == 2
+    res = CliRunner().invoke(app, ["arena", "t-first", "t-first", "-n", "4", "--workers", "0", "--out",
+                                   str(tmp_path / "cli"), "-r", "max_battle_plies=20", "-r", "adjudicate=stones"])
+    assert res.exit_code == 0 and "note: t-first vs t-first: only 1 of the 4 games differ" in res.output and "--opening-plies K" in res.output
+    res = CliRunner().invoke(app, ["arena", "t-first", "t-first", "-n", "2", "--opening-plies", "65", "--out",
+                                   str(tmp_path / "cli2")])
+    assert res.exit_code == 2 and "error: opening_plies: must be an integer in 0..64, got 65" in res.output
+    assert "Traceback" not in res.output
 
 
 def test_an_illegal_move_forfeits_the_game(tmp_path):

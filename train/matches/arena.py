@@ -11,6 +11,13 @@ directories of version 1, made before 2026-11-29, used the game seed ``seed + k`
 2`` replayed all but one pair of ``--seed 1``; they resume with that seeding, and new directories
 are version 2.)
 
+Openings: agents that do not sample (``jfa``, the ``mcts`` agents at temperature 0) replay one game
+per colour whatever their seeds, so that ``games`` would count copies. ``opening_plies = K`` starts
+both games of pair ``k`` from the same K uniformly random layout placements (:func:`opening_moves`, drawn
+from the pair's game seed; colours swapped between the two, as an opening book in a chess match), so
+that every pair is a different game; the records hold the opening's moves with no ``search`` entry and
+``metadata["opening_plies"]``. The summary counts the ``distinct_games`` (distinct move sequences).
+
 Agents are built by spec in the process that plays the game (``knowledge.agents.make_agent``, which
 understands ``NAME[:k=v,...]`` and ``LAYOUT+BATTLE``, with the agents of ``catalog`` registered),
 fresh for every game. A player may also be a ``search.agents.AgentRecipe`` (an agent name with its
@@ -22,7 +29,7 @@ is locked for the match (``train.jobs.rundir.lock_dir``): a second match into it
 Run directory (``out_dir``), every file written atomically (temporary file + ``os.replace``)::
 
     arena.json          the match identity: {"format": "jiu-arena", "version": 2, "a", "b", "seed",
-                        "ruleset": {...}, "games": <last requested count>}
+                        "ruleset": {...}, "opening_plies", "games": <last requested count>}
     games/0000.json     one JSON game record per finished game (core.records format), see below
     summary.json        statistics of the finished games (keys in :func:`summarize_records`)
 
@@ -34,8 +41,8 @@ agent's optional ``last_search`` dict), and ``metadata`` ``{"arena": {"a", "b", 
 "game_index", "pair", "game_seed", "a_colour": "w"|"b", "seeds": {"white", "black"},
 "duration_seconds"}``.
 
-Resume: rerunning with the same ``out_dir`` checks that ``arena.json`` names the same specs, seed
-and ruleset (else ``ArenaError`` naming the field) and plays only the games without a record; a game
+Resume: rerunning with the same ``out_dir`` checks that ``arena.json`` names the same specs, seed,
+ruleset and opening plies (else ``ArenaError`` naming the field) and plays only the games without a record; a game
 interrupted by a kill has no record (writes are atomic) and is played again from its seed, so no game
 is duplicated. ``games`` may grow between runs (the match is extended); the summary covers the games
 with index below the requested count.
@@ -83,6 +90,9 @@ CONFIG_FILE = "arena.json"
 SUMMARY_FILE = "summary.json"
 GAMES_DIR = "games"
 PHASES = ("layout", "battle")
+OPENING_PLIES_MAX = 64
+"""Upper bound of ``opening_plies``: random placements stay a small part of the 196-ply layout."""
+OPENING_STREAM = 0x0BE9  # the opening's generator: SeedSequence([game_seed, OPENING_STREAM]), apart from the agents'
 MAX_GAMES = 1_000_000
 """Upper bound of every game count (arena, tournament per pair, gen-records): a million games of the
 fastest agents take days; larger counts are refused at once instead of running without end."""
@@ -155,7 +165,31 @@ def check_agent_spec(spec: str, what: str = "agent") -> None:
         close()
 
 
+def check_opening_plies(plies: object) -> None:
+    """``ArenaError`` unless ``plies`` is an integer in ``0..OPENING_PLIES_MAX``."""
+    if not isinstance(plies, int) or isinstance(plies, bool) or not 0 <= plies <= OPENING_PLIES_MAX:
+        raise ArenaError(f"opening_plies: must be an integer in 0..{OPENING_PLIES_MAX}, got {plies!r}")
+
+
 # ============================================================================ one game
+def opening_moves(ruleset: Ruleset, plies: int, game_seed: int) -> list[str]:
+    """The random opening of the pair with game seed ``game_seed``: ``plies`` (``0..OPENING_PLIES_MAX``)
+    placements from the initial position, each uniform over the legal ones, drawn from
+    ``numpy.random.SeedSequence([game_seed, OPENING_STREAM])``; as notation strings. The same for both
+    games of a pair and for any agents."""
+    from core.state import GameState
+
+    check_opening_plies(plies)
+    rng = np.random.default_rng(np.random.SeedSequence([int(game_seed), OPENING_STREAM]))
+    state, moves = GameState.initial(ruleset), []
+    for _ in range(plies):
+        legal = state.legal_moves()
+        move = legal[int(rng.integers(len(legal)))]
+        state = state.apply(move)
+        moves.append(str(move))
+    return moves
+
+
 def game_seeds(seed: int, index: int, version: int = ARENA_VERSION) -> dict[str, Any]:
     """Seeds and colours of game ``index`` of an arena with base ``seed``: ``{"pair": k, "game_seed",
     "a_colour": "w" for even index else "b", "seed_a", "seed_b"}``. ``game_seed`` (32-bit) is drawn
@@ -201,12 +235,13 @@ def _unbatched(job):
 
 
 def game_steps(white, black, ruleset: Ruleset = DEFAULT_RULESET, white_seed: int = 0, black_seed: int = 1,
-               metadata: dict[str, Any] | None = None, batched: bool = True):
+               metadata: dict[str, Any] | None = None, batched: bool = True, opening: Sequence[str] = ()):
     """:func:`play_game` as a job of ``search.batched`` (a generator returning the ``GameRecord``): with
     ``batched`` each move is ``search.agents.move_steps`` (a search's leaves go to the driver, to be
     evaluated with the other games' leaves), else ``agent.select`` (the job never yields). Batched, the
     global generators are seeded as well but other games draw from them too, and a move's ``time`` is
-    its wall time in the driver, the other games' work included."""
+    its wall time in the driver, the other games' work included. ``opening``: moves played first, by
+    neither agent (:func:`opening_moves`; their ``search`` entries are ``None``)."""
     from core.records import GameRecord
     from core.state import GameState
     from search.agents import move_steps
@@ -219,6 +254,12 @@ def game_steps(white, black, ruleset: Ruleset = DEFAULT_RULESET, white_seed: int
     search: list[dict[str, Any]] = []
     meta = dict(metadata or {})
     meta["seeds"] = {"white": white_seed, "black": black_seed}
+    if opening:
+        meta["opening_plies"] = len(opening)
+    for text in opening:
+        state = state.apply(text)
+        moves.append(str(text))
+        search.append(None)
     result = reason = None
     start = time.perf_counter()
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -270,7 +311,9 @@ def _game_job(task: dict[str, Any], batched: bool):
             "pair": s["pair"], "game_seed": s["game_seed"], "a_colour": s["a_colour"]}
     if batched:
         meta["games_in_flight"] = task["games_in_flight"]
-    return game_steps(white, black, Ruleset.parse(task["ruleset"]), white_seed, black_seed, meta, batched)
+    ruleset = Ruleset.parse(task["ruleset"])
+    opening = opening_moves(ruleset, task.get("opening_plies", 0), s["game_seed"])
+    return game_steps(white, black, ruleset, white_seed, black_seed, meta, batched, opening)
 
 
 def _write_record(task: dict[str, Any], record) -> dict[str, Any]:
@@ -318,16 +361,17 @@ def plan_arena_batches(tasks: list[dict[str, Any]], games_in_flight: int, worker
 
 
 # ============================================================================ run directory
-def _config(a: str, b: str, seed: int, ruleset: Ruleset, games: int, version: int = ARENA_VERSION) -> dict[str, Any]:
+def _config(a: str, b: str, seed: int, ruleset: Ruleset, games: int, version: int = ARENA_VERSION,
+            opening_plies: int = 0) -> dict[str, Any]:
     return {"format": ARENA_FORMAT, "version": version, "a": a, "b": b, "seed": seed,
-            "ruleset": ruleset.model_dump(), "games": games}
+            "ruleset": ruleset.model_dump(), "opening_plies": opening_plies, "games": games}
 
 
-def check_run_dir(out_dir: Path, a: str, b: str, seed: int, ruleset: Ruleset) -> int:
+def check_run_dir(out_dir: Path, a: str, b: str, seed: int, ruleset: Ruleset, opening_plies: int = 0) -> int:
     """The arena version (its game seeding, :func:`game_seeds`) of the match in ``out_dir``:
     ``out_dir/arena.json``'s, or :data:`ARENA_VERSION` for a new directory. Raise ``ArenaError`` naming
-    the field if ``arena.json`` describes another match (other specs, seed or ruleset), has a version
-    this code does not know, or is unreadable."""
+    the field if ``arena.json`` describes another match (other specs, seed, ruleset or opening plies; a
+    file without ``opening_plies`` had none), has a version this code does not know, or is unreadable."""
     path = out_dir / CONFIG_FILE
     if not path.exists():
         if (out_dir / GAMES_DIR).exists() and any((out_dir / GAMES_DIR).glob("*.json")):
@@ -339,12 +383,12 @@ def check_run_dir(out_dir: Path, a: str, b: str, seed: int, ruleset: Ruleset) ->
         raise ArenaError(f"{path}: unreadable arena configuration ({exc}); use another --out directory") from None
     if not isinstance(stored, dict) or stored.get("format") != ARENA_FORMAT:
         raise ArenaError(f"{path}: not an arena configuration (field 'format' is not {ARENA_FORMAT!r})")
-    want = _config(a, b, seed, ruleset, 0)
-    for key in ("a", "b", "seed", "ruleset"):
-        if stored.get(key) != want[key]:
+    want = _config(a, b, seed, ruleset, 0, opening_plies=opening_plies)
+    for key in ("a", "b", "seed", "ruleset", "opening_plies"):
+        if stored.get(key, 0 if key == "opening_plies" else None) != want[key]:
             raise ArenaError(
                 f"{path}: field {key!r} is {stored.get(key)!r} but this run asks for {want[key]!r};"
-                " resume with the same agents, seed and rules, or use another --out directory"
+                " resume with the same agents, seed, rules and opening plies, or use another --out directory"
             )
     version = stored.get("version")
     if version not in ARENA_VERSIONS:
@@ -418,6 +462,7 @@ def run_arena(
     executor: Executor | None = None,
     sprt: tuple[float, float, float, float] | None = None,
     games_in_flight: int = 1,
+    opening_plies: int = 0,
 ) -> ArenaSummary:
     """Play (or finish) a colour-balanced match of ``games`` games between ``spec_a`` and ``spec_b`` (spec
     strings or ``search.agents.AgentRecipe``)
@@ -435,7 +480,8 @@ def run_arena(
     engine (``search.batched.drive``: the searches' leaves of every game evaluated together, each agent's
     net evaluator shared by its games) in batches of at most that many games, and the records' move
     times are wall times shared with the other games (``metadata["games_in_flight"]``); 1 plays each game
-    alone with the agents' own threads, so its move times are the agents'.
+    alone with the agents' own threads, so its move times are the agents'. ``opening_plies``: random
+    placements that start both games of each pair (0..``OPENING_PLIES_MAX``; module docstring).
 
     Raises ``ArenaError`` for a bad spec (listing the available agents), an odd or non-positive
     ``games``, a run directory of another match, or a failed game / dead worker (the records written
@@ -449,6 +495,7 @@ def run_arena(
         raise ArenaError(f"seed: must be an integer >= 0, got {seed!r}")
     if not isinstance(games_in_flight, int) or not 1 <= games_in_flight <= GAMES_IN_FLIGHT_MAX:
         raise ArenaError(f"games_in_flight: must be an integer in 1..{GAMES_IN_FLIGHT_MAX}, got {games_in_flight!r}")
+    check_opening_plies(opening_plies)
     catalog.import_plugins(imports)
     check_agent_spec(spec_a, "agent A")
     check_agent_spec(spec_b, "agent B")
@@ -465,21 +512,21 @@ def run_arena(
             raise ArenaError(f"sprt: {exc}") from None
     with lock_dir(out):
         return _run_locked(spec_a, spec_b, games, workers, seed, out, ruleset, progress, imports, executor, sprt,
-                           games_in_flight)
+                           games_in_flight, opening_plies)
 
 
 def _run_locked(player_a, player_b, games, workers, seed, out: Path, ruleset, progress, imports, executor,
-                sprt=None, games_in_flight: int = 1) -> ArenaSummary:
+                sprt=None, games_in_flight: int = 1, opening_plies: int = 0) -> ArenaSummary:
     spec_a, spec_b = player_text(player_a), player_text(player_b)  # the players' names in files and lines
-    version = check_run_dir(out, spec_a, spec_b, seed, ruleset)
+    version = check_run_dir(out, spec_a, spec_b, seed, ruleset, opening_plies)
     games_dir = out / GAMES_DIR
     games_dir.mkdir(parents=True, exist_ok=True)
     _clean_temp_files(games_dir)
-    atomic_write_json(out / CONFIG_FILE, _config(spec_a, spec_b, seed, ruleset, games, version))
+    atomic_write_json(out / CONFIG_FILE, _config(spec_a, spec_b, seed, ruleset, games, version, opening_plies))
     done = load_records(out, games, spec_a, spec_b, seed)
     todo = [i for i in range(games) if i not in done]
     task_base = {"a": player_a, "b": player_b, "seed": seed, "version": version, "ruleset": ruleset.model_dump(),
-                 "out_dir": str(out)}
+                 "opening_plies": opening_plies, "out_dir": str(out)}
     start = time.perf_counter()
     score = Counter({"w": 0, "d": 0, "l": 0})
     points: dict[int, float] = {}  # A's points by game index
@@ -544,7 +591,8 @@ def _run_locked(player_a, player_b, games, workers, seed, out: Path, ruleset, pr
     ordered = [records[i] for i in sorted(records)]
     data = summarize_records(ordered, spec_a, spec_b)
     data = {"format": SUMMARY_FORMAT, "version": VERSION, **data, "games_requested": games,
-            "complete": len(records) == games, "seed": seed, "ruleset": ruleset.model_dump()}
+            "complete": len(records) == games, "seed": seed, "ruleset": ruleset.model_dump(),
+            "opening_plies": opening_plies}
     if sprt is not None:  # from the records on disk, like the rest of the summary
         look = sprt_of_games({i: a_points(r.result, r.metadata["a_colour"]) for i, r in records.items()}, *sprt)
         data["sprt"] = {"elo0": sprt[0], "elo1": sprt[1], "alpha": sprt[2], "beta": sprt[3], **look.to_dict()}
@@ -560,11 +608,12 @@ def run_matches(
     progress: bool = True,
     imports: Sequence[str] = (),
     games_in_flight: int = 1,
+    opening_plies: int = 0,
 ) -> list[ArenaSummary]:
     """Play several arena matches ``(spec_a, spec_b, games, out_dir)`` (specs: strings or
     ``search.agents.AgentRecipe``) one after the other with one process pool (``workers``; ``0``: in
     this process) and one progress display shared by all, each through :func:`run_arena` (so each is
-    resumable in its ``out_dir``; ``games_in_flight`` as there); returns their summaries in order. On an
+    resumable in its ``out_dir``; ``games_in_flight`` and ``opening_plies`` as there); returns their summaries in order. On an
     error or Ctrl-C the pool is stopped at once and the exception propagates."""
     pool = make_pool(workers, imports) if workers > 0 else None
     bar = new_progress() if progress else None
@@ -575,7 +624,7 @@ def run_matches(
         for a, b, games, out_dir in matches:
             out.append(run_arena(a, b, games, workers=workers, seed=seed, out_dir=out_dir, ruleset=ruleset,
                                  progress=bar if bar is not None else False, imports=imports, executor=pool,
-                                 games_in_flight=games_in_flight))
+                                 games_in_flight=games_in_flight, opening_plies=opening_plies))
     except BaseException:
         if pool is not None:
             stop_pool(pool)

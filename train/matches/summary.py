@@ -86,7 +86,8 @@ def summarize_records(records: Sequence, a: str, b: str) -> dict[str, Any]:
     same keys for the games A played with that colour; ``colours`` ``{"white_wins", "black_wins",
     "draws", "white_score"}`` (first-move advantage); ``reasons`` (end reason -> count);
     ``mean_game_length`` (plies, placements included), ``mean_battle_plies``, ``min_plies``,
-    ``max_plies``; ``time`` ``{"a"|"b": {"all"|"layout"|"battle": {"moves", "mean", "p95", "max",
+    ``max_plies``; ``distinct_games`` (distinct move sequences: agents that do not sample replay their
+    games, ``train.matches.arena``'s openings); ``time`` ``{"a"|"b": {"all"|"layout"|"battle": {"moves", "mean", "p95", "max",
     "total"}}}`` decision times in seconds per move (``p95`` linear interpolation);
     ``time_unit`` = ``"seconds"``."""
     records = list(records)
@@ -119,6 +120,7 @@ def summarize_records(records: Sequence, a: str, b: str) -> dict[str, Any]:
         "mean_battle_plies": float(np.mean([max(0, x - LAYOUT_PLIES) for x in lengths])) if lengths else None,
         "min_plies": min(lengths) if lengths else None,
         "max_plies": max(lengths) if lengths else None,
+        "distinct_games": len({tuple(r.moves) for r in records}),
         "time_unit": "seconds",
         "time": {who: {k: time_stats(v) for k, v in d.items()} for who, d in times.items()},
     }

@@ -15,8 +15,8 @@ shared by all pairs.
 Run directory (every file written atomically; locked for the run, ``train.jobs.rundir.lock_dir``)::
 
     tournament.json          {"format": "jiu-tournament", "version": 1, "agents": [...], "games", "seed",
-                              "ruleset", "pairs": [{"a", "b", "dir", "games", "wins", "draws", "losses",
-                              "win_rate", "ci95", "wilson_ci95", "elo"}, ...],
+                              "ruleset", "opening_plies", "pairs": [{"a", "b", "dir", "games", "wins", "draws", "losses",
+                              "win_rate", "ci95", "wilson_ci95", "elo", "distinct_games"}, ...],
                               "payoff": [[score rate of row vs column, 0..1; 0.5 on the diagonal], ...],
                               "ratings": {"anchor", "prior_draws", "log_likelihood",
                                           "ratings": [{"agent", "elo", "se", "ci95", "score", "games"}, ...]},
@@ -97,6 +97,7 @@ def run_tournament(
     versus: Sequence[str | tuple[str, Any]] = (),
     plots: bool = True,
     games_in_flight: int = 1,
+    opening_plies: int = 0,
 ) -> TournamentResult:
     """Play a round robin of ``games`` games (even) per pair among ``specs`` (at least 2 distinct
     players) and return and save its results (module docstring). A player is an agent spec string (its own
@@ -109,7 +110,8 @@ def run_tournament(
     ``versus`` (module docstring). ``plots``: also write ``payoff.png`` and ``gamescape.png``. Raises
     ``ArenaError`` for a bad or repeated spec (listing the available agents), a bad game count, a
     pair directory of another match, or a failed game (finished games stay on disk; rerun to resume).
-    ``games_in_flight``: games each worker plays at once on the batched engine (``run_arena``)."""
+    ``games_in_flight``: games each worker plays at once on the batched engine, ``opening_plies``: random
+    placements starting both games of each pair of games (both as ``run_arena``'s)."""
     import catalog
 
     agent_of = {}
@@ -138,7 +140,7 @@ def run_tournament(
         pairs = [tuple(sorted(p)) for p in combinations(specs, 2)]
         summaries = run_matches([(agent_of[a], agent_of[b], games, out / PAIRS_DIR / pair_dir_name(a, b))
                                  for a, b in pairs], workers=workers, seed=seed, ruleset=ruleset, progress=progress,
-                                imports=imports, games_in_flight=games_in_flight)
+                                imports=imports, games_in_flight=games_in_flight, opening_plies=opening_plies)
         arenas: dict[tuple[str, str], ArenaSummary] = dict(zip(pairs, summaries))
 
         results = [PairResult(a, b, s.wins, s.draws, s.losses) for (a, b), s in arenas.items()]
@@ -148,10 +150,11 @@ def run_tournament(
         for (a, b), s in arenas.items():
             pair_rows.append({"a": a, "b": b, "dir": str(Path(PAIRS_DIR) / pair_dir_name(a, b)), "games": s.games,
                               "wins": s.wins, "draws": s.draws, "losses": s.losses, "win_rate": s.win_rate,
-                              "ci95": s.ci95, "wilson_ci95": s.data["wilson_ci95"], "elo": s.data["elo"]})
+                              "ci95": s.ci95, "wilson_ci95": s.data["wilson_ci95"], "elo": s.data["elo"],
+                              "distinct_games": s.data["distinct_games"]})
         data = json_safe({
             "format": TOURNAMENT_FORMAT, "version": VERSION, "agents": specs, "games": games, "seed": seed,
-            "ruleset": ruleset.model_dump(), "pairs": pair_rows, "payoff": payoff, "ratings": ratings.to_dict(),
+            "ruleset": ruleset.model_dump(), "opening_plies": opening_plies, "pairs": pair_rows, "payoff": payoff, "ratings": ratings.to_dict(),
             "by_colour": colour_matrix(arenas, specs), "latency": agent_latency(arenas, specs),
             **population_analysis(payoff, specs, population_a, population_b),
         })
