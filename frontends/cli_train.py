@@ -382,7 +382,7 @@ def population(
 ):
     """Round robin of a run's population (or curve) nets: payoff matrix, Elo, maximum-entropy Nash weights and Nash clustering (papers/002); with --versus, two runs' and their RPP."""
     from train.learning.modeldir import load_run_config
-    from train.learning.population import lineage_players, rp_elo
+    from train.learning.population import lineage_players, results_of, rp_elo
     from train.matches.tournament import clusters_text, run_tournament
 
     if games % 2:
@@ -403,7 +403,7 @@ def population(
     data = run_tournament(players, games, workers=workers, seed=seed, ruleset=cfg.ruleset, progress=not json_out,
                           out_dir=out or default_out, games_in_flight=games_in_flight, versus=others).data
     if others:  # each run's newest player against its own lineage and against the other run's (RP-ELO)
-        data["rp_elo"] = [{**(rp_elo(newest, _results_of(data, newest, [a for a, _ in pop if a != newest])) or {}),
+        data["rp_elo"] = [{**(rp_elo(newest, results_of(data["pairs"], newest, [a for a, _ in pop if a != newest])) or {}),
                            "player": newest, "against": name}
                           for newest in (players[-1][0], others[-1][0])
                           for name, pop in ((a_name, players), (b_name, others))]
@@ -430,19 +430,6 @@ def population(
                    " (expected score per game in [-1, 1] of the first population's Nash mixture against the second's)")
 
 
-def _results_of(data: dict, player: str, members: list[str]) -> list:
-    """``PairResult(player, member, ...)`` of a tournament result dictionary's pairs, from ``player``'s side."""
-    from train.matches.stats import PairResult
-
-    out = []
-    for p in data["pairs"]:
-        if p["a"] == player and p["b"] in members:
-            out.append(PairResult(player, p["b"], p["wins"], p["draws"], p["losses"]))
-        elif p["b"] == player and p["a"] in members:
-            out.append(PairResult(player, p["a"], p["losses"], p["draws"], p["wins"]))
-    return out
-
-
 @app.command()
 @train_errors
 def exploitability(
@@ -457,12 +444,12 @@ def exploitability(
     json_out: Annotated[bool, typer.Option("--json", help="Print the result as one JSON object.")] = False,
 ):
     """Approximate exploitability (papers/002): a fresh copy of a frozen net trains against it alone, then its win rate against it (95% Wilson CI)."""
+    from train.learning.exploitability import default_out_dir
     from train.learning.exploitability import exploitability as measure
 
     if eval_games % 2:
         fail(f"--eval-games: must be even (colour-balanced pairs), got {eval_games}")
-    base = run_dir if (run_dir / "config.json").exists() else Path("runs")  # a model directory stays as shipped
-    target = out or base / "exploitability" / net.replace("@", "-").replace("/", "_")
+    target = out or default_out_dir(run_dir, net)
     data = measure(run_dir, net, target, games, iterations, eval_games, workers=workers, seed=seed,
                    progress=not json_out)
     if json_out:

@@ -232,6 +232,19 @@ class Population:
         atomic_write_json(Path(root) / POPULATION_DIR / STATE_FILE, self.to_dict())
 
 
+def results_of(pairs: list[dict[str, Any]], player: str, members: list[str]) -> list[PairResult]:
+    """``PairResult(player, member, wins, draws, losses)`` from ``player``'s side, for each pair row of a
+    tournament result (``train.matches.tournament``: ``{"a", "b", "wins", "draws", "losses"}``) between
+    ``player`` and one of ``members``: the input of :func:`rp_elo`."""
+    out = []
+    for p in pairs:
+        if p["a"] == player and p["b"] in members:
+            out.append(PairResult(player, p["b"], p["wins"], p["draws"], p["losses"]))
+        elif p["b"] == player and p["a"] in members:
+            out.append(PairResult(player, p["a"], p["losses"], p["draws"], p["wins"]))
+    return out
+
+
 def rp_elo(player: str, results: list[PairResult]) -> dict[str, Any] | None:
     """The relative population Elo (RP-ELO, papers/002 section 5.2) of ``player`` from its results against
     the members of a population (``PairResult(player, member, wins, draws, losses)``, one per member
