@@ -117,20 +117,19 @@ def snapshot(run_dir: str | os.PathLike, dest: str | os.PathLike, shards: bool =
                 done = (point_dir / RESULTS_FILE).exists()
                 _copy(point_dir / RESULTS_FILE if done else point_dir,
                       dst.curve_root / point_dir.name / (RESULTS_FILE if done else ""))
-            if state.phase != "init":  # the iteration in progress: its games, samples and matches resume
+            in_progress = state.phase != "init"
+            if in_progress:  # the iteration in progress: its games and matches resume (its shards below)
                 it = state.iteration
                 _copy(src.records / f"i{it:04d}", dst.records / f"i{it:04d}")
                 _copy(src.eval_dir(it, state.kind, ""), dst.eval_dir(it, state.kind, ""))
-                for kind_dir in sorted(src.shards_root.iterdir()) if src.shards_root.is_dir() else ():
-                    for f in shard_files(kind_dir):
-                        if f.name.startswith(shard_prefix(it)):  # the train phase learns from them
-                            _copy(f, dst.shards(kind_dir.name) / f.name)
             if not state.best:
                 _copy(src.root / "pretrain", tmp / "pretrain")
-            if shards:
-                for kind_dir in sorted(src.shards_root.iterdir()) if src.shards_root.is_dir() else ():
-                    for f in _window_shards(kind_dir, cfg.replay.window):
-                        _copy(f, dst.shards(kind_dir.name) / f.name)
+            for kind_dir in sorted(src.shards_root.iterdir()) if src.shards_root.is_dir() else ():
+                keep = set(_window_shards(kind_dir, cfg.replay.window)) if shards else set()
+                if in_progress:  # the iteration's own samples: its train phase learns from them
+                    keep.update(f for f in shard_files(kind_dir) if f.name.startswith(shard_prefix(state.iteration)))
+                for f in sorted(keep):
+                    _copy(f, dst.shards(kind_dir.name) / f.name)
             _relative_text(tmp, src.root.resolve())
             games, samples = disk_totals(src)
             games += state.archived_games

@@ -383,9 +383,10 @@ def check_run_dir(out_dir: Path, a: str, b: str, seed: int, ruleset: Ruleset, op
         raise ArenaError(f"{path}: unreadable arena configuration ({exc}); use another --out directory") from None
     if not isinstance(stored, dict) or stored.get("format") != ARENA_FORMAT:
         raise ArenaError(f"{path}: not an arena configuration (field 'format' is not {ARENA_FORMAT!r})")
+    stored = {"opening_plies": 0, **stored}  # a file written before openings had none
     want = _config(a, b, seed, ruleset, 0, opening_plies=opening_plies)
     for key in ("a", "b", "seed", "ruleset", "opening_plies"):
-        if stored.get(key, 0 if key == "opening_plies" else None) != want[key]:
+        if stored.get(key) != want[key]:
             raise ArenaError(
                 f"{path}: field {key!r} is {stored.get(key)!r} but this run asks for {want[key]!r};"
                 " resume with the same agents, seed, rules and opening plies, or use another --out directory"
