@@ -32,6 +32,7 @@ INTEGRATION_FILES = frozenset({
     "test_frontends.py",
     "test_fuzz.py",
     "test_ray.py",
+    "test_signals.py",
     "test_train.py",
 })
 

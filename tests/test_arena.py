@@ -614,7 +614,7 @@ def test_sigterm_stops_an_arena_as_ctrl_c_does(tmp_path):
     workers = [int(p) for p in os.popen(f"pgrep -P {proc.pid}").read().split()]
     assert workers
     proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=60)
+    _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130 and "interrupted" in err.splitlines(), err
     deadline = time.monotonic() + 15
     alive = workers

@@ -1012,7 +1012,8 @@ def test_sigterm_ends_a_selfplay_run_as_ctrl_c_does(tmp_path):
         assert _wait_for(lambda: (run / "metrics.jsonl").exists()
                          and any(e["event"] == "game" for e in read_metrics(run / "metrics.jsonl")), 120)
         proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=60)
+        # beyond the forced exit (train.jobs.signals.FORCED_EXIT_SECONDS), whose stacks then show in `err`
+        _, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
