@@ -1574,6 +1574,44 @@ def test_upper_selfplay_with_value_drift_targets_the_margins_change(monkeypatch)
                                    "selfplay.search.value_center=false"))
 
 
+def test_net_only_selfplay_learns_a_teachers_value_blended_with_the_result():
+    """``value_drift_mode = "value"``, ``value_drift_evaluator`` and ``value_result_mix``: a net-only
+    search (no value evaluator) gives each upper sample ``w r + (1 - w) tanh(m(t) / scale)``, the
+    teacher's value of its own position blended with the result; each field's misuse is one error
+    naming it."""
+    from core.records import GameRecord
+    from nets.model import build
+    from train.learning.config import resolve_names
+    from train.learning.drift import DriftTarget, drift_values
+    from train.learning.selfplay import play_upper_game
+
+    fields = ("selfplay.search.value_evaluator=none", "selfplay.value_drift=0", "selfplay.value_drift_mode=value",
+              "selfplay.value_drift_evaluator=eval.expert", "selfplay.value_result_mix=0.5")
+    cfg = micro_config(*fields)
+    resolve_names(cfg)
+    target = DriftTarget(0, "eval.expert", mode="value", result_mix=0.5)
+    assert cfg.drift_target("upper") == target and cfg.drift_target("slm") is None
+    net = build(cfg.nets.net_config("upper")).eval()
+    game, builder, _ = play_upper_game(cfg, net, seed=4)
+    samples = builder.build()
+    replay = GameRecord.from_moves(game.moves, cfg.ruleset).replay()
+    rows = [i for i, info in enumerate(game.search) if info is not None and replay[i].phase == 1]
+    assert len(rows) == len(samples) > 4
+    np.testing.assert_allclose(samples.z, drift_values(replay, target)[rows], atol=1e-6)
+    outcome = drift_values(replay, DriftTarget(0, "eval.expert", mode="value", result_mix=1.0))[rows]
+    assert not np.allclose(samples.z, outcome) and len(set(np.round(samples.z, 4))) > 2
+    with pytest.raises(ConfigError, match="value_result_mix"):
+        micro_config("selfplay.value_drift=0", "selfplay.value_result_mix=0.5")  # no evaluator target to blend
+    with pytest.raises(ConfigError, match="value_result_mix"):
+        micro_config(*fields[:-1], "selfplay.value_result_mix=2")
+    with pytest.raises(ConfigError, match="value_drift_mode"):
+        micro_config(*fields[:2], "selfplay.value_drift_mode=outcome")
+    with pytest.raises(ConfigError, match="value_drift_evaluator"):
+        micro_config(*fields[:3])  # a value target without an evaluator
+    with pytest.raises(ConfigError, match="value_drift_evaluator"):
+        resolve_names(micro_config(*fields[:3], "selfplay.value_drift_evaluator=eval.nope"))
+
+
 def test_the_upper_value_target_is_the_drift_by_default_in_selfplay_and_its_pretrain(tmp_path, monkeypatch):
     """``TrainConfig.drift_target``: the upper net's value target is the drift of the net search's leaf
     value over ``selfplay.value_drift`` (8) plies by default (the value the net agents blend in), the

@@ -72,3 +72,34 @@ def test_the_value_mode_is_checked_and_named_in_the_spec():
                        (DriftTarget(2, mode="nope"), "mode")):
         with pytest.raises(ValueError, match=match):
             bad.check_plies()
+
+
+@pytest.mark.parametrize("mode,k", [("value", 0), ("value", 4), ("drift", 2)])
+def test_result_mix_blends_the_result_into_every_defined_target(mode, k):
+    replay = _game(40)
+    final = replay[-1]
+    plain = drift_values(replay, DriftTarget(k, "eval.expert", mode=mode))
+    mixed = drift_values(replay, DriftTarget(k, "eval.expert", mode=mode, result_mix=0.25))
+    w = final.winner()
+    for t, pos in enumerate(replay):
+        if np.isnan(plain[t]):
+            assert np.isnan(mixed[t])
+            continue
+        r = 0.0 if w == DRAW else (1.0 if w == pos.side else -1.0)
+        assert mixed[t] == pytest.approx(0.25 * r + 0.75 * plain[t], abs=1e-6)
+    assert np.array_equal(drift_values(replay, DriftTarget(k, "eval.expert", mode=mode, result_mix=0.0)), plain,
+                          equal_nan=True)
+    whole = drift_values(replay, DriftTarget(k, "eval.expert", mode=mode, result_mix=1.0))
+    sides = [p.side for t, p in enumerate(replay) if not np.isnan(plain[t])]
+    assert {float(v) for v in whole[~np.isnan(whole)]} <= {-1.0, 0.0, 1.0} and len(sides) > 10
+
+
+def test_result_mix_gives_no_target_without_a_result_and_is_checked():
+    replay = _game(40)[:-3]  # a record cut before its end: no result
+    assert not replay[-1].is_terminal()
+    assert np.isnan(drift_values(replay, DriftTarget(0, "eval.expert", mode="value", result_mix=0.5))).all()
+    assert not np.isnan(drift_values(replay, DriftTarget(0, "eval.expert", mode="value"))).all()
+    assert DriftTarget(0, "eval.expert", mode="value", result_mix=0.5).spec() == "value:0:eval.expert:result_mix=0.5"
+    for bad in (-0.1, 1.5, float("nan")):
+        with pytest.raises(ValueError, match="result_mix"):
+            DriftTarget(0, mode="value", result_mix=bad).check_plies()

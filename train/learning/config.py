@@ -36,7 +36,7 @@ from core.rules import Ruleset
 from nets.config import Precision
 from search.batched import GAMES_IN_FLIGHT_MAX
 from search.config import SearchConfig, merged_table, preset
-from train.learning.drift import DriftEnds, DriftTarget
+from train.learning.drift import DriftEnds, DriftMode, DriftTarget
 
 KINDS: tuple[str, ...] = ("slm", "upper", "lower")
 DqnLoss = Literal["huber", "mse", "group", "choice"]
@@ -129,11 +129,14 @@ class SelfPlayConfig(_Section):
     lower_eval_scale: float = Field(0.1, gt=0, le=10)
     value_drift: int = Field(8, ge=0, le=1000)
     value_drift_ends: DriftEnds = "result"
+    value_drift_mode: DriftMode = "drift"
+    value_drift_evaluator: str | None = None
+    value_result_mix: float = Field(0.0, ge=0, le=1)
     teacher: str | None = None
     teacher_mix: float = Field(0.5, ge=0, le=1)
     opponents: Literal["self", "population"] = "self"
 
-    _specs = field_validator("reward", "teacher", "lower_eval")(_spec)
+    _specs = field_validator("reward", "teacher", "lower_eval", "value_drift_evaluator")(_spec)
     _agents = field_validator("aux_agent")(_agent_spec)
 
     @model_validator(mode="before")
@@ -155,17 +158,35 @@ class SelfPlayConfig(_Section):
                 raise ValueError(f"search.preset: {exc}") from None
         return data
 
+    @property
+    def value_target_on(self) -> bool:
+        """Whether the ``upper`` value target is an evaluator's (``value_drift`` > 0, or
+        ``value_drift_mode = "value"``) rather than the game's result alone."""
+        return bool(self.value_drift) or self.value_drift_mode == "value"
+
+    @property
+    def value_target_evaluator(self) -> str | None:
+        """The evaluator of the value target: ``value_drift_evaluator``, else ``search.value_evaluator``."""
+        return self.value_drift_evaluator if self.value_drift_evaluator is not None else self.search.value_evaluator
+
     @model_validator(mode="after")
     def _drift(self) -> "SelfPlayConfig":
-        """``value_drift``: even and with a ``search.value_evaluator`` (its margin is checked by :func:`resolve_names`)."""
-        if self.value_drift:
-            if self.search.value_evaluator is None:
-                raise ValueError(f"value_drift = {self.value_drift} measures the change of search.value_evaluator's margin: "
-                                 "give selfplay.search.value_evaluator, or value_drift = 0 (the result)")
+        """The value target: ``value_drift`` even (0 allowed with ``value_drift_mode = "value"``), with an
+        evaluator (``value_drift_evaluator`` or ``search.value_evaluator``; its margin is checked by
+        :func:`resolve_names`), and ``value_result_mix`` only beside such a target."""
+        if self.value_target_on:
+            if self.value_target_evaluator is None:
+                raise ValueError(f"value_drift = {self.value_drift} (mode {self.value_drift_mode}) follows an evaluator's "
+                                 "margin: give selfplay.value_drift_evaluator or selfplay.search.value_evaluator, or "
+                                 "value_drift = 0 with value_drift_mode = 'drift' (the result)")
             try:
-                DriftTarget(self.value_drift, self.search.value_evaluator).check_plies()
+                DriftTarget(self.value_drift, self.value_target_evaluator, mode=self.value_drift_mode,
+                            result_mix=self.value_result_mix).check_plies()
             except ValueError as exc:
                 raise ValueError(f"value_drift: {exc}") from None
+        elif self.value_result_mix:
+            raise ValueError(f"value_result_mix = {self.value_result_mix:g} blends the result into an evaluator's target: "
+                             "set value_drift > 0 or value_drift_mode = 'value' (or value_result_mix = 0)")
         return self
 
     @model_validator(mode="after")
@@ -402,12 +423,16 @@ class TrainConfig(BaseModel):
 
     def drift_target(self, kind: str):
         """The value target of a ``kind`` net's samples, self-play's and the pretrain phase's: a
-        ``train.learning.supervised.DriftTarget`` (``selfplay.value_drift`` plies of ``selfplay.search.value_evaluator``'s
-        margin, ``selfplay.value_drift_ends`` near a game's end) for ``upper`` when ``value_drift > 0``, else
-        ``None`` (the result)."""
-        if kind != "upper" or not self.selfplay.value_drift:
+        ``train.learning.drift.DriftTarget`` (``selfplay.value_drift`` plies of the margin of
+        ``selfplay.value_drift_evaluator``, by default ``selfplay.search.value_evaluator``; its change or,
+        with ``value_drift_mode = "value"``, its value; ``selfplay.value_drift_ends`` near a game's end;
+        ``selfplay.value_result_mix`` of the result blended in) for ``upper`` when ``value_drift > 0`` or
+        the mode is ``"value"``, else ``None`` (the result)."""
+        sp = self.selfplay
+        if kind != "upper" or not sp.value_target_on:
             return None
-        return DriftTarget(self.selfplay.value_drift, self.selfplay.search.value_evaluator, self.selfplay.value_drift_ends)
+        return DriftTarget(sp.value_drift, sp.value_target_evaluator, sp.value_drift_ends, sp.value_drift_mode,
+                           sp.value_result_mix)
 
     def kind_for(self, iteration: int) -> str:
         """The net trained in ``iteration`` (1-based)."""
@@ -598,7 +623,8 @@ def resolve_names(config: TrainConfig, origins: dict[str, str] | None = None) ->
                ("selfplay.search.value_evaluator", search.value_evaluator, "evaluator"),
                ("selfplay.search.victim_evaluator", search.victim_evaluator, "evaluator"),
                ("selfplay.teacher", config.selfplay.teacher, "battle_prior"),
-               ("selfplay.lower_eval", config.selfplay.lower_eval, "evaluator")]
+               ("selfplay.lower_eval", config.selfplay.lower_eval, "evaluator"),
+               ("selfplay.value_drift_evaluator", config.selfplay.value_drift_evaluator, "evaluator")]
     for field, spec, kind in plugins:
         if spec is None:
             continue
@@ -619,8 +645,10 @@ def resolve_names(config: TrainConfig, origins: dict[str, str] | None = None) ->
             check_ray_address(config.ray_address)
         except JiuError as exc:  # "ray_address: HOST:PORT does not answer (...)"
             raise ConfigError(str(exc)) from None
-    if config.selfplay.value_drift:
+    if config.selfplay.value_target_on:
         try:
             config.drift_target("upper").check()
         except ValueError as exc:
-            raise ConfigError(f"{_where('selfplay.value_drift', origins)}: {exc}") from None
+            own = config.selfplay.value_drift_evaluator is not None
+            field = "selfplay.value_drift_evaluator" if own else "selfplay.value_drift"
+            raise ConfigError(f"{_where(field, origins)}: {exc}") from None

@@ -17,6 +17,11 @@ of the position itself (``pretrain --value-eval-target 0``: a net whose value st
 two-ply value at a leaf), a larger ``K`` looks further along the game, towards its outcome; within
 ``K`` plies of the end it is the result (a draw 0), or no target with ``ends = "drop"``.
 
+With ``result_mix = w`` (0..1) either target is blended with the game's result for the side to move,
+``z' = w r + (1 - w) z`` (``r`` +1, -1, or 0 for a draw; no target in a game without a result): the
+outcome of AlphaZero's target beside the evaluator's dense signal, so that the value head does not have
+to learn one bit per game (``selfplay.value_result_mix``).
+
 It is used by supervised pretraining (``train.learning.supervised``), self-play (``train.learning.selfplay``)
 and the training configuration (``train.learning.config``), and depends on none of them.
 """
@@ -44,13 +49,15 @@ class DriftTarget:
     value of the ``shipped`` search (``search.config.preset("shipped").value_evaluator``); ``ends``, the
     target of a position whose game ends within ``K`` plies: ``"result"`` (the result, the default) or
     ``"drop"`` (no target); ``mode``: ``"drift"`` (the margin's change, the default) or ``"value"`` (the
-    evaluator's value ``K`` plies on; ``K`` may be 0). :meth:`check` raises ``ValueError`` naming what is
-    wrong."""
+    evaluator's value ``K`` plies on; ``K`` may be 0); ``result_mix``, the weight in 0..1 of the game's
+    result blended into the target (0, the default: none). :meth:`check` raises ``ValueError`` naming
+    what is wrong."""
 
     plies: int
     evaluator: str = preset("shipped").value_evaluator
     ends: DriftEnds = "result"
     mode: DriftMode = "drift"
+    result_mix: float = 0.0
 
     def check_plies(self) -> None:
         """Raise ``ValueError`` unless ``plies`` is even and in 2..1,000 (0..1,000 for ``mode = "value"``)
@@ -62,6 +69,8 @@ class DriftTarget:
             raise ValueError(f"plies must be even (the same side to move) and in {low}..1000, got {self.plies}")
         if self.ends not in DRIFT_ENDS:
             raise ValueError(f"ends must be one of {', '.join(DRIFT_ENDS)}, got {self.ends!r}")
+        if not 0.0 <= self.result_mix <= 1.0:
+            raise ValueError(f"result_mix must be in 0..1, got {self.result_mix!r}")
 
     def check(self, kind: str = "upper") -> None:
         """Raise ``ValueError`` unless the target is usable for a ``kind`` net: an ``upper`` net (the drift
@@ -75,8 +84,10 @@ class DriftTarget:
 
     def spec(self) -> str:
         """``MODE:K:EVALUATOR`` (``ends = "result"``) or ``MODE:K:EVALUATOR:ends=drop``, ``MODE`` ``drift`` or
-        ``value``: a net's value-target metadata and part of a sample cache key."""
-        return f"{self.mode}:{self.plies}:{self.evaluator}" + ("" if self.ends == "result" else f":ends={self.ends}")
+        ``value``, then ``:result_mix=W`` when ``W`` > 0: a net's value-target metadata and part of a sample
+        cache key."""
+        return (f"{self.mode}:{self.plies}:{self.evaluator}" + ("" if self.ends == "result" else f":ends={self.ends}")
+                + (f":result_mix={self.result_mix:g}" if self.result_mix else ""))
 
 
 _EVALUATORS: dict[str, Any] = {}  # per process: one evaluator plugin per spec (drift targets)
@@ -98,8 +109,8 @@ def drift_values(states: Sequence, target: DriftTarget) -> np.ndarray:
     """The drift value target of every position of one game, ``states`` from its start to its last
     position (module docstring): ``float32 (len(states),)``, NaN where it is not defined (the layout, the
     final position, a later position of the other side to move, ``t + K`` past the end of a game
-    without a result, or at or past the end of a finished game with ``ends = "drop"``). Each needed
-    margin is computed once."""
+    without a result, at or past the end of a finished game with ``ends = "drop"``, or every position
+    of a game without a result when ``result_mix`` > 0). Each needed margin is computed once."""
     from core.board import DRAW, PHASE_BATTLE
 
     plugin = _drift_evaluator(target.evaluator)
@@ -115,6 +126,9 @@ def drift_values(states: Sequence, target: DriftTarget) -> np.ndarray:
         return margins[i]
 
     out = np.full(len(states), np.nan, np.float32)
+    mix = float(target.result_mix)
+    if mix and not ended:  # a blend with a result the game does not have
+        return out
     for t, s in enumerate(states):
         if t == last or s.phase != PHASE_BATTLE or s.is_terminal():
             continue
@@ -129,4 +143,8 @@ def drift_values(states: Sequence, target: DriftTarget) -> np.ndarray:
                 out[t] = math.tanh(-margin(t) / plugin.scale) if target.mode == "drift" else 0.0
             else:
                 out[t] = 1.0 if w == s.side else -1.0
+        if mix and not math.isnan(out[t]):
+            w = final.winner()
+            result = 0.0 if w == DRAW else (1.0 if w == s.side else -1.0)
+            out[t] = mix * result + (1.0 - mix) * out[t]
     return out

@@ -19,7 +19,9 @@ plays everything else, so that the three nets learn independently:
   the shipped ``jfa``, or with ``None`` the pruner's best set, the expert's Eq. 9 choice) plays every
   **battle** move. Samples: (battle planes, visit policy over the 48,804 upper actions, ``z`` = game
   result for the side to move, or with ``selfplay.value_drift = K`` the change of ``selfplay.search.value_evaluator``'s
-  margin over the game's next ``K`` plies, ``train.learning.supervised.drift_values``). With ``selfplay.teacher`` (a ``battle_prior`` plugin such as
+  margin over the game's next ``K`` plies, or with ``value_drift_mode = "value"`` that evaluator's value
+  (``value_drift_evaluator`` when given), either blended with the result by ``value_result_mix``:
+  ``train.learning.drift.drift_values``). With ``selfplay.teacher`` (a ``battle_prior`` plugin such as
   ``prior.expert``: the auxiliary agent's move scores) the policy target is ``(1 - teacher_mix)`` times
   the visit distribution plus ``teacher_mix`` times the teacher's prior over every legal path.
 - ``lower``: the auxiliary agent chooses every placement and every battle **path**; when the path forms
@@ -334,7 +336,7 @@ def upper_game(cfg, seed: int, opponent: Opponent | None = None):
     builder = SampleBuilder("upper")
     sides, plies = yield from _searched_moves(cfg, game, rng, builder, s_search, True, lambda st: not st.is_terminal(),
                                               opponent)
-    if cfg.selfplay.value_drift:
+    if cfg.selfplay.value_target_on:
         z = yield Offload(lambda: _drift_z(cfg, game, plies))
     else:
         z = _outcome_z(game.state, sides)
