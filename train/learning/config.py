@@ -158,35 +158,37 @@ class SelfPlayConfig(_Section):
                 raise ValueError(f"search.preset: {exc}") from None
         return data
 
-    @property
-    def value_target_on(self) -> bool:
-        """Whether the ``upper`` value target is an evaluator's (``value_drift`` > 0, or
-        ``value_drift_mode = "value"``) rather than the game's result alone."""
-        return bool(self.value_drift) or self.value_drift_mode == "value"
-
-    @property
-    def value_target_evaluator(self) -> str | None:
-        """The evaluator of the value target: ``value_drift_evaluator``, else ``search.value_evaluator``."""
-        return self.value_drift_evaluator if self.value_drift_evaluator is not None else self.search.value_evaluator
+    def value_target(self) -> DriftTarget | None:
+        """The ``upper`` value target as a ``train.learning.drift.DriftTarget`` (``value_drift`` plies of
+        the margin of ``value_drift_evaluator``, by default ``search.value_evaluator``; its change or, with
+        ``value_drift_mode = "value"``, its value; ``value_drift_ends`` near a game's end;
+        ``value_result_mix`` of the result blended in) when ``value_drift`` > 0 or the mode is
+        ``"value"``, else ``None`` (the game's result alone)."""
+        if not self.value_drift and self.value_drift_mode != "value":
+            return None
+        evaluator = self.value_drift_evaluator if self.value_drift_evaluator is not None else self.search.value_evaluator
+        return DriftTarget(self.value_drift, evaluator, self.value_drift_ends, self.value_drift_mode,
+                           self.value_result_mix)
 
     @model_validator(mode="after")
     def _drift(self) -> "SelfPlayConfig":
         """The value target: ``value_drift`` even (0 allowed with ``value_drift_mode = "value"``), with an
         evaluator (``value_drift_evaluator`` or ``search.value_evaluator``; its margin is checked by
         :func:`resolve_names`), and ``value_result_mix`` only beside such a target."""
-        if self.value_target_on:
-            if self.value_target_evaluator is None:
-                raise ValueError(f"value_drift = {self.value_drift} (mode {self.value_drift_mode}) follows an evaluator's "
-                                 "margin: give selfplay.value_drift_evaluator or selfplay.search.value_evaluator, or "
-                                 "value_drift = 0 with value_drift_mode = 'drift' (the result)")
-            try:
-                DriftTarget(self.value_drift, self.value_target_evaluator, mode=self.value_drift_mode,
-                            result_mix=self.value_result_mix).check_plies()
-            except ValueError as exc:
-                raise ValueError(f"value_drift: {exc}") from None
-        elif self.value_result_mix:
-            raise ValueError(f"value_result_mix = {self.value_result_mix:g} blends the result into an evaluator's target: "
-                             "set value_drift > 0 or value_drift_mode = 'value' (or value_result_mix = 0)")
+        target = self.value_target()
+        if target is None:
+            if self.value_result_mix:
+                raise ValueError(f"value_result_mix = {self.value_result_mix:g} blends the result into an evaluator's "
+                                 "target: set value_drift > 0 or value_drift_mode = 'value' (or value_result_mix = 0)")
+            return self
+        if target.evaluator is None:
+            raise ValueError(f"value_drift = {self.value_drift} (mode {self.value_drift_mode}) follows an evaluator's "
+                             "margin: give selfplay.value_drift_evaluator or selfplay.search.value_evaluator, or "
+                             "value_drift = 0 with value_drift_mode = 'drift' (the result)")
+        try:
+            target.check_plies()
+        except ValueError as exc:
+            raise ValueError(f"value_drift: {exc}") from None
         return self
 
     @model_validator(mode="after")
@@ -422,17 +424,10 @@ class TrainConfig(BaseModel):
         return self
 
     def drift_target(self, kind: str):
-        """The value target of a ``kind`` net's samples, self-play's and the pretrain phase's: a
-        ``train.learning.drift.DriftTarget`` (``selfplay.value_drift`` plies of the margin of
-        ``selfplay.value_drift_evaluator``, by default ``selfplay.search.value_evaluator``; its change or,
-        with ``value_drift_mode = "value"``, its value; ``selfplay.value_drift_ends`` near a game's end;
-        ``selfplay.value_result_mix`` of the result blended in) for ``upper`` when ``value_drift > 0`` or
-        the mode is ``"value"``, else ``None`` (the result)."""
-        sp = self.selfplay
-        if kind != "upper" or not sp.value_target_on:
-            return None
-        return DriftTarget(sp.value_drift, sp.value_target_evaluator, sp.value_drift_ends, sp.value_drift_mode,
-                           sp.value_result_mix)
+        """The value target of a ``kind`` net's samples, self-play's and the pretrain phase's:
+        ``selfplay.value_target()`` (a ``train.learning.drift.DriftTarget``) for ``upper``, else ``None``
+        (the result)."""
+        return self.selfplay.value_target() if kind == "upper" else None
 
     def kind_for(self, iteration: int) -> str:
         """The net trained in ``iteration`` (1-based)."""
@@ -645,9 +640,10 @@ def resolve_names(config: TrainConfig, origins: dict[str, str] | None = None) ->
             check_ray_address(config.ray_address)
         except JiuError as exc:  # "ray_address: HOST:PORT does not answer (...)"
             raise ConfigError(str(exc)) from None
-    if config.selfplay.value_target_on:
+    target = config.drift_target("upper")
+    if target is not None:
         try:
-            config.drift_target("upper").check()
+            target.check()
         except ValueError as exc:
             own = config.selfplay.value_drift_evaluator is not None
             field = "selfplay.value_drift_evaluator" if own else "selfplay.value_drift"

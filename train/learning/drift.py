@@ -129,6 +129,7 @@ def drift_values(states: Sequence, target: DriftTarget) -> np.ndarray:
     mix = float(target.result_mix)
     if mix and not ended:  # a blend with a result the game does not have
         return out
+    winner = final.winner() if ended else None
     for t, s in enumerate(states):
         if t == last or s.phase != PHASE_BATTLE or s.is_terminal():
             continue
@@ -138,13 +139,11 @@ def drift_values(states: Sequence, target: DriftTarget) -> np.ndarray:
                 change = margin(j) - margin(t) if target.mode == "drift" else margin(j)
                 out[t] = math.tanh(change / plugin.scale)
         elif ended and target.ends == "result":  # the game ends within K plies: an infinite margin, or 0 for a draw
-            w = final.winner()
-            if w == DRAW:
+            if winner == DRAW:
                 out[t] = math.tanh(-margin(t) / plugin.scale) if target.mode == "drift" else 0.0
             else:
-                out[t] = 1.0 if w == s.side else -1.0
+                out[t] = 1.0 if winner == s.side else -1.0
         if mix and not math.isnan(out[t]):
-            w = final.winner()
-            result = 0.0 if w == DRAW else (1.0 if w == s.side else -1.0)
+            result = 0.0 if winner == DRAW else (1.0 if winner == s.side else -1.0)
             out[t] = mix * result + (1.0 - mix) * out[t]
     return out

@@ -336,7 +336,7 @@ def upper_game(cfg, seed: int, opponent: Opponent | None = None):
     builder = SampleBuilder("upper")
     sides, plies = yield from _searched_moves(cfg, game, rng, builder, s_search, True, lambda st: not st.is_terminal(),
                                               opponent)
-    if cfg.selfplay.value_target_on:
+    if cfg.drift_target("upper") is not None:
         z = yield Offload(lambda: _drift_z(cfg, game, plies))
     else:
         z = _outcome_z(game.state, sides)
