@@ -136,8 +136,8 @@ def agents(
 @app.command()
 @agent_errors
 def arena(
-    agent_a: Annotated[str, typer.Argument(metavar="A", help=AGENT_HELP)],
-    agent_b: Annotated[str, typer.Argument(metavar="B", help="Agent spec of the opponent.")],
+    agent_a: Annotated[str, typer.Argument(metavar="A", help="Agent spec, optionally LABEL=SPEC (a short name for a long spec, e.g. new=jfa:upper=new.safetensors). " + AGENT_HELP)],
+    agent_b: Annotated[str, typer.Argument(metavar="B", help="Agent spec of the opponent, optionally LABEL=SPEC.")],
     games: Annotated[int, typer.Option("--games", "-n", help="Games (even: pairs with colours swapped).")] = 20,
     workers: Annotated[int, typer.Option(min=0, max=MAX_WORKERS, help="Worker processes (0: play in this process).")] = 1,
     games_in_flight: Annotated[int, typer.Option("--games-in-flight", help="Games each worker plays at once on the batched engine (their searches' leaves evaluated together; move times then shared). 1: each game alone, the agents' own threads and times.")] = 1,
@@ -155,10 +155,11 @@ def arena(
     rule: RuleOption = None,
 ):
     """Colour-balanced match A vs B: win rate with SE and 95% CI, Elo, decision times; resumable;
-    with --sprt it stops when the test decides."""
+    with --sprt it stops when the test decides. A player LABEL=SPEC is named LABEL in the lines and
+    the default directory."""
     from rich.console import Console
 
-    from train.matches.arena import run_arena
+    from train.matches.arena import labelled_player, run_arena
     from train.matches.tournament import pair_dir_name
 
     check_games_in_flight(games_in_flight)
@@ -173,8 +174,10 @@ def arena(
             fail(f"--sprt {sprt!r}: expected -1000 <= ELO0 < ELO1 <= 1000")
         bounds = (elo0, elo1, alpha, beta)
     ruleset = ruleset_from(rule)
-    out_dir = out if out is not None else Path("runs") / "arena" / pair_dir_name(agent_a, agent_b)
-    summary = run_arena(agent_a, agent_b, games, workers=workers, seed=seed, out_dir=out_dir, ruleset=ruleset,
+    player_a, player_b = labelled(agent_a), labelled(agent_b)
+    label_a, label_b = labelled_player(player_a)[0], labelled_player(player_b)[0]
+    out_dir = out if out is not None else Path("runs") / "arena" / pair_dir_name(label_a, label_b)
+    summary = run_arena(player_a, player_b, games, workers=workers, seed=seed, out_dir=out_dir, ruleset=ruleset,
                         progress=not json_out, imports=imports or (), sprt=bounds, games_in_flight=games_in_flight,
                         opening_plies=opening_plies)
     if json_out:
@@ -201,13 +204,13 @@ def echo_repeats(data: dict[str, Any]) -> None:
     """A note when a match's games repeat (fewer ``distinct_games`` than games)."""
     distinct, games = data.get("distinct_games"), data.get("games", 0)
     if distinct is not None and distinct < games:
-        name = f"{data['a']} vs {data['b']}: " if "a" in data else ""
+        name = " vs ".join(data.get("labels") or (data["a"], data["b"])) + ": " if "a" in data else ""
         typer.echo(f"note: {name}only {distinct} of the {games} games differ: the agents do not sample, so their "
                    "games repeat; --opening-plies K starts each pair from K random placements")
 
 
 def labelled(text: str) -> str | tuple[str, str]:
-    """A tournament player: ``LABEL=SPEC`` (an ``=`` before any ``:``, which no spec has) as ``(label, spec)``,
+    """A match player from the command line: ``LABEL=SPEC`` (an ``=`` before any ``:``, which no spec has) as ``(label, spec)``,
     else the spec itself (its own label)."""
     label, eq, spec = text.partition("=")
     if not eq or ":" in label:
@@ -350,7 +353,8 @@ def summary_table(data: dict[str, Any]):
         lo, hi = ci
         return f"{'-inf' if lo is None else fmt(lo)} .. {'+inf' if hi is None else fmt(hi)}"
 
-    t = Table(title=f"{data['a']} (A) vs {data['b']} (B): {data['games']} games")
+    label_a, label_b = data.get("labels") or (data["a"], data["b"])
+    t = Table(title=f"{label_a} (A) vs {label_b} (B): {data['games']} games")
     t.add_column("")
     t.add_column("games", justify="right")
     t.add_column("A +/=/-", justify="right")

@@ -425,7 +425,7 @@ def test_cli_unknown_agent_exits_2_listing_the_agents(tmp_path):
     assert rule.exit_code == 2 and "loss_below" in rule.output
 
 
-def test_cli_arena_json_and_tournament(tmp_path):
+def test_cli_arena_json_and_tournament(tmp_path, monkeypatch):
     args = ["--games", "2", "--workers", "0", "-r", "max_battle_plies=20", "-r", "adjudicate=stones"]
     result = runner.invoke(app, ["arena", "t-first", "t-random", *args, "--seed", "2", "--json",
                                  "--out", str(tmp_path / "a"), "--import", THIS])
@@ -447,6 +447,19 @@ def test_cli_arena_json_and_tournament(tmp_path):
     assert "Nash clusters (sizes" in tour.stdout
     bad = runner.invoke(app, ["tournament", "=t-first", "t-random", *args, "--out", str(tmp_path / "b")])
     assert bad.exit_code == 2 and "error: agent '=t-first': expected LABEL=SPEC" in bad.output
+    # the arena takes LABEL=SPEC too: the label names the player in the table, the summary and the default
+    # directory; the records keep the spec
+    monkeypatch.chdir(tmp_path)
+    named = runner.invoke(app, ["arena", "first=t-first", "minimax:depth=1", *args, "--seed", "2"])
+    assert named.exit_code == 0, named.output
+    assert "first (A) vs minimax:depth=1 (B)" in named.stdout
+    run_dir = Path("runs") / "arena" / "first__vs__minimax_depth_1"
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["labels"] == ["first", "minimax:depth=1"] and summary["a"] == "t-first"
+    bad = runner.invoke(app, ["arena", "first=", "t-random", *args])
+    assert bad.exit_code == 2 and "error: agent 'first=': expected LABEL=SPEC" in bad.output
+    missing = runner.invoke(app, ["arena", "t-first", "new=hbm:upper=missing.safetensors", *args])
+    assert missing.exit_code == 2 and "error: agent B (new) 'hbm:upper=missing.safetensors'" in missing.output
 
 
 # ------------------------------------------------------------------------- human play

@@ -118,9 +118,19 @@ def record_path(out_dir: str | os.PathLike, index: int) -> Path:
 
 # ============================================================================ agents
 def player_text(player) -> str:
-    """How records, ``arena.json`` and progress lines name a player: a spec string itself, or the text of
-    a ``search.agents.AgentRecipe`` (display only: a recipe is never rebuilt from it)."""
+    """How records and ``arena.json`` name a player: a spec string itself, or the text of a
+    ``search.agents.AgentRecipe`` (display only: a recipe is never rebuilt from it)."""
     return player if isinstance(player, str) else str(player)
+
+
+def labelled_player(player) -> tuple[str, Any]:
+    """``(label, agent)`` of a match player: ``(label, agent)`` as given, else the agent (a spec string or a
+    ``search.agents.AgentRecipe``) labelled by its :func:`player_text`. Labels name players in progress
+    lines, summaries and tournament results; records and ``arena.json`` keep the agent's own text."""
+    if isinstance(player, tuple):
+        label, agent = player
+        return str(label), agent
+    return player_text(player), player
 
 
 def build_agent(spec, seed: int = 0):
@@ -466,8 +476,9 @@ def run_arena(
     opening_plies: int = 0,
 ) -> ArenaSummary:
     """Play (or finish) a colour-balanced match of ``games`` games between ``spec_a`` and ``spec_b`` (spec
-    strings or ``search.agents.AgentRecipe``)
-    and return its :class:`ArenaSummary` (also written to ``out_dir/summary.json``).
+    strings, ``search.agents.AgentRecipe``, or ``(label, agent)`` pairs naming them: :func:`labelled_player`)
+    and return its :class:`ArenaSummary` (also written to ``out_dir/summary.json``; its ``labels`` are
+    ``[label_a, label_b]``).
 
     ``games``: even, 2..``MAX_GAMES``. ``workers``: processes (``0`` = play in this process). ``seed``: base
     seed (module docstring). ``progress``: ``True`` for a rich progress bar on stderr, ``False`` for
@@ -498,8 +509,9 @@ def run_arena(
         raise ArenaError(f"games_in_flight: must be an integer in 1..{GAMES_IN_FLIGHT_MAX}, got {games_in_flight!r}")
     check_opening_plies(opening_plies)
     catalog.import_plugins(imports)
-    check_agent_spec(spec_a, "agent A")
-    check_agent_spec(spec_b, "agent B")
+    (label_a, spec_a), (label_b, spec_b) = labelled_player(spec_a), labelled_player(spec_b)
+    for side, label, agent in (("A", label_a, spec_a), ("B", label_b, spec_b)):
+        check_agent_spec(agent, f"agent {side}" if label == player_text(agent) else f"agent {side} ({label})")
     out = Path(out_dir)
     if sprt is not None:
         from train.matches.stats import sprt_bounds
@@ -513,11 +525,11 @@ def run_arena(
             raise ArenaError(f"sprt: {exc}") from None
     with lock_dir(out):
         return _run_locked(spec_a, spec_b, games, workers, seed, out, ruleset, progress, imports, executor, sprt,
-                           games_in_flight, opening_plies)
+                           games_in_flight, opening_plies, (label_a, label_b))
 
 
 def _run_locked(player_a, player_b, games, workers, seed, out: Path, ruleset, progress, imports, executor,
-                sprt=None, games_in_flight: int = 1, opening_plies: int = 0) -> ArenaSummary:
+                sprt=None, games_in_flight: int = 1, opening_plies: int = 0, labels=None) -> ArenaSummary:
     spec_a, spec_b = player_text(player_a), player_text(player_b)  # the players' names in files and lines
     version = check_run_dir(out, spec_a, spec_b, seed, ruleset, opening_plies)
     games_dir = out / GAMES_DIR
@@ -549,7 +561,7 @@ def _run_locked(player_a, player_b, games, workers, seed, out: Path, ruleset, pr
         return f"{_score_text(score)}, LLR {look.llr:+.2f} [{look.lower:.2f}, {look.upper:.2f}]"
 
     with _progress_context(progress) as bar:
-        label = f"{spec_a} vs {spec_b}"
+        label = " vs ".join(labels or (spec_a, spec_b))
         task_id = bar.add_task(label, total=games, completed=len(done), score=score_text()) if bar else None
 
         def finished(info: dict[str, Any]) -> None:
@@ -593,7 +605,7 @@ def _run_locked(player_a, player_b, games, workers, seed, out: Path, ruleset, pr
     data = summarize_records(ordered, spec_a, spec_b)
     data = {"format": SUMMARY_FORMAT, "version": VERSION, **data, "games_requested": games,
             "complete": len(records) == games, "seed": seed, "ruleset": ruleset.model_dump(),
-            "opening_plies": opening_plies}
+            "opening_plies": opening_plies, "labels": list(labels or (spec_a, spec_b))}
     if sprt is not None:  # from the records on disk, like the rest of the summary
         look = sprt_of_games({i: a_points(r.result, r.metadata["a_colour"]) for i, r in records.items()}, *sprt)
         data["sprt"] = {"elo0": sprt[0], "elo1": sprt[1], "alpha": sprt[2], "beta": sprt[3], **look.to_dict()}
@@ -611,8 +623,7 @@ def run_matches(
     games_in_flight: int = 1,
     opening_plies: int = 0,
 ) -> list[ArenaSummary]:
-    """Play several arena matches ``(spec_a, spec_b, games, out_dir)`` (specs: strings or
-    ``search.agents.AgentRecipe``) one after the other with one process pool (``workers``; ``0``: in
+    """Play several arena matches ``(player_a, player_b, games, out_dir)`` (players as :func:`run_arena`'s) one after the other with one process pool (``workers``; ``0``: in
     this process) and one progress display shared by all, each through :func:`run_arena` (so each is
     resumable in its ``out_dir``; ``games_in_flight`` and ``opening_plies`` as there); returns their summaries in order. On an
     error or Ctrl-C the pool is stopped at once and the exception propagates."""

@@ -49,7 +49,7 @@ from typing import Any, Sequence
 from core.atomic import atomic_write_text
 from core.rules import DEFAULT_RULESET, Ruleset
 from train.jobs.rundir import atomic_write_json, json_safe, lock_dir
-from train.matches.arena import ArenaError, check_agent_spec, check_game_count, run_matches
+from train.matches.arena import ArenaError, check_agent_spec, check_game_count, labelled_player, run_matches
 from train.matches.summary import ArenaSummary
 from train.matches.stats import PairResult, bradley_terry, payoff_matrix
 
@@ -116,12 +116,12 @@ def run_tournament(
 
     agent_of = {}
     for p in [*specs, *versus]:
-        label, agent = (p, p) if isinstance(p, str) else (str(p[0]), p[1])
+        label, agent = labelled_player(p)
         if label in agent_of:
             raise ArenaError(f"agents: {label!r} is listed twice")
         agent_of[label] = agent
-    population_a = [p if isinstance(p, str) else str(p[0]) for p in specs]
-    population_b = [p if isinstance(p, str) else str(p[0]) for p in versus]
+    population_a = [labelled_player(p)[0] for p in specs]
+    population_b = [labelled_player(p)[0] for p in versus]
     specs = population_a + population_b
     if population_b and not population_a:
         raise ArenaError("agents: the first population is empty")
@@ -138,7 +138,7 @@ def run_tournament(
     out = Path(out_dir)
     with lock_dir(out):
         pairs = [tuple(sorted(p)) for p in combinations(specs, 2)]
-        summaries = run_matches([(agent_of[a], agent_of[b], games, out / PAIRS_DIR / pair_dir_name(a, b))
+        summaries = run_matches([((a, agent_of[a]), (b, agent_of[b]), games, out / PAIRS_DIR / pair_dir_name(a, b))
                                  for a, b in pairs], workers=workers, seed=seed, ruleset=ruleset, progress=progress,
                                 imports=imports, games_in_flight=games_in_flight, opening_plies=opening_plies)
         arenas: dict[tuple[str, str], ArenaSummary] = dict(zip(pairs, summaries))
