@@ -97,6 +97,7 @@ def test_drift_report_against_the_targets_by_hand(tmp_path):
     upper samples: a constant value has R^2 = -(c - mean)^2 / var and no correlation; the report goes
     through diagnose and its text, and needs records and an upper net."""
     import math
+    from dataclasses import replace
 
     from core.records import write_json
     from core.rules import Ruleset
@@ -121,11 +122,23 @@ def test_drift_report_against_the_targets_by_hand(tmp_path):
     assert r["positions"] == len(z) and r["target"] == "drift:2:eval.expert"
     assert r["mse"] == pytest.approx(np.mean((0.25 - z) ** 2), abs=1e-6)
     assert r["r2"] == pytest.approx(-((0.25 - z.mean()) ** 2) / z.var(), abs=1e-6) and r["correlation"] is None
+    # against the results at the same positions: the result for the side to move, by hand
+    final = replay[-1]
+    winner = final.winner()
+    res = np.array([(1.0 if winner == replay[i].side else -1.0) for i in range(len(replay) - 1)
+                    if replay[i].phase == 1 and replay[i].paths().m > 1 and not math.isnan(d[i])], np.float64)
+    target, value = r["results"]["target"], r["results"]["value"]
+    assert target["n"] == value["n"] == len(res)
+    assert target["sign_accuracy"] == pytest.approx(np.mean(np.sign(z) == res))
+    assert target["correlation"] == pytest.approx(np.corrcoef(z, res)[0, 1])
+    assert value["sign_accuracy"] == pytest.approx(np.mean(res == 1.0)) and value["correlation"] is None
+    assert r["results"] is not None and drift_report(Constant(), [record], replace(drift, ends="drop"))["results"] is None
     report = diagnose("models/default", [tmp_path], max_positions=300, victims=4, ruleset=rules,
                       victim_reference=None, drift=drift)
     got = report["upper"]["drift"]
     assert got["positions"] == len(z) and got["r2"] is not None and -1.0 <= got["correlation"] <= 1.0
     assert "drift value (drift:2:eval.expert" in format_report(report)
+    assert "against the results: the target sign accuracy" in format_report(report)
     with pytest.raises(DiagnoseError, match="records"):
         diagnose("models/default", [], shard_paths=["/nonexistent"], drift=drift)
 

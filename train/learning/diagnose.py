@@ -50,7 +50,9 @@
   and ``selfplay.value_drift`` train): the coefficient of determination ``R^2`` (1 - mean squared error
   over the target's variance; 0 is a constant's, negative is worse), the correlation, and the target's
   spread. A net whose value is to be added to the search's leaf values (``value_mix < 1``) has to know
-  where the game goes from a leaf; ``R^2`` says how much of that it knows.
+  where the game goes from a leaf; ``R^2`` says how much of that it knows. Beside it, the target and the
+  net's value against the games' results at the same positions (sign accuracy, Brier score,
+  correlation): whether the teacher still predicts who wins better than its student.
 
 Strength against the number of simulations is measured by matches (``arena jfa:sims=S expert``); this
 module measures the nets alone. All numbers are computed in one process on the CPU, seeded, in batches.
@@ -255,7 +257,11 @@ def drift_report(model, records: Sequence, drift, max_positions: int = 4000, see
     """How well the value of ``model`` (an upper net) predicts the drift value target ``drift`` (a
     ``train.learning.drift.DriftTarget``) on the battle positions of ``records`` with one, at most
     ``max_positions`` drawn uniformly (module docstring). Returns ``{"target", "positions", "r2",
-    "correlation", "mse", "target_sd", "target_mean"}``, the statistics ``None`` without two positions."""
+    "correlation", "mse", "target_sd", "target_mean", "results"}``, the statistics ``None`` without two
+    positions. ``results`` (``None`` when ``drift.ends`` is ``"drop"``, whose positions are not every
+    result sample's) sets the target and the value against the games' results at the same positions:
+    ``{"target": ..., "value": ...}``, each :func:`value_calibration` plus ``"correlation"`` over the
+    decided games' positions. It says whether the target predicts who wins better than the net does."""
     from train.learning.supervised import samples_from_records
 
     samples = samples_from_records(records, "upper", drift=drift)
@@ -267,13 +273,21 @@ def drift_report(model, records: Sequence, drift, max_positions: int = 4000, see
     z = samples.z[rows].astype(np.float64)
     v = v.astype(np.float64)
     out: dict[str, Any] = {"target": drift.spec(), "positions": int(len(rows)), "r2": None, "correlation": None,
-                           "mse": None, "target_sd": None, "target_mean": None}
+                           "mse": None, "target_sd": None, "target_mean": None, "results": None}
     if len(rows) >= 2:
         mse = float(np.mean((v - z) ** 2))
         var = float(np.var(z))
         out.update(mse=mse, target_sd=var ** 0.5, target_mean=float(z.mean()),
                    r2=1.0 - mse / var if var > 0 else None,
                    correlation=float(np.corrcoef(v, z)[0, 1]) if var > 0 and np.std(v) > 0 else None)
+    if drift.ends == "result" and len(rows):
+        result = samples_from_records(records, "upper").z  # the same positions, in order, valued by the result
+        if len(result) != len(samples):
+            raise DiagnoseError(f"drift samples ({len(samples)}) and result samples ({len(result)}) differ")
+        r = result[rows].astype(np.float64)
+        decided = np.isfinite(r) & (r != 0) & np.isfinite(z)
+        out["results"] = {name: {**value_calibration(x, r), "correlation": _correlation(x[decided], r[decided])}
+                          for name, x in (("target", z), ("value", v))}
     return out
 
 
@@ -649,6 +663,11 @@ def format_report(report: dict[str, Any]) -> str:
             d = r["drift"]
             lines.append(f"      drift value ({d['target']}, {d['positions']} positions): R^2 {num(d['r2'])}, "
                          f"correlation {num(d['correlation'], '{:+.3f}')}, target sd {num(d['target_sd'])}")
+            if d.get("results"):
+                lines.append("      against the results: " + "; ".join(
+                    f"{who} sign accuracy {pct(e['sign_accuracy'])}, Brier {num(e['brier'])}, correlation "
+                    f"{num(e['correlation'], '{:+.3f}')}" for who, e in (("the target", d["results"]["target"]),
+                                                                         ("the net's value", d["results"]["value"]))))
         if r.get("colour_baseline") is not None:
             lines.append(f"      colour baseline (the winning colour's side is ahead) {pct(r['colour_baseline'])}")
         for stage in STAGES:
