@@ -529,7 +529,7 @@ def run_arena(
 
 
 def _run_locked(player_a, player_b, games, workers, seed, out: Path, ruleset, progress, imports, executor,
-                sprt=None, games_in_flight: int = 1, opening_plies: int = 0, labels=None) -> ArenaSummary:
+                sprt, games_in_flight: int, opening_plies: int, labels: tuple[str, str]) -> ArenaSummary:
     spec_a, spec_b = player_text(player_a), player_text(player_b)  # the players' names in files and lines
     version = check_run_dir(out, spec_a, spec_b, seed, ruleset, opening_plies)
     games_dir = out / GAMES_DIR
@@ -561,7 +561,7 @@ def _run_locked(player_a, player_b, games, workers, seed, out: Path, ruleset, pr
         return f"{_score_text(score)}, LLR {look.llr:+.2f} [{look.lower:.2f}, {look.upper:.2f}]"
 
     with _progress_context(progress) as bar:
-        label = " vs ".join(labels or (spec_a, spec_b))
+        label = " vs ".join(labels)
         task_id = bar.add_task(label, total=games, completed=len(done), score=score_text()) if bar else None
 
         def finished(info: dict[str, Any]) -> None:
@@ -605,7 +605,7 @@ def _run_locked(player_a, player_b, games, workers, seed, out: Path, ruleset, pr
     data = summarize_records(ordered, spec_a, spec_b)
     data = {"format": SUMMARY_FORMAT, "version": VERSION, **data, "games_requested": games,
             "complete": len(records) == games, "seed": seed, "ruleset": ruleset.model_dump(),
-            "opening_plies": opening_plies, "labels": list(labels or (spec_a, spec_b))}
+            "opening_plies": opening_plies, "labels": list(labels)}
     if sprt is not None:  # from the records on disk, like the rest of the summary
         look = sprt_of_games({i: a_points(r.result, r.metadata["a_colour"]) for i, r in records.items()}, *sprt)
         data["sprt"] = {"elo0": sprt[0], "elo1": sprt[1], "alpha": sprt[2], "beta": sprt[3], **look.to_dict()}
