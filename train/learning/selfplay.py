@@ -269,14 +269,14 @@ def _play_out(game, agents, until) -> None:
         game.play(agents[game.state.side].select(game.state))
 
 
-def _drift_z(cfg, game, plies: list[int]) -> list[float]:
-    """The drift value targets (``selfplay.value_drift``, ``train.learning.supervised.drift_values`` with
-    ``selfplay.search.value_evaluator``'s margin) of the game's positions ``plies``; the game has ended, so each is
+def _drift_z(target, game, plies: list[int]) -> list[float]:
+    """The value targets of ``target`` (``cfg.drift_target("upper")``, a ``train.learning.drift.DriftTarget``;
+    ``train.learning.drift.drift_values``) at the game's positions ``plies``; the game has ended, so each is
     defined, except within ``K`` plies of its end with ``selfplay.value_drift_ends = "drop"`` (NaN: no
     value target, ``nets.losses.value_mse``)."""
     from train.learning.drift import drift_values
 
-    drifts = drift_values(game.states, cfg.drift_target("upper"))
+    drifts = drift_values(game.states, target)
     return [float(drifts[i]) for i in plies]
 
 
@@ -336,8 +336,9 @@ def upper_game(cfg, seed: int, opponent: Opponent | None = None):
     builder = SampleBuilder("upper")
     sides, plies = yield from _searched_moves(cfg, game, rng, builder, s_search, True, lambda st: not st.is_terminal(),
                                               opponent)
-    if cfg.drift_target("upper") is not None:
-        z = yield Offload(lambda: _drift_z(cfg, game, plies))
+    target = cfg.drift_target("upper")
+    if target is not None:
+        z = yield Offload(lambda: _drift_z(target, game, plies))
     else:
         z = _outcome_z(game.state, sides)
     builder.set_values(z)
