@@ -181,6 +181,15 @@ class _Call(NamedTuple):
 _STOP = object()
 
 
+def _reraise_interrupt(exc: BaseException) -> None:
+    """Raise ``exc`` again when it is an interrupt (``KeyboardInterrupt``, ``SystemExit``: not an
+    ``Exception``). Handing it to the futures is not enough: with ``inference_threads=0`` the interrupt
+    (Ctrl-C, or SIGTERM under ``train.jobs.signals``) arrives in the calling thread, and if it lands
+    after the last future of the batch was answered, no caller would ever see it."""
+    if not isinstance(exc, Exception):
+        raise exc
+
+
 class NetEvaluator:
     """Batched net evaluator: SLM for the layout, upper net for the battle (module docstring).
 
@@ -391,7 +400,9 @@ class NetEvaluator:
         try:
             c.future.set_result(c.fn())
         except BaseException as e:  # noqa: BLE001 - handed to the caller
-            c.future.set_exception(e)
+            if not c.future.done():
+                c.future.set_exception(e)
+            _reraise_interrupt(e)
 
     def _answer(self, batch: list[_Request]) -> None:
         with self._stats_lock:
@@ -416,6 +427,7 @@ class NetEvaluator:
             for r in batch:
                 if not r.future.done():
                     r.future.set_exception(e)
+            _reraise_interrupt(e)
 
     def forward_batch(self, phase: int, planes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The phase's net on a batch, synchronously in the calling thread (no queue, no batching):

@@ -598,6 +598,26 @@ def test_net_evaluator_exceptions_and_fallback(battle_states, layout_states):
         NetEvaluator(None, build(preset("slm")))
 
 
+@pytest.mark.parametrize("where", ["batch", "call"])
+def test_an_interrupt_after_the_last_answer_still_reaches_the_caller(tiny_nets, battle_states, monkeypatch, where):
+    """With ``inference_threads=0`` Ctrl-C (or SIGTERM as one) arrives in the calling thread; one that
+    lands just after the last future of a batch was answered must still be raised, not dropped."""
+    import nets.evaluator as nev
+
+    class InterruptedAfterAnswer(nev.Future):
+        def set_result(self, result):
+            super().set_result(result)
+            raise KeyboardInterrupt("signal 15")
+
+    monkeypatch.setattr(nev, "Future", InterruptedAfterAnswer)
+    with NetEvaluator(None, tiny_nets["upper"], inference_threads=0, compiled=False) as ev:
+        with pytest.raises(KeyboardInterrupt):
+            if where == "batch":
+                ev.evaluate(battle_states[:1])  # its one future answered, then the interrupt
+            else:
+                ev.submit(lambda: 42)
+
+
 def test_victim_scorer(tiny_nets, after_moves):
     lower = tiny_nets["lower"]
     states = after_moves[:10]
