@@ -356,14 +356,21 @@ def snapshot(
     run_dir: Annotated[Path, typer.Argument(help="A training run directory (python cli.py selfplay), not running.")],
     dest: Annotated[Path, typer.Argument(help="The snapshot's run directory (an earlier snapshot there is replaced).")],
     shards: Annotated[bool, typer.Option("--shards/--no-shards", help="Keep the replay window's sample shards.")] = False,
+    changes: Annotated[Optional[list[str]], typer.Option(
+        "--set", metavar="SECTION.KEY=VALUE",
+        help="Make DEST a branch: this config field changed (repeatable; not model or nets.*), logged in its "
+             "metrics.jsonl. With --shards the branch's next iteration trains on the run's replay window.")] = None,
 ):
     """Copy a run's resumable core (state, config, metrics, best and latest nets, the curve's lineage and
-    results, population) to DEST, dropping finished games and matches: selfplay --resume DEST continues it."""
+    results, population) to DEST, dropping finished games and matches: selfplay --resume DEST continues it.
+    With --set, DEST is a branch of the run with those config fields changed."""
     from train.learning.snapshot import snapshot as take_snapshot
 
-    info = take_snapshot(run_dir, dest, shards=shards)
+    info = take_snapshot(run_dir, dest, shards=shards, changes=changes or ())
     typer.echo(f"wrote {info['dest']}: {info['files']} files, {info['bytes'] / 1e6:.1f} MB; run totals "
                f"{info['games']} games, {info['samples']} samples ({info['archived_games']} games archived)")
+    for field, (old, new) in info["changes"].items():
+        typer.echo(f"branch: {field} {json.dumps(old)} -> {json.dumps(new)}")
 
 
 @app.command()

@@ -125,3 +125,31 @@ def test_snapshot_cli_errors_are_one_line(two_iterations, tmp_path):
     assert "RP-ELO of out/upper@i0002 against out's players:" in res.output
     res = runner.invoke(app, ["population", str(run), "--source", "curve", "--versus", str(run), "-n", "2"])
     assert res.exit_code == 2 and "error: --versus:" in res.output
+
+
+def test_a_branch_changes_one_field_and_says_so(two_iterations, tmp_path):
+    """``snapshot --set``: the copy resumes with the field changed, its metrics name the parent and the
+    change, the parent is untouched; model and net changes, and bad values, are one-line errors."""
+    _, run = two_iterations
+    parent_config = (run / "config.json").read_text()
+    res = runner.invoke(app, ["snapshot", str(run), str(tmp_path / "b"), "--shards",
+                              "--set", "learner.steps=3", "--set", "selfplay.temperature_plies=6"])
+    assert res.exit_code == 0, res.output
+    assert "branch: learner.steps 2 -> 3" in res.output and "branch: selfplay.temperature_plies 4 -> 6" in res.output
+    assert (run / "config.json").read_text() == parent_config
+    stored = json.loads((tmp_path / "b" / "config.json").read_text())
+    assert stored["learner"]["steps"] == 3 and stored["selfplay"]["temperature_plies"] == 6
+    (event,) = [e for e in read_metrics(tmp_path / "b" / "metrics.jsonl") if e["event"] == "branch"]
+    assert event["parent"] == run.name and event["iteration"] == 3
+    assert event["changes"] == {"learner.steps": [2, 3], "selfplay.temperature_plies": [4, 6]}
+    result = run_pipeline(_config("iterations=3", "learner.steps=3", "selfplay.temperature_plies=6"),
+                          tmp_path / "b", resume=True, progress=False)
+    assert result["state"]["completed_iterations"] == 3
+    with pytest.raises(Exception, match="learner.steps"):  # the plain resume still refuses the old config
+        run_pipeline(_config("iterations=3"), tmp_path / "b", resume=True, progress=False)
+    for bad, message in (("nets.channels=16", "error: --set nets.channels: a branch keeps"),
+                         ("model=slm", "error: --set model: a branch keeps"),
+                         ("learner.steps=-1", "learner.steps"), ("learner.steps", "expected KEY=VALUE")):
+        res = runner.invoke(app, ["snapshot", str(run), str(tmp_path / "bad"), "--set", bad])
+        assert res.exit_code == 2 and message in res.output and "Traceback" not in res.output, (bad, res.output)
+        assert not (tmp_path / "bad").exists()

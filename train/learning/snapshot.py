@@ -20,6 +20,12 @@ The run's totals survive: ``state.json`` gains ``archived_games`` and ``archived
 games and samples the snapshot dropped, which ``train.learning.pipeline`` adds to what is on disk.
 ``RUN`` is locked while it is read (a running ``selfplay`` on it is refused, naming its pid); ``DEST`` is
 written next to itself and renamed into place, replacing an earlier snapshot there whole or not at all.
+A snapshot with ``changes`` (``--set SECTION.KEY=VALUE``, as for ``selfplay``) is a **branch**: the copy's
+``config.json`` has those fields changed (validated; ``model`` and the net architecture ``nets.*`` stay,
+since the copied checkpoints must load), and its ``metrics.jsonl`` gains a ``branch`` event naming the
+parent run, its iteration and each change ``[old, new]``. Resuming the branch continues the run with
+that one change (JFA-style ablations; issue 65: a change shown by SPRT against the run's best), where a
+plain resume may change only how far or how fast a run goes.
 Nets of a learning-curve point are stored relative to the run directory (``train.learning.curve``), so
 the copy plays them from wherever it lives; the run's own absolute directory in the copied JSON files
 (metrics, records, curve specs) is rewritten relative to it, so the copy names no directory of the
@@ -31,9 +37,9 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
-from train.jobs.rundir import RunPaths, TrainError, atomic_write_json, lock_dir, read_state
+from train.jobs.rundir import MetricsLog, RunPaths, TrainError, atomic_write_json, lock_dir, read_state
 
 __all__ = ["snapshot"]
 
@@ -44,6 +50,33 @@ def _copy(src: Path, dst: Path) -> None:
         shutil.copytree(src, dst, ignore=shutil.ignore_patterns(".lock", ".lock.json", ".*.tmp*"))
     elif src.exists():
         shutil.copy2(src, dst)
+
+
+def _branch_config(src: RunPaths, cfg, changes: Sequence[str]) -> tuple[dict[str, Any], dict[str, list[Any]]]:
+    """The branch's ``config.json`` content (the run's with ``changes`` applied and validated) and the
+    changed fields ``{dotted name: [old, new]}``; ``ConfigError`` for a bad change or one to ``model`` or
+    ``nets.*``."""
+    import json
+
+    from train.learning.config import ConfigError, apply_overrides, changed_fields, config_to_dict, validate_config
+
+    stored = json.loads(src.config.read_text(encoding="utf-8"))
+    data = apply_overrides(stored, list(changes))
+    new = validate_config({**data, "device": "cpu"}, "--set")  # the stored device may not exist here
+    fields = changed_fields(cfg, new)
+    frozen = [f for f in fields if f == "model" or f.startswith("nets.")]
+    if frozen:
+        raise ConfigError(f"--set {frozen[0]}: a branch keeps the run's model and net architecture (its "
+                          "checkpoints must load); start a new run instead")
+    old_values, new_values = config_to_dict(cfg), config_to_dict(new)
+
+    def at(values: dict[str, Any], field: str) -> Any:
+        for part in field.split("."):
+            values = values[part]
+        return values
+
+    out = {**new_values, "device": stored.get("device", new_values["device"])}
+    return out, {f: [at(old_values, f), at(new_values, f)] for f in fields}
 
 
 def _window_shards(directory: Path, window: int) -> list[Path]:
@@ -74,13 +107,16 @@ def _relative_text(root: Path, src_root: Path) -> None:
                 f.write_text(text.replace(prefix + "/", "").replace(prefix, "."), encoding="utf-8")
 
 
-def snapshot(run_dir: str | os.PathLike, dest: str | os.PathLike, shards: bool = False) -> dict[str, Any]:
+def snapshot(run_dir: str | os.PathLike, dest: str | os.PathLike, shards: bool = False,
+             changes: Sequence[str] = ()) -> dict[str, Any]:
     """Write the resumable core of the training run ``run_dir`` to ``dest`` (module docstring) and return
-    ``{"dest", "files", "bytes", "games", "samples", "archived_games", "archived_samples"}``.
+    ``{"dest", "files", "bytes", "games", "samples", "archived_games", "archived_samples", "changes"}``;
+    ``changes``: ``SECTION.KEY=VALUE`` items that make the copy a branch (module docstring), and the
+    returned ``changes`` maps each changed field to ``[old, new]``.
 
     Raises ``TrainError`` (one line) when ``run_dir`` is not a training run, ``dest`` is inside it or is
-    a directory that is not a run (nothing is replaced), and ``DirectoryInUse`` while a job holds
-    ``run_dir``."""
+    a directory that is not a run (nothing is replaced), ``ConfigError`` for a change that is malformed,
+    invalid or to ``model`` or ``nets.*``, and ``DirectoryInUse`` while a job holds ``run_dir``."""
     from train.learning.curve import RESULTS_FILE, read_points
     from train.learning.learner import optimizer_path
     from train.learning.modeldir import load_run_config
@@ -97,6 +133,7 @@ def snapshot(run_dir: str | os.PathLike, dest: str | os.PathLike, shards: bool =
     with lock_dir(src.root):
         state = read_state(src)
         cfg = load_run_config(src.root, device="cpu")
+        branch = _branch_config(src, cfg, changes) if changes else None
         tmp = out.with_name(f".{out.name}.snapshot-tmp")
         shutil.rmtree(tmp, ignore_errors=True)
         dst = RunPaths(tmp)
@@ -138,6 +175,10 @@ def snapshot(run_dir: str | os.PathLike, dest: str | os.PathLike, shards: bool =
             state.archived_games, state.archived_samples = games - kept_games, samples - kept_samples
             state.games, state.samples = games, samples
             atomic_write_json(dst.state, state.model_dump(mode="json"))
+            if branch is not None:
+                atomic_write_json(dst.config, branch[0])
+                MetricsLog(dst.metrics).log("branch", parent=src.root.resolve().name, iteration=state.iteration,
+                                            changes=branch[1])
             if out.exists():
                 old = out.with_name(f".{out.name}.snapshot-old")
                 shutil.rmtree(old, ignore_errors=True)
@@ -152,4 +193,5 @@ def snapshot(run_dir: str | os.PathLike, dest: str | os.PathLike, shards: bool =
             raise
     files = [p for p in out.rglob("*") if p.is_file()]
     return {"dest": str(out), "files": len(files), "bytes": sum(p.stat().st_size for p in files), "games": games,
-            "samples": samples, "archived_games": state.archived_games, "archived_samples": state.archived_samples}
+            "samples": samples, "archived_games": state.archived_games, "archived_samples": state.archived_samples,
+            "changes": branch[1] if branch is not None else {}}
