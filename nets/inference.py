@@ -186,6 +186,8 @@ def compile_for_inference(model: nn.Module, precision: Precision = "float32",
     runnable = eager_in_precision(model, precision, device)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
+        # newer torch deprecates TorchScript by FutureWarning; this module chooses it (module docstring)
+        warnings.filterwarnings("ignore", message=r"`torch\.jit\.", category=FutureWarning)
         with torch.inference_mode():
             traced = torch.jit.trace(runnable, example_inputs(model, device=device), check_trace=False)
             frozen = torch.jit.freeze(traced.eval())

@@ -718,6 +718,25 @@ def test_compiled_fc_heads_equal_eager():
             assert torch.allclose(g, w, atol=1e-4)
 
 
+def test_compiling_is_silent_about_torchscript_deprecation(monkeypatch):
+    """Newer torch warns ``FutureWarning: `torch.jit.trace` is deprecated`` on every trace; the engine
+    chooses TorchScript knowingly, so a user's console (one warning per self-play worker) stays quiet.
+    The warning is injected here so the test holds whatever torch is installed; others still show."""
+    real_trace = torch.jit.trace
+
+    def trace(*args, **kwargs):
+        warnings.warn("`torch.jit.trace` is deprecated. Please switch to `torch.compile`.", FutureWarning)
+        warnings.warn("some other future change", FutureWarning)
+        return real_trace(*args, **kwargs)
+
+    monkeypatch.setattr(torch.jit, "trace", trace)
+    m = build(NetConfig(kind="upper", blocks=1, channels=8, value_hidden=8)).eval()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        compile_for_inference(m)
+    assert [str(w.message) for w in caught] == ["some other future change"]
+
+
 def test_throughput(tiny_nets):
     with NetEvaluator(tiny_nets["slm"], tiny_nets["upper"]) as ev:
         assert ev.throughput(4, 0.05) > 0

@@ -139,6 +139,10 @@ def test_a_branch_changes_one_field_and_says_so(two_iterations, tmp_path):
     assert (run / "config.json").read_text() == parent_config
     stored = json.loads((tmp_path / "b" / "config.json").read_text())
     assert stored["learner"]["steps"] == 3 and stored["selfplay"]["temperature_plies"] == 6
+    branch_lines, parent_lines = (tmp_path / "b" / "config.json").read_text().splitlines(), parent_config.splitlines()
+    assert len(branch_lines) == len(parent_lines)  # written as the pipeline writes it: only the changes differ
+    assert {b.strip().rstrip(",") for a, b in zip(parent_lines, branch_lines) if a != b} == {
+        '"steps": 3', '"temperature_plies": 6'}
     (event,) = [e for e in read_metrics(tmp_path / "b" / "metrics.jsonl") if e["event"] == "branch"]
     assert event["parent"] == run.name and event["iteration"] == 3
     assert event["changes"] == {"learner.steps": [2, 3], "selfplay.temperature_plies": [4, 6]}

@@ -39,6 +39,7 @@ import shutil
 from pathlib import Path
 from typing import Any, Sequence
 
+from core.atomic import atomic_write_bytes
 from train.jobs.rundir import MetricsLog, RunPaths, TrainError, atomic_write_json, lock_dir, read_state
 
 __all__ = ["snapshot"]
@@ -52,31 +53,31 @@ def _copy(src: Path, dst: Path) -> None:
         shutil.copy2(src, dst)
 
 
-def _branch_config(src: RunPaths, cfg, changes: Sequence[str]) -> tuple[dict[str, Any], dict[str, list[Any]]]:
-    """The branch's ``config.json`` content (the run's with ``changes`` applied and validated) and the
-    changed fields ``{dotted name: [old, new]}``; ``ConfigError`` for a bad change or one to ``model`` or
-    ``nets.*``."""
+def _branch_config(src: RunPaths, cfg, changes: Sequence[str]) -> tuple[Any, dict[str, list[Any]]]:
+    """The branch's configuration (``cfg``, the run's as validated on the CPU, with ``changes`` applied
+    and validated, and the run's stored ``device`` kept) and the changed fields ``{dotted name: [old,
+    new]}``; ``ConfigError`` for a bad change or one to ``model`` or ``nets.*``."""
     import json
 
     from train.learning.config import ConfigError, apply_overrides, changed_fields, config_to_dict, validate_config
 
-    stored = json.loads(src.config.read_text(encoding="utf-8"))
-    data = apply_overrides(stored, list(changes))
-    new = validate_config({**data, "device": "cpu"}, "--set")  # the stored device may not exist here
+    old_values = config_to_dict(cfg)
+    new = validate_config(apply_overrides(old_values, list(changes)), "--set")
     fields = changed_fields(cfg, new)
     frozen = [f for f in fields if f == "model" or f.startswith("nets.")]
     if frozen:
         raise ConfigError(f"--set {frozen[0]}: a branch keeps the run's model and net architecture (its "
                           "checkpoints must load); start a new run instead")
-    old_values, new_values = config_to_dict(cfg), config_to_dict(new)
+    new_values = config_to_dict(new)
 
     def at(values: dict[str, Any], field: str) -> Any:
         for part in field.split("."):
             values = values[part]
         return values
 
-    out = {**new_values, "device": stored.get("device", new_values["device"])}
-    return out, {f: [at(old_values, f), at(new_values, f)] for f in fields}
+    # ``cfg`` was validated on the CPU (the stored device may not exist on this machine): keep the stored one
+    stored_device = json.loads(src.config.read_text(encoding="utf-8")).get("device", new.device)
+    return new.model_copy(update={"device": stored_device}), {f: [at(old_values, f), at(new_values, f)] for f in fields}
 
 
 def _window_shards(directory: Path, window: int) -> list[Path]:
@@ -117,6 +118,7 @@ def snapshot(run_dir: str | os.PathLike, dest: str | os.PathLike, shards: bool =
     Raises ``TrainError`` (one line) when ``run_dir`` is not a training run, ``dest`` is inside it or is
     a directory that is not a run (nothing is replaced), ``ConfigError`` for a change that is malformed,
     invalid or to ``model`` or ``nets.*``, and ``DirectoryInUse`` while a job holds ``run_dir``."""
+    from train.learning.config import dump_config
     from train.learning.curve import RESULTS_FILE, read_points
     from train.learning.learner import optimizer_path
     from train.learning.modeldir import load_run_config
@@ -176,7 +178,7 @@ def snapshot(run_dir: str | os.PathLike, dest: str | os.PathLike, shards: bool =
             state.games, state.samples = games, samples
             atomic_write_json(dst.state, state.model_dump(mode="json"))
             if branch is not None:
-                atomic_write_json(dst.config, branch[0])
+                atomic_write_bytes(dst.config, dump_config(branch[0]).encode())
                 MetricsLog(dst.metrics).log("branch", parent=src.root.resolve().name, iteration=state.iteration,
                                             changes=branch[1])
             if out.exists():
