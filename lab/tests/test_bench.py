@@ -171,27 +171,36 @@ def test_the_expert_value_benchmark_finds_the_cut_exact():
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.floats(0.0, 1.0), min_size=2, max_size=8), st.integers(0, 2**31 - 1))
-def test_target_noise_pair_stats_against_direct_sums(weights, seed):
-    """lab.bench.target_noise.pair_stats: a target against itself agrees with zero distance; the
-    cross-entropy under its own probabilities is its entropy and never below it under other priors
-    (Gibbs); each number against a direct sum over the children."""
-    from lab.bench.target_noise import pair_stats
+@given(st.lists(st.floats(0.0, 1.0), min_size=2, max_size=8), st.integers(0, 2**31 - 1), st.integers(2, 6))
+def test_target_noise_repeat_stats_against_direct_sums(weights, seed, repeats):
+    """lab.bench.target_noise.repeat_stats: a target against itself agrees with zero distance and no
+    noise; the cross-entropy under its own probabilities is its entropy and never below it under other
+    priors (Gibbs); the mean target's entropy is never below the targets' mean entropy (concavity);
+    each number against a direct sum over the children."""
+    from lab.bench.target_noise import repeat_stats
 
     w = np.asarray(weights) + 1e-3
     t = w / w.sum()
-    other = np.random.default_rng(seed).dirichlet(np.ones(len(t)))
-    same = pair_stats(t, t, t)
+    rng = np.random.default_rng(seed)
+    other = rng.dirichlet(np.ones(len(t)))
+    same = repeat_stats(np.stack([t] * repeats), t)
     assert same["agree"] == 1.0 and same["tv"] == 0.0 and same["prior_top1"] == 1.0
     entropy = -sum(p * np.log(p) for p in t)
-    assert same["entropy"] == pytest.approx(entropy) and same["prior_ce"] == pytest.approx(entropy)
-    r = pair_stats(t, other, other)
+    for key in ("entropy", "mean_entropy", "half_entropy", "prior_ce"):
+        assert same[key] == pytest.approx(entropy), key
+    targets = np.stack([t, other, *rng.dirichlet(np.ones(len(t)), repeats - 2)])
+    r = repeat_stats(targets, other)
     assert r["tv"] == pytest.approx(sum(abs(a - b) for a, b in zip(t, other)) / 2)
     assert r["agree"] == float(np.argmax(t) == np.argmax(other)) == r["prior_top1"]
-    assert r["prior_ce"] == pytest.approx(-sum(p * np.log(q) for p, q in zip(t, other)))
-    assert r["prior_ce"] >= r["entropy"] - 1e-9
+    mean = [sum(row[j] for row in targets) / repeats for j in range(len(t))]
+    assert r["prior_ce"] == pytest.approx(-sum(p * np.log(q) for p, q in zip(mean, other)))
+    assert r["mean_entropy"] == pytest.approx(-sum(p * np.log(p) for p in mean if p > 0))
+    assert r["entropy"] == pytest.approx(np.mean([-sum(p * np.log(p) for p in row if p > 0) for row in targets]))
+    assert r["prior_ce"] >= r["mean_entropy"] - 1e-9 and r["mean_entropy"] >= r["entropy"] - 1e-9
     with pytest.raises(ValueError):
-        pair_stats(t, t[:1], t)
+        repeat_stats(np.stack([t, t])[:, :1], t[:1])
+    with pytest.raises(ValueError):
+        repeat_stats(t[None, :], t)
 
 
 def test_target_noise_measure_is_decided_by_its_seed():
@@ -207,16 +216,39 @@ def test_target_noise_measure_is_decided_by_its_seed():
     rules = Ruleset(max_battle_plies=40, adjudicate="stones")
     states = battle_positions(rules, 3, seed=2)
     assert len(states) == 3 and all(s.phase != 0 and not s.is_terminal() for s in states)
-    cfg = validate_config({"selfplay": {"value_eval": "eval.expert", "victim_eval": None}})
+    cfg = validate_config({"selfplay": {"search": {"value_evaluator": "eval.expert", "victim_evaluator": None}}})
     torch.manual_seed(0)
     net = build(preset("upper", "tiny"))
-    rows = measure(cfg, net, states, simulations=4, seed=5)
-    assert rows == measure(cfg, net, states, simulations=4, seed=5)
+    rows = measure(cfg, net, states, simulations=4, seed=5, repeats=3)
+    assert rows == measure(cfg, net, states, simulations=4, seed=5, repeats=3)
     assert 1 <= len(rows) <= 3
     for r in rows:
-        assert r["agree"] in (0.0, 1.0) and 0.0 <= r["tv"] <= 1.0 and 0.0 <= r["entropy"] <= r["prior_ce"] + 1e-9
+        assert r["agree"] in (0.0, 1.0) and 0.0 <= r["tv"] <= 1.0
+        assert 0.0 <= r["entropy"] <= r["mean_entropy"] + 1e-9 <= r["prior_ce"] + 2e-9
+    with pytest.raises(ValueError, match="repeats"):
+        measure(cfg, net, states, simulations=4, seed=5, repeats=1)
     s = summarize(rows)
     assert s["positions"] == len(rows) and s["agree"] == pytest.approx(np.mean([r["agree"] for r in rows]))
     lo, hi = s["agreement_ci"]
     assert 0.0 <= lo <= s["agree"] <= hi <= 1.0
     assert summarize([])["agree"] is None
+    assert s["noise"] == pytest.approx(s["mean_entropy"] - s["entropy"])
+    assert s["removable"] == pytest.approx(s["prior_ce"] - s["mean_entropy"])
+
+
+def test_target_noise_positions_from_records():
+    """lab.bench.target_noise.record_positions: battle positions of the records, at most
+    POSITIONS_PER_GAME from a game, the same for the same seed; a missing path is a one-line error."""
+    from core.rules import Ruleset
+    from lab.bench.target_noise import POSITIONS_PER_GAME, record_positions
+    from train.learning.diagnose import HELDOUT_RECORDS
+    from train.learning.supervised import SupervisedError
+
+    rules = Ruleset(max_battle_plies=300, adjudicate="stones")
+    states = record_positions([HELDOUT_RECORDS], rules, POSITIONS_PER_GAME + 3, seed=1)
+    assert len(states) == POSITIONS_PER_GAME + 3
+    assert all(s.phase != 0 and not s.is_terminal() for s in states)
+    assert [s.ply for s in states] == [s.ply for s in record_positions([HELDOUT_RECORDS], rules, POSITIONS_PER_GAME + 3, seed=1)]
+    assert len({s.ply for s in states[:POSITIONS_PER_GAME]}) == POSITIONS_PER_GAME  # one game's, distinct plies
+    with pytest.raises(SupervisedError, match="no such file"):
+        record_positions(["no/such/records"], rules, 3, seed=1)
