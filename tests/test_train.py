@@ -1164,6 +1164,39 @@ def test_progress_lines_without_a_terminal(tmp_path):
     assert sum("phase self-play" in x for x in lines) >= 2 and "phase train" in lines[-1]
 
 
+def test_progress_counts_the_games_that_landed(tmp_path):
+    """A self-play worker reports its games only when its whole batch in flight ends: meanwhile the
+    status counts the games finished on disk (never fewer than reported), in lines and in the live
+    panel, keeps the reported number if the count fails, and stops counting when told."""
+    import io
+
+    from rich.console import Console
+
+    from train.jobs.dashboard import Dashboard
+
+    for mode in ("lines", "live"):
+        dash = Dashboard(mode, tmp_path, micro_config(), stream=io.StringIO())
+        dash.update(iteration=1, kind="upper", phase="self-play", games_total=4, games_done=1)
+        landed = [3]
+        dash.count_finished_games(lambda: landed[0])
+        assert dash.games_done() == 3 and "self-play 3/4 " in dash.status_text()
+        if mode == "live":
+            out = io.StringIO()
+            Console(file=out, width=120).print(dash._render())
+            assert "3/4 games this iteration" in out.getvalue()
+        landed[0] = 0
+        assert dash.games_done() == 1
+
+        def moved() -> int:
+            raise FileNotFoundError("records moved")
+
+        dash.count_finished_games(moved)
+        assert dash.games_done() == 1
+        dash.count_finished_games(None)
+        dash.update(games_done=2)
+        assert dash.games_done() == 2 and "self-play 2/4 " in dash.status_text()
+
+
 def test_match_progress_lines_without_a_terminal():
     import io
 

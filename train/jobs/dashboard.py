@@ -212,6 +212,7 @@ class Dashboard:
         self._phase_line = None
         self._t0 = time.time()
         self._lines = StampedLines(self.status_text, self.interval, stream, to="stdout") if mode == "lines" else None
+        self._finished_games: Callable[[], int] | None = None
         if self.enabled:
             from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -244,13 +245,30 @@ class Dashboard:
         if self._lines is not None:
             self._lines.line(text)
 
+    def count_finished_games(self, count: Callable[[], int] | None) -> None:
+        """Show, as the phase's games done, at least ``count()`` (``None``: stop): the games finished so
+        far, counted where they land (their records on disk), since a worker reports its games only
+        when its whole batch of games in flight ends. Called from the display's timer thread."""
+        self._finished_games = count
+
+    def games_done(self) -> int:
+        """The self-play games of this iteration done: reported, or counted on disk if more."""
+        done = int(self.fields.get("games_done") or 0)
+        count = self._finished_games
+        if count is not None:
+            try:
+                done = max(done, int(count()))
+            except OSError:  # a directory that moves under the count: the reported number stands
+                pass
+        return done
+
     def status_text(self) -> str:
         f = self.fields
         its = self.config.iterations
         parts = [f"iteration {f.get('iteration', '-')}/{its if its else '-'} {f.get('kind', '-')}",
                  f"phase {f.get('phase', '-')}"]
         if f.get("games_total"):
-            parts.append(f"self-play {f.get('games_done', 0)}/{f['games_total']} ({f.get('games', 0)} in the run,"
+            parts.append(f"self-play {self.games_done()}/{f['games_total']} ({f.get('games', 0)} in the run,"
                          f" {f.get('positions_per_s', 0):.2f} positions/s)")
         if f.get("loss") is not None:
             parts.append(f"loss {f['loss']:.4f}")
@@ -301,7 +319,7 @@ class Dashboard:
         its = self.config.iterations
         t.add_row("iteration", f"{f.get('iteration', '-')}/{its if its else '-'}  net {f.get('kind', '-')}  "
                   f"phase {f.get('phase', '-')}")
-        t.add_row("self-play", f"{f.get('games_done', 0)}/{f.get('games_total', '-')} games this iteration, "
+        t.add_row("self-play", f"{self.games_done()}/{f.get('games_total', '-')} games this iteration, "
                   f"{f.get('games', 0)} in the run")
         t.add_row("speed", f"{f.get('plies_per_s', 0):.1f} plies/s  {f.get('sims_per_s', 0):.0f} simulations/s  "
                   f"{f.get('positions_per_s', 0):.2f} positions/s  {f.get('games_per_hour', 0):.0f} games/h")

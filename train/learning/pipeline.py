@@ -313,6 +313,8 @@ class Pipeline:
         t0 = time.time()
         task_id = self.dash.task(f"self-play i{it} ({kind})", total, done_before) if self.dash else None
         self.show(phase="self-play", games_total=total, games_done=done_before)
+        if self.dash:  # a worker reports its games when its batch ends; the records land one by one
+            self.dash.count_finished_games(lambda: sum(self.paths.record(it, g).exists() for g in range(total)))
 
         def on_batch(results: list[dict[str, Any]]) -> None:
             for info in results:
@@ -345,6 +347,8 @@ class Pipeline:
                              f" continue with python cli.py selfplay --resume {self.paths.root}") from None
         finally:
             stop_learner(self, learner)
+            if self.dash:
+                self.dash.count_finished_games(None)
         if self.dash:
             self.dash.finish(task_id)
         wall = time.time() - t0
