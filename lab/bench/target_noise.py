@@ -27,7 +27,8 @@ checkpoint ``--upper``). It prints, per simulation count:
 - ``prior_ce``: ``CE(t_bar, p)`` under the search's own root priors ``p`` (the net's policy over the kept
   paths, as the learner's loss masks it, nats), and ``prior_top1``: the share where the prior's largest
   entry is the first target's. ``removable = prior_ce - mean_entropy`` (``KL(t_bar || p)``) is what a
-  better net could still take off the loss on these positions.
+  better net could still take off the loss on these positions; by kind of move (step, jump chain,
+  flight), the mean target's and the priors' mass on it and its terms of ``removable``.
 
 The numbers are from this run only (the docs hold measured ones).
 """
@@ -72,7 +73,7 @@ def _entropy(p: np.ndarray) -> float:
     return float(-(p[nz] * np.log(p[nz])).sum())
 
 
-def repeat_stats(targets: np.ndarray, priors: np.ndarray) -> dict[str, float]:
+def repeat_stats(targets: np.ndarray, priors: np.ndarray, kinds: np.ndarray | None = None) -> dict[str, float]:
     """The numbers of one position (module docstring): ``targets`` ``(K, k)`` float, ``K >= 2`` searches'
     targets over the same ``k >= 2`` root children, and ``priors`` ``(k,)`` the first search's root
     priors, each row summing to 1. Returns ``agree`` (1.0 when the first two targets' largest entries
@@ -80,20 +81,36 @@ def repeat_stats(targets: np.ndarray, priors: np.ndarray) -> dict[str, float]:
     ``entropy`` (mean of the targets' entropies), ``mean_entropy`` (of their mean), ``half_entropy`` (of
     the mean of the first ``K // 2``), ``prior_ce`` (cross-entropy of the mean target under ``priors``;
     zero priors are floored at 1e-12), ``prior_top1`` (the priors' and the first target's largest entries
-    the same child); nats. Raises ``ValueError`` on other shapes."""
+    the same child); nats. With ``kinds`` (``(k,)`` str, each child's ``nets.encoding.UPPER_KINDS`` entry),
+    also, per kind ``K``: ``mass_K`` (the mean target's probability on such children), ``prior_mass_K``
+    (the priors') and ``kl_K`` (the kind's terms ``t_bar(a) log(t_bar(a) / p(a))`` of ``removable``; the
+    three sum to it). Raises ``ValueError`` on other shapes."""
     targets, priors = np.asarray(targets, np.float64), np.asarray(priors, np.float64)
     if targets.ndim != 2 or targets.shape[0] < 2 or targets.shape[1] < 2 or priors.shape != targets.shape[1:]:
         raise ValueError(f"expected (K, k) targets and (k,) priors with K, k >= 2, got {targets.shape}, {priors.shape}")
     first, second = targets[0], targets[1]
     mean = targets.mean(axis=0)
     nz = mean > 0
-    return {"agree": float(np.argmax(first) == np.argmax(second)),
+    out = {"agree": float(np.argmax(first) == np.argmax(second)),
             "tv": 0.5 * float(np.abs(first - second).sum()),
             "entropy": float(np.mean([_entropy(t) for t in targets])),
             "mean_entropy": _entropy(mean),
             "half_entropy": _entropy(targets[: len(targets) // 2].mean(axis=0)),
             "prior_ce": float(-(mean[nz] * np.log(np.maximum(priors[nz], 1e-12))).sum()),
             "prior_top1": float(np.argmax(priors) == np.argmax(first))}
+    if kinds is not None:
+        from nets.encoding import UPPER_KINDS
+
+        kinds = np.asarray(kinds)
+        if kinds.shape != priors.shape:
+            raise ValueError(f"expected (k,) kinds, got {kinds.shape} for k = {len(priors)}")
+        terms = np.zeros_like(mean)
+        terms[nz] = mean[nz] * (np.log(mean[nz]) - np.log(np.maximum(priors[nz], 1e-12)))
+        for kind in UPPER_KINDS:
+            sel = kinds == kind
+            out.update({f"mass_{kind}": float(mean[sel].sum()), f"prior_mass_{kind}": float(priors[sel].sum()),
+                        f"kl_{kind}": float(terms[sel].sum())})
+    return out
 
 
 def summarize(rows: list[dict[str, float]]) -> dict[str, Any]:
@@ -104,6 +121,7 @@ def summarize(rows: list[dict[str, float]]) -> dict[str, Any]:
 
     n = len(rows)
     keys = ("agree", "tv", "entropy", "mean_entropy", "half_entropy", "prior_ce", "prior_top1")
+    keys += tuple(k for k in (rows[0] if n else {}) if k.startswith(("mass_", "prior_mass_", "kl_")))
     out: dict[str, Any] = {"positions": n}
     out.update({k: float(np.mean([r[k] for r in rows])) if n else None for k in keys})
     out["noise"] = out["mean_entropy"] - out["entropy"] if n else None
@@ -117,6 +135,7 @@ def measure(cfg, upper_net, states, simulations: int, seed: int, repeats: int = 
     ``selfplay.search.simulations = simulations`` and one search thread, seeds drawn from ``seed`` per
     position and search); positions with fewer than two root children are skipped. Raises
     ``ValueError`` if ``repeats < 2``."""
+    from nets.encoding import upper_kind
     from train.learning.selfplay import _close, open_search, selfplay_evaluator
 
     if repeats < 2:
@@ -139,7 +158,8 @@ def measure(cfg, upper_net, states, simulations: int, seed: int, repeats: int = 
             first = results[0]
             if len(first.moves) >= 2:
                 rows.append(repeat_stats(np.stack([r.target() for r in results]),
-                                         first.priors / max(float(first.priors.sum()), 1e-12)))
+                                         first.priors / max(float(first.priors.sum()), 1e-12),
+                                         np.array([upper_kind(int(a)) for a in first.actions])))
     finally:
         _close(evaluator)
     return rows
@@ -224,6 +244,10 @@ def main() -> None:  # pragma: no cover - command line
               f"{s['entropy']:.3f}, mean_entropy {s['mean_entropy']:.3f} (half {s['half_entropy']:.3f}), prior_ce "
               f"{s['prior_ce']:.3f}: noise {s['noise']:.3f}, removable {s['removable']:.3f}; prior_top1 "
               f"{s['prior_top1']:.3f}", flush=True)
+        if s["positions"] and "kl_step" in s:
+            print("  by kind of move (mean target's mass / the priors' mass / share of removable): " + ", ".join(
+                f"{k} {s['mass_' + k]:.3f} / {s['prior_mass_' + k]:.3f} / {s['kl_' + k]:.3f}"
+                for k in ("step", "jump", "flight")), flush=True)
     if args.json:
         from core.atomic import atomic_write_text
 

@@ -197,6 +197,15 @@ def test_target_noise_repeat_stats_against_direct_sums(weights, seed, repeats):
     assert r["mean_entropy"] == pytest.approx(-sum(p * np.log(p) for p in mean if p > 0))
     assert r["entropy"] == pytest.approx(np.mean([-sum(p * np.log(p) for p in row if p > 0) for row in targets]))
     assert r["prior_ce"] >= r["mean_entropy"] - 1e-9 and r["mean_entropy"] >= r["entropy"] - 1e-9
+    kinds = np.array(["step", "jump", "flight"] * 3)[: len(t)]
+    by = repeat_stats(targets, other, kinds)
+    assert {k: by[k] for k in r} == r
+    assert sum(by[f"kl_{k}"] for k in ("step", "jump", "flight")) == pytest.approx(r["prior_ce"] - r["mean_entropy"])
+    for k in ("step", "jump", "flight"):
+        assert by[f"mass_{k}"] == pytest.approx(sum(m for m, kk in zip(mean, kinds) if kk == k))
+        assert by[f"prior_mass_{k}"] == pytest.approx(sum(q for q, kk in zip(other, kinds) if kk == k))
+    with pytest.raises(ValueError, match="kinds"):
+        repeat_stats(targets, other, kinds[:1])
     with pytest.raises(ValueError):
         repeat_stats(np.stack([t, t])[:, :1], t[:1])
     with pytest.raises(ValueError):
@@ -234,6 +243,8 @@ def test_target_noise_measure_is_decided_by_its_seed():
     assert summarize([])["agree"] is None
     assert s["noise"] == pytest.approx(s["mean_entropy"] - s["entropy"])
     assert s["removable"] == pytest.approx(s["prior_ce"] - s["mean_entropy"])
+    assert s["kl_step"] + s["kl_jump"] + s["kl_flight"] == pytest.approx(s["removable"])
+    assert s["mass_step"] + s["mass_jump"] + s["mass_flight"] == pytest.approx(1.0)
 
 
 def test_target_noise_positions_from_records():
