@@ -143,6 +143,7 @@ def test_a_branch_changes_one_field_and_says_so(two_iterations, tmp_path):
     assert len(branch_lines) == len(parent_lines)  # written as the pipeline writes it: only the changes differ
     assert {b.strip().rstrip(",") for a, b in zip(parent_lines, branch_lines) if a != b} == {
         '"steps": 3', '"temperature_plies": 6'}
+    assert stored["device"] == json.loads(parent_config)["device"]  # kept: validated on the CPU here
     (event,) = [e for e in read_metrics(tmp_path / "b" / "metrics.jsonl") if e["event"] == "branch"]
     assert event["parent"] == run.name and event["iteration"] == 3
     assert event["changes"] == {"learner.steps": [2, 3], "selfplay.temperature_plies": [4, 6]}
@@ -153,6 +154,7 @@ def test_a_branch_changes_one_field_and_says_so(two_iterations, tmp_path):
         run_pipeline(_config("iterations=3"), tmp_path / "b", resume=True, progress=False)
     for bad, message in (("nets.channels=16", "error: --set nets.channels: a branch keeps"),
                          ("model=slm", "error: --set model: a branch keeps"),
+                         ("device=cpu", "error: --set device: a branch keeps the run's device"),
                          ("learner.steps=-1", "learner.steps"), ("learner.steps", "expected KEY=VALUE")):
         res = runner.invoke(app, ["snapshot", str(run), str(tmp_path / "bad"), "--set", bad])
         assert res.exit_code == 2 and message in res.output and "Traceback" not in res.output, (bad, res.output)

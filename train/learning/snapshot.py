@@ -56,13 +56,17 @@ def _copy(src: Path, dst: Path) -> None:
 def _branch_config(src: RunPaths, cfg, changes: Sequence[str]) -> tuple[Any, dict[str, list[Any]]]:
     """The branch's configuration (``cfg``, the run's as validated on the CPU, with ``changes`` applied
     and validated, and the run's stored ``device`` kept) and the changed fields ``{dotted name: [old,
-    new]}``; ``ConfigError`` for a bad change or one to ``model`` or ``nets.*``."""
+    new]}``; ``ConfigError`` for a bad change or one to ``model``, ``nets.*`` or ``device``."""
     import json
 
     from train.learning.config import ConfigError, apply_overrides, changed_fields, config_to_dict, validate_config
 
     old_values = config_to_dict(cfg)
-    new = validate_config(apply_overrides(old_values, list(changes)), "--set")
+    data = apply_overrides(old_values, list(changes))
+    if any(c.partition("=")[0].strip() == "device" for c in changes):
+        raise ConfigError("--set device: a branch keeps the run's device; a resume chooses one "
+                          "(python cli.py selfplay --resume DEST --device D)")
+    new = validate_config(data, "--set")
     fields = changed_fields(cfg, new)
     frozen = [f for f in fields if f == "model" or f.startswith("nets.")]
     if frozen:
@@ -77,7 +81,8 @@ def _branch_config(src: RunPaths, cfg, changes: Sequence[str]) -> tuple[Any, dic
 
     # ``cfg`` was validated on the CPU (the stored device may not exist on this machine): keep the stored one
     stored_device = json.loads(src.config.read_text(encoding="utf-8")).get("device", new.device)
-    return new.model_copy(update={"device": stored_device}), {f: [at(old_values, f), at(new_values, f)] for f in fields}
+    return (new.model_copy(update={"device": stored_device}),
+            {f: [at(old_values, f), at(new_values, f)] for f in fields})
 
 
 def _window_shards(directory: Path, window: int) -> list[Path]:
