@@ -38,6 +38,7 @@ CPU path is the one the tests run (the CUDA path is written but not run on the d
 from __future__ import annotations
 
 import re
+import threading
 import warnings
 
 import torch
@@ -51,6 +52,9 @@ from nets.features import NUM_PLANES
 
 DEVICE_CHOICES: tuple[str, ...] = ("auto", "cpu", "cuda", "cuda:N")  # the accepted spellings, for messages
 _CUDA_INDEX = re.compile(r"cuda:(\d+)")
+# ``warnings.catch_warnings`` swaps one process-wide filter list: two compiles in two threads could each
+# restore the other's list mid-trace and let the warnings through, so compiles take turns.
+_COMPILE_LOCK = threading.Lock()
 
 
 def resolve_device(spec: str | torch.device) -> torch.device:
@@ -184,7 +188,7 @@ def compile_for_inference(model: nn.Module, precision: Precision = "float32",
     whose forward pass cannot be traced."""
     device = torch.device(device)
     runnable = eager_in_precision(model, precision, device)
-    with warnings.catch_warnings():
+    with _COMPILE_LOCK, warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         # newer torch deprecates TorchScript by FutureWarning; this module chooses it (module docstring)
         warnings.filterwarnings("ignore", message=r"`torch\.jit\.", category=FutureWarning)

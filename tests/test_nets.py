@@ -737,6 +737,42 @@ def test_compiling_is_silent_about_torchscript_deprecation(monkeypatch):
     assert [str(w.message) for w in caught] == ["some other future change"]
 
 
+def test_compiles_in_two_threads_stay_silent(monkeypatch):
+    """Two threads compiling at once: ``warnings.catch_warnings`` swaps one process-wide filter list, so
+    without taking turns the first compile's exit restores the filters while the second still traces,
+    and the second's warning escapes. The second trace here warns only after the first has finished."""
+    real_trace = torch.jit.trace
+    first_done = threading.Event()
+    calls = []
+
+    def trace(*args, **kwargs):
+        calls.append(1)
+        if len(calls) > 1:
+            first_done.wait(10)
+            time.sleep(0.05)
+        warnings.warn("`torch.jit.trace` is deprecated. Please switch to `torch.compile`.", FutureWarning)
+        return real_trace(*args, **kwargs)
+
+    monkeypatch.setattr(torch.jit, "trace", trace)
+    nets = [build(NetConfig(kind="upper", blocks=1, channels=8, value_hidden=8)).eval() for _ in range(2)]
+
+    def first():
+        compile_for_inference(nets[0])
+        first_done.set()
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        threads = [threading.Thread(target=first)]
+        threads[0].start()
+        while not calls:
+            time.sleep(0.001)
+        threads.append(threading.Thread(target=compile_for_inference, args=(nets[1],)))
+        threads[1].start()
+        for t in threads:
+            t.join(30)
+    assert len(calls) == 2 and [str(w.message) for w in caught] == []
+
+
 def test_throughput(tiny_nets):
     with NetEvaluator(tiny_nets["slm"], tiny_nets["upper"]) as ev:
         assert ev.throughput(4, 0.05) > 0
