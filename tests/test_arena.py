@@ -284,6 +284,17 @@ def test_bad_arguments(tmp_path):
         run_arena("t-random", "t-first:depth=2", 2, workers=0, out_dir=tmp_path, progress=False)
 
 
+def test_the_opening_option_help_names_the_arena_limit():
+    """The CLI's --opening-plies help states the range the arena checks (the constant lives in the
+    arena, which the CLI imports only when a match runs)."""
+    import typing
+
+    from frontends.cli_match import OpeningOption
+
+    option = typing.get_args(OpeningOption)[1]
+    assert f"(0..{OPENING_PLIES_MAX})" in option.help
+
+
 def test_openings_make_agents_that_do_not_sample_play_distinct_games(tmp_path):
     """``t-first`` against itself replays one game whatever the seeds; with ``opening_plies`` both games of a
     pair start from the pair's own random placements (legal, drawn from its game seed), so pairs differ."""

@@ -52,19 +52,33 @@ def battle_positions(rules, count: int, seed: int) -> list:
 
     if count < 1:
         raise ValueError(f"count: expected at least 1, got {count}")
+
+    def games():
+        game = 0
+        while True:
+            agents = (build_agent("expert", 2 * (seed + game)), build_agent("expert", 2 * (seed + game) + 1))
+            state, battle = GameState.initial(rules), []
+            while not state.is_terminal():
+                if state.phase != PHASE_LAYOUT:
+                    battle.append(state)
+                state = state.apply(agents[state.current_player()].select(state))
+            yield battle
+            game += 1
+
+    return _sample_positions(games(), count, seed)
+
+
+def _sample_positions(games, count: int, seed: int) -> list:
+    """At most ``POSITIONS_PER_GAME`` positions of each list of ``games`` (an iterable of lists of
+    positions, read lazily), drawn uniformly without replacement (seeded from ``seed``) and kept in
+    order, until ``count`` are drawn or ``games`` ends."""
     rng = np.random.default_rng(seed)
     out: list = []
-    game = 0
-    while len(out) < count:
-        agents = (build_agent("expert", 2 * (seed + game)), build_agent("expert", 2 * (seed + game) + 1))
-        state, battle = GameState.initial(rules), []
-        while not state.is_terminal():
-            if state.phase != PHASE_LAYOUT:
-                battle.append(state)
-            state = state.apply(agents[state.current_player()].select(state))
+    for battle in games:
         take = min(POSITIONS_PER_GAME, len(battle), count - len(out))
         out.extend(battle[i] for i in sorted(rng.choice(len(battle), take, replace=False)))
-        game += 1
+        if len(out) >= count:
+            break
     return out
 
 
@@ -175,15 +189,9 @@ def record_positions(paths, rules, count: int, seed: int) -> list:
 
     if count < 1:
         raise ValueError(f"count: expected at least 1, got {count}")
-    rng = np.random.default_rng(seed)
-    out: list = []
-    for record in read_records(paths, rules):
-        battle = [s for s in record.replay() if s.phase != PHASE_LAYOUT and not s.is_terminal()]
-        take = min(POSITIONS_PER_GAME, len(battle), count - len(out))
-        out.extend(battle[i] for i in sorted(rng.choice(len(battle), take, replace=False)))
-        if len(out) >= count:
-            break
-    return out
+    games = ([s for s in record.replay() if s.phase != PHASE_LAYOUT and not s.is_terminal()]
+             for record in read_records(paths, rules))
+    return _sample_positions(games, count, seed)
 
 
 def main() -> None:  # pragma: no cover - command line
