@@ -186,6 +186,13 @@ class SearchConfig(BaseModel):
     position at once, and at a few simulations the search rarely visits that reply when its prior is
     low, so the move allowing it looked as good as any (docs/knowledge-and-search.md, "The shipped agent's search and why").
 
+    ``twofold_draw`` (off by default; acts through ``terminal_bound``): the search's terminal test scores
+    a battle position's *second* occurrence (in the game's history and along the tree's path) as a draw,
+    where the rule book waits for its ``repetition_draw``-th (chess engines score any repetition inside
+    the search as a draw for the same reason). A side far ahead whose values are all near +1 cannot
+    tell a move that makes progress from one that shuffles a stone back and forth, and a side behind
+    then completes the repetition; scoring the first return as a draw makes every shuffle worth 0 to it.
+
     ``root_selection`` ``"gumbel"``: Gumbel root search (Danihelka et al. 2022, "Policy improvement by
     planning with Gumbel", sections 3-4; mctx's ``gumbel_muzero_policy``). The root's ``gumbel_m`` best
     children by ``g + logits`` (``logits = log P``; ``g`` Gumbel(0, 1) noise times ``gumbel_scale``, drawn
@@ -249,6 +256,7 @@ class SearchConfig(BaseModel):
     policy_temperature: float = Field(1.0, ge=0.05, le=10, description="softmax temperature of the priors (< 1 sharpens, > 1 flattens)")
     value_center: bool = Field(False, description="value_evaluator relative to the root's, so that a search far ahead still tells moves apart")
     terminal_bound: bool = Field(True, description="a battle leaf is worth at least its side's best move that ends the game, e.g. a draw by repetition")
+    twofold_draw: bool = Field(False, description="with terminal_bound: the search scores a battle position's second occurrence as a draw, so that a side ahead does not shuffle into the rule book's repetition draw")
     root_selection: Literal["puct", "gumbel"] = Field("puct", validation_alias=_alias("root_selection", "root"),
                                                       description="root selection: Eq. 1 (puct) or Gumbel top-m with sequential halving (gumbel) (old name: root)")
     gumbel_m: int = Field(16, ge=1, le=4096, description="root_selection=gumbel: children considered at the root")

@@ -31,7 +31,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -155,6 +155,7 @@ class Search:
         if cfg.value_center and self._value_plugin is not None and not hasattr(self._value_plugin, "margin"):
             raise ValueError(f"search: value_center needs a value plugin with a margin; {cfg.value_evaluator!r} has none")
         self._root_margin = 0.0  # the value plugin's margin of the root for its side to move (value_center)
+        self._twofold_rules: tuple[Any, np.ndarray] | None = None  # (ruleset, its vector with repetition_draw 2)
         self.layout_value_plugin = (REGISTRY.create(cfg.layout_value_evaluator, "evaluator")
                                      if cfg.layout_value_evaluator is not None and cfg.layout_value_mix > 0 else None)
         self._gumbel = cfg.root_selection == "gumbel"
@@ -509,7 +510,7 @@ class Search:
         their result, so that selection knows it before a visit (``search.tree.select_child``); a ply-cap
         end checked after the no-move loss waits for its visit (``children_status`` assumes a move)."""
         reason, winner = children_status(tree.side, tree.counts, tree.ply, tree.quiet, tree.hash, tree.pending,
-                                         start, k, state.history, len(state.history), state.ruleset.vector)
+                                         start, k, state.history, len(state.history), self._status_rules(state.ruleset))
         cap_first = state.ruleset.end_order == "cap-first"
         bound = -1.0
         for i in np.flatnonzero(reason != ONGOING):
@@ -520,6 +521,15 @@ class Search:
                 tree.terminal_value[c] = value
                 tree.flag[c] = TERMINAL
         return bound
+
+    def _status_rules(self, ruleset) -> np.ndarray:
+        """The rule vector of the search's terminal test: ``ruleset.vector``, with ``twofold_draw`` the
+        same rules but for a draw at a position's second occurrence (``repetition_draw`` 2)."""
+        if not self.config.twofold_draw:
+            return ruleset.vector
+        if self._twofold_rules is None or self._twofold_rules[0] is not ruleset:
+            self._twofold_rules = (ruleset, ruleset.model_copy(update={"repetition_draw": 2}).vector)
+        return self._twofold_rules[1]
 
     def _end_value(self, side: int, winner: int) -> float:
         """The value of a finished game for ``side`` (to move there): +1 won, -1 lost; a draw 0, or with

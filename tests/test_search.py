@@ -289,12 +289,15 @@ def _with_repeated_child(state: GameState, rng: random.Random, times: int) -> Ga
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
-@given(jfen=played_positions(), ruleset=rulesets(), at_cap=st.booleans(), times=st.integers(0, 2), seed=st.integers(0, 99))
-def test_children_status_and_the_terminal_bound_match_the_game_after_each_child(jfen, ruleset, at_cap, times, seed):
+@given(jfen=played_positions(), ruleset=rulesets(), at_cap=st.booleans(), times=st.integers(0, 2), seed=st.integers(0, 99),
+       twofold=st.booleans())
+def test_children_status_and_the_terminal_bound_match_the_game_after_each_child(jfen, ruleset, at_cap, times, seed,
+                                                                                twofold):
     """``children_status`` on the children an expansion writes (square victims still pending) against
     ``GameState.apply`` with any legal victims and its ``outcome``; the expanded leaf's value is
     ``max(evaluator value, best game end among the children)`` with ``terminal_bound`` and the
-    evaluator's value without it."""
+    evaluator's value without it. With ``twofold_draw`` the search's ends are the rule book's under
+    ``repetition_draw`` 2, whatever the game's own ``repetition_draw``."""
     from core.board import NUM_POINTS
     from core.rules import Ruleset
     from core.status import END_REASONS
@@ -309,21 +312,27 @@ def test_children_status_and_the_terminal_bound_match_the_game_after_each_child(
     assume(not state.is_terminal())
     values = {}
     for bound in (True, False):
-        search = Search(_ConstantEvaluator(-0.5), SearchConfig(expansion_pruner=None, terminal_bound=bound))
+        search = Search(_ConstantEvaluator(-0.5), SearchConfig(expansion_pruner=None, terminal_bound=bound,
+                                                               twofold_draw=twofold))
         search._root_state = state
         search._new_tree(state)
         values[bound] = search._expand(search.tree, 0, [0])
     tree = search.tree
     first, k = int(tree.first_child[0]), int(tree.n_children[0])
+    searched = ruleset.model_copy(update={"repetition_draw": 2}) if twofold else ruleset
     reason, winner = children_status(tree.side, tree.counts, tree.ply, tree.quiet, tree.hash, tree.pending, first, k,
-                                     state.history, len(state.history), ruleset.vector)
+                                     state.history, len(state.history), searched.vector)
     ends = []
     for i in range(k):
         c = first + i
         o, n = int(tree.move_off[c]), int(tree.move_npath[c])
         path, jump = tuple(int(p) for p in tree.move_pool[o:o + n]), bool(tree.move_jump[c])
         victims = tuple(sorted(state.victims_left(path, jump)))[: int(tree.pending[c])]
-        outcome = state.apply(Move(path, jump, victims)).outcome()
+        after = state.apply(Move(path, jump, victims))
+        if twofold:  # the same position under the search's rules (history and all)
+            after = GameState.from_arrays(after.board, after.side, after.phase, after.quiet, after.ply, after.counts,
+                                          after.hash, after.history, searched)
+        outcome = after.outcome()
         assume(outcome.reason != "no-move")  # the kernel assumes the child's side can move
         assert END_REASONS[reason[i]] == outcome.reason, (i, path, victims)
         assert winner[i] == (outcome.winner if outcome.terminal else -2)
