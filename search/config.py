@@ -192,6 +192,9 @@ class SearchConfig(BaseModel):
     the search as a draw for the same reason). A side far ahead whose values are all near +1 cannot
     tell a move that makes progress from one that shuffles a stone back and forth, and a side behind
     then completes the repetition; scoring the first return as a draw makes every shuffle worth 0 to it.
+    An expansion pruner keeps these returning moves too (``search.tree.returning_paths``): JFA Table 1
+    keeps only the best level of paths, and a flying side's quiet move back is rarely in it, so the
+    draw the side behind can force would stay out of the tree.
 
     ``root_selection`` ``"gumbel"``: Gumbel root search (Danihelka et al. 2022, "Policy improvement by
     planning with Gumbel", sections 3-4; mctx's ``gumbel_muzero_policy``). The root's ``gumbel_m`` best

@@ -54,6 +54,7 @@ from search.tree import (
     children_status,
     kept_children,
     resolve_victims,
+    returning_paths,
     same_position,
     select_node,
     shared_prior,
@@ -612,6 +613,13 @@ class Search:
         ps = state.paths()
         keep = self.expansion_pruner.keep(state, ps) if self.expansion_pruner is not None else np.arange(ps.m)
         keep = np.asarray(keep, np.int64)
+        if self.config.twofold_draw and self.config.terminal_bound and self.expansion_pruner is not None:
+            # the pruner may drop the quiet move that repeats a position: the draw the bound must see
+            history = np.asarray(state.history, np.uint64)
+            returning = returning_paths(state.side, np.uint64(state.hash), ps.m, ps.pts, ps.off, ps.jump, ps.nsq,
+                                        history, len(history), 1)
+            if len(returning):
+                keep = np.union1d(keep, returning)
         pts, off, jump, squares, actions, pool_size = kept_children(ps.pts, ps.off, ps.jump, ps.nsq, keep)
         knowledge = None
         if self._prior_plugin is not None and len(keep):

@@ -39,6 +39,7 @@ from core.board import NUM_POINTS
 from core.jit import kernel
 from core.play import play, take_stones
 from core.status import battle_status
+from core.zobrist import ZOBRIST_BLACK_TO_MOVE, ZOBRIST_STONE
 from nets.encoding import encode_path
 
 UNEXPANDED, EXPANDING, EXPANDED, TERMINAL = 0, 1, 2, 3
@@ -220,6 +221,31 @@ def children_status(side, counts, ply, quiet, hash_, pending, start, k, history,
         reason[i] = r
         winner[i] = w
     return reason, winner
+
+
+@kernel
+def returning_paths(side, hash_, m, pts, off, jump, nsq, history, n_history, at_least):
+    """The indices (``int64``, ascending) of a battle position's quiet paths (no jump, no square) among
+    its ``m`` legal paths (the ``core.movegen`` CSR buffers ``pts``/``off``/``jump``/``nsq``, which may
+    be longer than ``m``) after which the position (``hash_`` with
+    ``side``'s stone moved and the other side to move) is already in ``history[:n_history]``
+    (``uint64``, the repetition history, this position last) at least ``at_least`` times. Only a quiet
+    move can repeat a position: any capture changes the stone counts."""
+    out = np.empty(m, np.int64)
+    k = 0
+    h = np.uint64(hash_)
+    for i in range(m):
+        if jump[i] or nsq[i]:
+            continue
+        child = h ^ ZOBRIST_STONE[pts[off[i]], side] ^ ZOBRIST_STONE[pts[off[i + 1] - 1], side] ^ ZOBRIST_BLACK_TO_MOVE
+        count = 0
+        for j in range(n_history):
+            if history[j] == child:
+                count += 1
+        if count >= at_least:
+            out[k] = i
+            k += 1
+    return out[:k]
 
 
 @kernel

@@ -17,7 +17,7 @@ from core.board import POINT_BY_NAME
 from core.notation import Move
 from nets.evaluator import Evaluation, UniformEvaluator
 from search.mcts import Search, SearchConfig
-from search.tree import EXPANDED
+from search.tree import EXPANDED, TERMINAL
 from tests.strategies import played_positions, random_battle_jfen, rulesets
 
 
@@ -340,6 +340,40 @@ def test_children_status_and_the_terminal_bound_match_the_game_after_each_child(
             ends.append(1.0 if outcome.winner == state.side else 0.0 if outcome.winner == -1 else -1.0)
     assert values[True] == max([-0.5] + ends)
     assert values[False] == -0.5
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(jfen=played_positions(), times=st.integers(0, 2), at_least=st.integers(1, 3), seed=st.integers(0, 99))
+def test_returning_paths_are_the_quiet_moves_back_to_a_position_of_the_history(jfen, times, at_least, seed):
+    """``search.tree.returning_paths`` against applying every legal path and counting the position after it
+    in the history; with ``twofold_draw`` an expansion behind ``prune.expansion`` keeps those paths
+    (their children marked drawn), whatever the pruner's level."""
+    from search.tree import returning_paths
+
+    state = GameState.from_jfen(jfen)
+    assume(state.phase == 1 and not state.is_terminal())
+    state = _with_repeated_child(state, random.Random(seed), times)
+    assume(not state.is_terminal())
+    ps = state.paths()
+    history = np.asarray(state.history, np.uint64)
+    seen = [int(h) for h in history]
+    expected = [i for i in range(ps.m)
+                if seen.count(int(state.apply(Move(ps.path(i), bool(ps.jump[i]),
+                                                   tuple(sorted(state.victims_left(ps.path(i), bool(ps.jump[i]))))[:int(ps.nsq[i])])).hash)) >= at_least]
+    got = returning_paths(state.side, np.uint64(state.hash), ps.m, ps.pts, ps.off, ps.jump, ps.nsq, history,
+                          len(history), at_least)
+    assert list(got) == expected
+    if at_least == 1:
+        search = Search(_ConstantEvaluator(0.5), SearchConfig(expansion_pruner="prune.expansion", twofold_draw=True))
+        search._root_state = state
+        search._new_tree(state)
+        search._expand(search.tree, 0, [0])
+        tree = search.tree
+        first, k = int(tree.first_child[0]), int(tree.n_children[0])
+        kept = {str(search._move_of(c)).split("/")[0]: c for c in range(first, first + k)}
+        for i in expected:
+            c = kept[ps.path_str(i)]
+            assert tree.flag[c] == TERMINAL and tree.terminal_value[c] == 0.0
 
 
 def test_terminal_bound_sees_the_draw_the_side_behind_can_force():
