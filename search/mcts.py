@@ -284,13 +284,17 @@ class Search:
 
     def _reuse_or_new(self, state: GameState) -> None:
         """Keep the tree if ``state`` is its root, a child or a grandchild of it (the position after
-        our move and the opponent's reply); otherwise start a new tree."""
+        our move and the opponent's reply); otherwise start a new tree (also when that node is marked
+        terminal: a game that goes on there ended only by the search's ``twofold_draw``)."""
         tree = self.tree
         if self.config.reuse_tree and tree is not None:
             frontier = [0]
             for _ in range(3):
                 for n in frontier:
                     if tree.hash[n] == np.uint64(state.hash) and same_position(tree, n, state):
+                        if tree.flag[n] == TERMINAL:  # an end in the search's eyes only (twofold_draw)
+                            self._new_tree(state)
+                            return
                         if n != 0:
                             self.tree = subtree(tree, n)
                             self._rewards = {}

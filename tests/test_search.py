@@ -374,6 +374,11 @@ def test_returning_paths_are_the_quiet_moves_back_to_a_position_of_the_history(j
         for i in expected:
             c = kept[ps.path_str(i)]
             assert tree.flag[c] == TERMINAL and tree.terminal_value[c] == 0.0
+        if expected:  # the game goes on there: a search of it, the tree kept, still has moves to choose from
+            child = state.apply(Move(ps.path(expected[0])))
+            assume(not child.is_terminal())
+            result = search.run(child, simulations=2)
+            assert len(result.moves) >= 1 and result.visits.sum() >= 1
 
 
 def test_terminal_bound_sees_the_draw_the_side_behind_can_force():
