@@ -1,5 +1,5 @@
 """Tests of the instruments in lab/bench: hand-computed summaries and short runs (search_regret,
-judge_noise, layout_candidates, layout_sensitivity, expert_value, target_noise)."""
+judge_noise, layout_candidates, layout_sensitivity, expert_value, target_noise, move_time's twin)."""
 
 import json
 
@@ -263,3 +263,51 @@ def test_target_noise_positions_from_records():
     assert len({s.ply for s in states[:POSITIONS_PER_GAME]}) == POSITIONS_PER_GAME  # one game's, distinct plies
     with pytest.raises(SupervisedError, match="no such file"):
         record_positions(["no/such/records"], rules, 3, seed=1)
+
+
+@pytest.mark.parametrize("spec", [
+    "jfa",
+    "hbm:simulations=24,c_puct=0.5,gumbel_m=8",
+    "jfa:value_eval=none,expansion_pruner=prune.expansion,victim_eval=none,simulations=32,c_puct=1.25,twofold_draw=true",
+    "jfa:root=puct,dirichlet_epsilon=0.25,fpu_reduction=0.1,backup=hybrid,value_mix=0.3,battle_prior=prior.expert",
+])
+def test_the_twin_is_the_same_battle_search_with_knowledge_for_the_nets(spec):
+    """lab.bench.move_time.twin_spec: the twin's battle search equals the net agent's in every
+    SearchConfig field but the four it replaces (simulations, value_mix 1, the value plugin, the victim
+    chooser), the expert lays out and the priors are uniform."""
+    from knowledge.registry import REGISTRY
+    from lab.bench.move_time import TWIN_VALUE, TWIN_VICTIMS, twin_spec
+
+    twin = twin_spec(spec, 72)
+    layout, _, battle = twin.partition("+")
+    assert layout == "expert"
+    _, net = REGISTRY.check(spec, "agent")
+    _, mine = REGISTRY.check(battle, "agent")
+    assert mine.eval == "uniform"
+    want = net.search_config().model_dump()
+    want.update(simulations=72, value_mix=1.0, value_evaluator=net.value_evaluator or TWIN_VALUE,
+                victim_evaluator=net.victim_evaluator or TWIN_VICTIMS)
+    assert mine.search_config().model_dump() == want
+
+
+def test_twin_spec_refuses_an_agent_without_a_battle_search():
+    from knowledge.registry import SpecError
+    from lab.bench.move_time import twin_spec
+
+    for spec in ("expert", "slm", "jfa:battle=expert"):
+        with pytest.raises(SpecError, match="not a net agent"):
+            twin_spec(spec, 64)
+    with pytest.raises(ValueError, match="simulations"):
+        twin_spec("jfa", 0)
+
+
+def test_equal_time_simulations_by_hand():
+    from lab.bench.move_time import equal_time_simulations
+
+    points = [(64, 0.06), (128, 0.12), (256, 0.24)]
+    assert equal_time_simulations(0.09, points) == 96  # between the first two
+    assert equal_time_simulations(0.18, points) == 192  # between the last two
+    assert equal_time_simulations(0.36, points) == 384  # beyond: the last two extended
+    assert equal_time_simulations(0.001, points) == 8  # at least 8
+    with pytest.raises(ValueError):
+        equal_time_simulations(0.1, points[:1])
