@@ -577,13 +577,16 @@ class AgentRecipe:
         return REGISTRY.entry(self.name, "agent").build(self.options.model_copy(update={"seed": int(seed)}))
 
     def __str__(self) -> str:
-        def text(v: Any) -> str:
-            return "none" if v is None else str(v).lower() if isinstance(v, bool) else str(v)
-
         fields = type(self.options).model_fields
         given = [k for k in fields if k in self.options.model_fields_set and k != "seed"
                  and getattr(self.options, k) != fields[k].default]  # the options that differ from the agent's defaults
-        return f"{self.name}:" + ",".join(f"{k}={text(getattr(self.options, k))}" for k in given)
+        return f"{self.name}:" + ",".join(f"{k}={option_text(getattr(self.options, k))}" for k in given)
+
+
+def option_text(value: Any) -> str:
+    """An option value as a spec writes it: ``none`` for ``None``, ``true``/``false`` for a bool, else
+    ``str(value)``."""
+    return "none" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def searching_agent(agent, state: GameState) -> SearchAgent | None:

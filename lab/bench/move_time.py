@@ -57,14 +57,6 @@ TWIN_VALUE = "eval.expert:plies=2"  # the twin's leaf value when the net agent's
 TWIN_VICTIMS = "eval.expert"  # the twin's square victim chooser when the net agent's is the lower net
 
 
-def _spec_value(value: object) -> str:
-    if value is None:
-        return "none"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
 def twin_spec(spec: str, simulations: int) -> str:
     """The knowledge-only twin of the net agent ``spec`` (``jfa`` or ``hbm``, any options) at
     ``simulations`` per battle move: ``expert+mcts:eval=uniform,...`` (the expert lays out; ``mcts``
@@ -75,8 +67,8 @@ def twin_spec(spec: str, simulations: int) -> str:
     spec or one that is not a net agent's, ``ValueError`` for ``simulations`` outside 1..SIMS_MAX."""
     import catalog  # noqa: F401 - registers the agents
     from knowledge.registry import REGISTRY, SpecError
-    from search.agents import MctsOptions, NetOptions
-    from search.config import SIMS_MAX, SearchConfig
+    from search.agents import MctsOptions, NetOptions, option_text
+    from search.config import SIMS_MAX
 
     if not 1 <= simulations <= SIMS_MAX:
         raise ValueError(f"simulations: {simulations} is outside 1..{SIMS_MAX}")
@@ -89,8 +81,7 @@ def twin_spec(spec: str, simulations: int) -> str:
                   value_evaluator=config.value_evaluator or TWIN_VALUE,
                   victim_evaluator=config.victim_evaluator or TWIN_VICTIMS)
     defaults = MctsOptions().search_config()
-    items = [f"{name}={_spec_value(value)}" for name, value in fields.items()
-             if name in SearchConfig.model_fields and value != getattr(defaults, name)]
+    items = [f"{name}={option_text(value)}" for name, value in fields.items() if value != getattr(defaults, name)]
     return "expert+mcts:" + ",".join(["eval=uniform", *items])
 
 
