@@ -50,7 +50,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
 
-from core.board import NUM_POINTS
+from core.board import NUM_POINTS, STONES_PER_SIDE
 from core.errors import JiuError
 from knowledge.registry import SEED_MAX, SpecError
 
@@ -150,6 +150,10 @@ class SearchConfig(BaseModel):
     ``value_mix`` (``lambda`` in ``[0, 1]``) blend a static evaluation into the value of every expanded
     battle leaf: ``v = (1 - lambda) v_evaluator + lambda v_plugin`` (AlphaGo's mix of value net and
     rollout, here with human knowledge; layout leaves keep the evaluator's value). Off by default.
+    ``endgame_value_mix`` (``None``: ``value_mix``) is ``lambda`` instead at the battle leaves where a
+    side has ``endgame_stones`` (default 9) or fewer stones, where the expert's value predicts the result
+    better than a net's (docs/results.md, "Where the searches lose to `expert`"); a leaf whose
+    ``lambda`` is 0 does not call the plugin.
     ``layout_value_evaluator`` and ``layout_value_mix`` do the same for the leaves of a layout search
     (a search whose root is a layout position: its layout leaves and the first battle positions) whose
     ply is at least ``layout_value_from``; with ``eval.rollout`` (expert rollouts into the battle,
@@ -249,6 +253,8 @@ class SearchConfig(BaseModel):
     value_evaluator: str | None = Field(None, validation_alias=_alias("value_evaluator", "value_eval"),
                                         description="evaluator plugin blended into battle leaf values (e.g. eval.expert:plies=2), or none (old name: value_eval)")
     value_mix: float = Field(0.5, ge=0, le=1, description="weight of value_evaluator in a battle leaf's value: (1 - w) evaluator + w plugin")
+    endgame_value_mix: float | None = Field(None, ge=0, le=1, description="value_mix of the battle leaves where a side has endgame_stones or fewer (none: value_mix)")
+    endgame_stones: int = Field(9, ge=0, le=STONES_PER_SIDE, description="a battle leaf is in the endgame (endgame_value_mix) when a side has this many stones or fewer")
     layout_value_evaluator: str | None = Field(None, validation_alias=_alias("layout_value_evaluator", "layout_value_eval"),
                                                description="evaluator plugin blended into a layout search's leaf values from ply layout_value_from on (e.g. eval.rollout: AlphaGo's rollouts, the expert as rollout policy), or none (old name: layout_value_eval)")
     layout_value_mix: float = Field(0.5, ge=0, le=1, description="weight of layout_value_evaluator in a layout leaf's value: (1 - w) evaluator + w plugin")

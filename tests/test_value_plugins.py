@@ -99,13 +99,14 @@ def test_expert_value_is_zero_in_the_layout_and_refuses_a_bad_scale():
             ExpertEvaluator(scale=bad)
 
 
-def _first_child_q(text: str, mix: float, evaluator: str | None = "eval.expert") -> tuple[float, GameState]:
+def _first_child_q(text: str, mix: float, evaluator: str | None = "eval.expert", **config) -> tuple[float, GameState]:
     """Two serial simulations from ``text``: the root, then its first child; returns that child's Q (for
     the root's mover) and the child position. Without the game-end bound (``terminal_bound``), which would
-    raise the value of a child whose side can end the game at once: its own tests are in test_search."""
+    raise the value of a child whose side can end the game at once: its own tests are in test_search.
+    ``config``: more ``SearchConfig`` fields."""
     state = GameState.from_jfen(text)
     cfg = SearchConfig(simulations=2, threads=1, reuse_tree=False, seed=0, value_evaluator=evaluator,
-                       value_mix=mix, expansion_pruner=None, capture_pruner=None, terminal_bound=False)
+                       value_mix=mix, expansion_pruner=None, capture_pruner=None, terminal_bound=False, **config)
     with Search(UniformEvaluator(), cfg) as search:
         result = search.run(state)
     visited = np.flatnonzero(result.visits > 0)
@@ -126,6 +127,39 @@ def test_the_search_blends_the_plugin_value_into_battle_leaves(text, mix):
         assert q == pytest.approx(-mix * ExpertEvaluator().value(child), abs=1e-12)
     elif not child.is_terminal():
         assert q == 0.0  # layout leaves keep the evaluator's value
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+@given(text=played_positions(), mix=st.sampled_from([0.0, 0.25]), endgame_mix=st.sampled_from([0.0, 1.0]),
+       shift=st.sampled_from([-1, 0, 98]))
+def test_endgame_leaves_take_the_endgame_mix(text, mix, endgame_mix, shift):
+    """``endgame_value_mix`` replaces ``value_mix`` at a battle leaf exactly when a side has at most
+    ``endgame_stones`` stones there: the threshold is put just below the leaf's smaller count (``shift``
+    -1: not the endgame), at it (0: the endgame) and at 98 (every battle leaf)."""
+    state = GameState.from_jfen(text)
+    if state.is_terminal():
+        return
+    _, child = _first_child_q(text, mix)
+    if child.phase != PHASE_BATTLE or child.is_terminal():
+        return
+    fewest = int(min(child.counts))
+    stones = 98 if shift == 98 else max(0, fewest + shift)
+    q, same = _first_child_q(text, mix, endgame_value_mix=endgame_mix, endgame_stones=stones)
+    assert same.to_jfen() == child.to_jfen()  # the mix does not change which child the second simulation visits
+    used = endgame_mix if fewest <= stones else mix
+    assert q == pytest.approx(-used * ExpertEvaluator().value(child), abs=1e-12)
+
+
+def test_an_endgame_mix_alone_creates_the_plugin_and_bad_values_are_refused():
+    """With ``value_mix`` 0 the plugin exists only when ``endgame_value_mix`` is positive; out-of-range
+    values raise ``ValueError``."""
+    cfg = dict(value_evaluator="eval.expert", expansion_pruner=None, capture_pruner=None)
+    for endgame, made in ((None, False), (0.0, False), (0.5, True)):
+        with Search(UniformEvaluator(), SearchConfig(value_mix=0.0, endgame_value_mix=endgame, **cfg)) as search:
+            assert (search._value_plugin is not None) == made
+    for bad in ({"endgame_value_mix": 1.5}, {"endgame_value_mix": -0.1}, {"endgame_stones": 99}, {"endgame_stones": -1}):
+        with pytest.raises(ValueError):
+            SearchConfig(**bad)
 
 
 def test_without_a_plugin_the_mix_changes_nothing():

@@ -311,3 +311,59 @@ def test_equal_time_simulations_by_hand():
     assert equal_time_simulations(0.001, points) == 8  # at least 8
     with pytest.raises(ValueError):
         equal_time_simulations(0.1, points[:1])
+
+
+@pytest.fixture(scope="module")
+def greedy_vs_expert(tmp_path_factory):
+    """An arena directory holding one finished game record, greedy (White) against expert."""
+    from core.records import write_record
+    from train.matches.arena import play_game
+
+    root = tmp_path_factory.mktemp("arena")
+    (root / "games").mkdir()
+    record = play_game("greedy", "expert", white_seed=1, black_seed=2)
+    write_record(record, root / "games" / "0000.json")
+    return root, record
+
+
+def test_conversion_positions_by_a_direct_scan(greedy_vs_expert):
+    """lab.bench.conversion.conversion_positions: the first battle position where a side has at most
+    ``at`` stones, found by scanning the replay here; the lead is the non-expert side's; ``losses``
+    keeps it only when that side lost; an unreachable lead or threshold keeps nothing."""
+    from core.board import PHASE_BATTLE
+    from lab.bench.conversion import conversion_positions
+
+    root, record = greedy_vs_expert
+    replay = record.replay()
+    greedy_won = record.result == "w"
+    for at in (98, 60, 30):
+        plies = [i for i, s in enumerate(replay) if s.phase == PHASE_BATTLE and not s.is_terminal()
+                 and min(s.counts) <= at]
+        found = conversion_positions(str(root), at=at, lead=0)
+        lead = int(replay[plies[0]].counts[0]) - int(replay[plies[0]].counts[1]) if plies else -1
+        if not plies or lead < 0:
+            assert found == []
+            continue
+        (pos,) = found
+        assert (pos.ply, pos.side, pos.lead, pos.won) == (plies[0], 0, lead, greedy_won)
+        assert pos.counts == tuple(int(c) for c in replay[plies[0]].counts)
+        assert conversion_positions(str(root), at=at, lead=0, losses=True) == ([] if greedy_won else [pos])
+        assert conversion_positions(str(root), at=at, lead=lead + 1) == []
+    assert conversion_positions(str(root), at=0, lead=0) == []  # a side with no stone: the game ended before
+
+
+def test_conversion_play_on_continues_the_record(greedy_vs_expert):
+    """lab.bench.conversion.play_on: the game from the position keeps the record's moves up to the ply
+    and ends; bad thresholds and a directory without games are refused."""
+    from lab.bench.conversion import conversion_positions, play_on
+
+    root, record = greedy_vs_expert
+    (pos,) = conversion_positions(str(root), at=98, lead=0)
+    played = play_on("greedy", pos, seed=1)
+    assert played.moves[: pos.ply] == record.moves[: pos.ply] and len(played.moves) > pos.ply
+    assert played.result in ("w", "b", "draw") and played.white == "greedy" and played.black == "expert"
+    for bad in ({"at": 99}, {"at": -1}, {"lead": 99}):
+        with pytest.raises(ValueError):
+            conversion_positions(str(root), **bad)
+    with pytest.raises(FileNotFoundError, match="no games folder"):
+        conversion_positions(str(root / "games"))

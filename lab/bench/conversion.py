@@ -1,0 +1,144 @@
+"""How often an agent converts a won-looking battle against ``expert`` once a side is about to fly:
+the endgames where ``jfa``'s searches lose most of their games against ``expert`` (docs/results.md,
+"Where the searches lose to `expert`").
+
+``python -m lab.bench.conversion SPEC ARENA_DIR [ARENA_DIR ...] [--at 16] [--lead 15] [--losses] [--limit N]
+[--seeds 1]`` reads the game records of arena directories of some agent against ``expert``, takes from each the first
+battle position where a side has ``at`` stones or fewer (:func:`conversion_positions`; ``at`` 16: two
+captures before the flight threshold of jiu-rules section 3.1) if the non-expert side then leads by
+``lead`` stones or more, and plays the game on from there with ``SPEC`` in that side's colour against
+``expert`` (:func:`play_on`, one process), once for each seed of ``--seeds`` (comma-separated; the
+agent gets the seed, ``expert`` the seed plus one). It prints one line per game (``game 3/60``), then
+the score with its Wilson 95% interval; ``--losses`` keeps only the positions whose recorded game the
+non-expert side lost (a small, hard sample: what a change repairs), ``--limit`` the first ``N``
+positions."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+
+OPPONENT = "expert"
+AT_MAX = 98  # stones a side owns at the start (jiu-rules section 1)
+
+
+@dataclass(frozen=True)
+class Position:
+    """A position to play on: the record's first ``ply`` moves, the colour ``side`` (0 White, 1 Black)
+    of the non-expert player, the stone ``counts`` there (White, Black), its ``lead`` and whether it
+    ``won`` the recorded game."""
+
+    record: object  # core.records.GameRecord
+    name: str
+    ply: int
+    side: int
+    counts: tuple[int, int]
+    lead: int
+    won: bool
+
+
+def conversion_positions(arena_dir: str, at: int = 16, lead: int = 15, losses: bool = False) -> list[Position]:
+    """The positions of ``arena_dir/games/*.json`` (sorted by name; module docstring): in each record
+    with ``expert`` on one side, the first battle position where a side has at most ``at`` stones, if
+    the other player leads there by at least ``lead``; with ``losses`` only records it lost. Raises
+    ``ValueError`` for ``at`` outside 0..98 or ``lead`` outside 0..98, ``FileNotFoundError`` when the
+    directory has no ``games`` folder."""
+    from core.board import PHASE_BATTLE
+    from core.records import read_json
+
+    if not 0 <= at <= AT_MAX:
+        raise ValueError(f"at: must be in 0..{AT_MAX}, got {at!r}")
+    if not 0 <= lead <= AT_MAX:
+        raise ValueError(f"lead: must be in 0..{AT_MAX}, got {lead!r}")
+    games = Path(arena_dir, "games")
+    if not games.is_dir():
+        raise FileNotFoundError(f"{arena_dir}: no games folder (not an arena directory)")
+    out = []
+    for path in sorted(games.glob("*.json")):
+        record = read_json(path)
+        if (record.white == OPPONENT) == (record.black == OPPONENT):
+            continue
+        side = 1 if record.white == OPPONENT else 0
+        replay = record.replay()
+        ply = next((i for i, s in enumerate(replay)
+                    if s.phase == PHASE_BATTLE and not s.is_terminal() and min(int(s.counts[0]), int(s.counts[1])) <= at),
+                   None)
+        if ply is None:
+            continue
+        counts = (int(replay[ply].counts[0]), int(replay[ply].counts[1]))
+        ahead = counts[side] - counts[1 - side]
+        won = record.result == "wb"[side]
+        if ahead >= lead and not (losses and won):
+            out.append(Position(record, f"{Path(arena_dir).name}/{path.stem}", ply, side, counts, ahead, won))
+    return out
+
+
+def play_on(spec: str, position: Position, seed: int = 1):
+    """The ``GameRecord`` of ``spec`` (in the position's non-expert colour) against ``expert`` played
+    from ``position`` to the end under the record's ruleset, unbatched (``train.matches.arena``'s game
+    loop with the record's moves as the opening); ``spec`` gets seed ``seed``, ``expert`` ``seed + 1``."""
+    from train.matches.arena import game_steps
+
+    record = position.record
+    players = (spec, OPPONENT) if position.side == 0 else (OPPONENT, spec)
+    seeds = (seed, seed + 1) if position.side == 0 else (seed + 1, seed)
+    job = game_steps(*players, record.ruleset, *seeds, None, batched=False, opening=record.moves[: position.ply])
+    try:
+        job.send(None)
+    except StopIteration as stop:
+        return stop.value
+    raise RuntimeError("an unbatched game yielded a request")  # pragma: no cover - it never yields
+
+
+def main(argv: list[str] | None = None) -> None:
+    import catalog
+    from knowledge.agents import validate_agent_spec
+    from knowledge.registry import SpecError
+    from train.matches.stats import wilson_interval
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("spec")
+    parser.add_argument("arena_dirs", nargs="+", metavar="arena_dir")
+    parser.add_argument("--at", type=int, default=16)
+    parser.add_argument("--lead", type=int, default=15)
+    parser.add_argument("--losses", action="store_true")
+    parser.add_argument("--limit", type=int, default=None)
+    parser.add_argument("--seeds", default="1", metavar="SEED,SEED,...")
+    parser.add_argument("--import", dest="modules", action="append", default=[], metavar="MODULE")
+    args = parser.parse_args(argv)
+    if args.limit is not None and args.limit < 1:
+        parser.error("--limit must be >= 1")
+    try:
+        seeds = [int(x) for x in args.seeds.split(",")]
+    except ValueError:
+        seeds = []
+    if not seeds or not all(0 <= x < 2**31 - 1 for x in seeds):
+        parser.error(f"--seeds: {args.seeds!r} is not a comma-separated list of integers in 0..2147483646")
+    catalog.import_plugins(args.modules)
+    try:
+        validate_agent_spec(args.spec)
+        found = [p for d in args.arena_dirs for p in conversion_positions(d, args.at, args.lead, args.losses)]
+    except (SpecError, ValueError, FileNotFoundError) as exc:
+        parser.error(str(exc))
+    found = found[: args.limit] if args.limit is not None else found
+    if not found:
+        print("no position qualifies")
+        return
+    games = [(pos, seed) for pos in found for seed in seeds]
+    score = 0.0
+    for k, (pos, seed) in enumerate(games, 1):
+        rec = play_on(args.spec, pos, seed)
+        mine = rec.result == "wb"[pos.side]
+        draw = rec.result not in ("w", "b")
+        score += 1.0 if mine else 0.5 if draw else 0.0
+        print(f"game {k}/{len(games)}  {pos.name} seed {seed} ply {pos.ply} stones W/B {pos.counts[0]}/{pos.counts[1]} "
+              f"({'won' if pos.won else 'lost'} in the record) -> {'win' if mine else 'draw' if draw else 'loss'} "
+              f"({rec.reason}, {len(rec.moves)} plies)  {score:g}/{k}", flush=True)
+    lo, hi = wilson_interval(score, len(games))
+    print(f"converted {score:g}/{len(games)} = {score / len(games):.1%} [{lo:.1%}, {hi:.1%}] from "
+          f"{len(found)} positions  {args.spec}")
+
+
+if __name__ == "__main__":
+    main()
