@@ -11,7 +11,8 @@ captures before the flight threshold of jiu-rules section 3.1) if the non-expert
 agent gets the seed, ``expert`` the seed plus one). It prints one line per game (``game 3/60``), then
 the score with its Wilson 95% interval; ``--losses`` keeps only the positions whose recorded game the
 non-expert side lost (a small, hard sample: what a change repairs), ``--limit`` the first ``N``
-positions."""
+positions; ``--tally`` plays nothing and counts how the records' games went from these positions and
+from those where the agent trails by as much."""
 
 from __future__ import annotations
 
@@ -38,10 +39,12 @@ class Position:
     won: bool
 
 
-def conversion_positions(arena_dir: str, at: int = 16, lead: int = 15, losses: bool = False) -> list[Position]:
+def conversion_positions(arena_dir: str, at: int = 16, lead: int = 15, losses: bool = False,
+                         behind: bool = False) -> list[Position]:
     """The positions of ``arena_dir/games/*.json`` (sorted by name; module docstring): in each record
     with ``expert`` on one side, the first battle position where a side has at most ``at`` stones, if
-    the other player leads there by at least ``lead``; with ``losses`` only records it lost. Raises
+    the other player leads there by at least ``lead`` (with ``behind``: trails by at least ``lead``);
+    with ``losses`` only records it lost. Raises
     ``ValueError`` for ``at`` outside 0..98 or ``lead`` outside 0..98, ``FileNotFoundError`` when the
     directory has no ``games`` folder."""
     from core.board import PHASE_BATTLE
@@ -69,7 +72,7 @@ def conversion_positions(arena_dir: str, at: int = 16, lead: int = 15, losses: b
         counts = (int(replay[ply].counts[0]), int(replay[ply].counts[1]))
         ahead = counts[side] - counts[1 - side]
         won = record.result == "wb"[side]
-        if ahead >= lead and not (losses and won):
+        if (-ahead if behind else ahead) >= lead and not (losses and won):
             out.append(Position(record, f"{Path(arena_dir).name}/{path.stem}", ply, side, counts, ahead, won))
     return out
 
@@ -104,6 +107,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--lead", type=int, default=15)
     parser.add_argument("--losses", action="store_true")
     parser.add_argument("--limit", type=int, default=None)
+    parser.add_argument("--tally", action="store_true",
+                        help="play nothing: count how the records' games went from the positions where the agent "
+                             "leads by --lead and from those where it trails by as much")
     parser.add_argument("--seeds", default="1", metavar="SEED,SEED,...")
     parser.add_argument("--import", dest="modules", action="append", default=[], metavar="MODULE")
     args = parser.parse_args(argv)
@@ -119,8 +125,16 @@ def main(argv: list[str] | None = None) -> None:
     try:
         validate_agent_spec(args.spec)
         found = [p for d in args.arena_dirs for p in conversion_positions(d, args.at, args.lead, args.losses)]
+        trailing = ([p for d in args.arena_dirs for p in conversion_positions(d, args.at, args.lead, behind=True)]
+                    if args.tally else [])
     except (SpecError, ValueError, FileNotFoundError) as exc:
         parser.error(str(exc))
+    if args.tally:
+        for what, positions in (("leads", found), ("trails", trailing)):
+            won = sum(p.won for p in positions)
+            print(f"the agent {what} by {args.lead}+ stones when a side first has {args.at} or fewer: "
+                  f"{len(positions)} games, won {won} in the records")
+        return
     found = found[: args.limit] if args.limit is not None else found
     if not found:
         print("no position qualifies")

@@ -343,12 +343,21 @@ def test_conversion_positions_by_a_direct_scan(greedy_vs_expert):
         lead = int(replay[plies[0]].counts[0]) - int(replay[plies[0]].counts[1]) if plies else -1
         if not plies or lead < 0:
             assert found == []
+            if plies:  # greedy trails there: found with behind, by exactly its deficit
+                (trail,) = conversion_positions(str(root), at=at, lead=-lead, behind=True)
+                assert (trail.ply, trail.lead) == (plies[0], lead)
+                assert conversion_positions(str(root), at=at, lead=-lead + 1, behind=True) == []
             continue
         (pos,) = found
         assert (pos.ply, pos.side, pos.lead, pos.won) == (plies[0], 0, lead, greedy_won)
         assert pos.counts == tuple(int(c) for c in replay[plies[0]].counts)
         assert conversion_positions(str(root), at=at, lead=0, losses=True) == ([] if greedy_won else [pos])
         assert conversion_positions(str(root), at=at, lead=lead + 1) == []
+        if lead == 0:  # level: it trails by 0 as well, by no more
+            assert conversion_positions(str(root), at=at, lead=0, behind=True) == [pos]
+            assert conversion_positions(str(root), at=at, lead=1, behind=True) == []
+        else:
+            assert conversion_positions(str(root), at=at, lead=0, behind=True) == []
     assert conversion_positions(str(root), at=0, lead=0) == []  # a side with no stone: the game ended before
 
 
@@ -367,3 +376,49 @@ def test_conversion_play_on_continues_the_record(greedy_vs_expert):
             conversion_positions(str(root), **bad)
     with pytest.raises(FileNotFoundError, match="no games folder"):
         conversion_positions(str(root / "games"))
+
+
+def test_value_stages_table_by_hand():
+    """lab.bench.value_stages.stage_table: errors, sign accuracies and the best mix of hand-made rows."""
+    from lab.bench.value_stages import stage_table
+
+    rows = np.array([
+        # fewer side's stones, net, expert, z
+        [70, 1.0, 0.0, 1.0],
+        [65, -1.0, 0.0, 1.0],
+        [5, 0.0, 1.0, 1.0],
+        [3, 0.0, -1.0, -1.0],
+    ])
+    table = {r["stage"]: r for r in stage_table(rows)}
+    assert set(table) == {(60, 98), (0, 9)}
+    top = table[(60, 98)]
+    assert top["n"] == 2 and top["mse_net"] == pytest.approx(2.0) and top["mse_expert"] == pytest.approx(1.0)
+    assert top["sign_net"] == 0.5 and top["sign_expert"] == 0.0
+    # (1-w)(+1) + 0 - 1 = -w and (1-w)(-1) - 1 = w - 2: mean of w^2 and (w-2)^2, smallest at w = 1.
+    assert top["best_mix"] == pytest.approx(1.0) and top["mse_best"] == pytest.approx(1.0)
+    end = table[(0, 9)]
+    assert end["mse_net"] == pytest.approx(1.0) and end["mse_expert"] == 0.0 and end["sign_expert"] == 1.0
+    assert end["best_mix"] == pytest.approx(1.0) and end["mse_best"] == 0.0
+
+
+def test_value_stages_rows_from_an_arena(greedy_vs_expert):
+    """lab.bench.value_stages.stage_rows: every kept position of the game, both values in [-1, 1], z the
+    result for the side to move; bad arguments are refused."""
+    from lab.bench.value_stages import stage_rows
+
+    root, record = greedy_vs_expert
+    if record.result not in ("w", "b"):
+        pytest.skip("the game was drawn")
+    upper = "models/default/upper.safetensors"
+    rows = stage_rows(upper, [str(root)], records=1, every=25)
+    replay = record.replay()
+    kept = [s for s in replay[200:-1:25] if s.phase == 1 and not s.is_terminal()]
+    assert rows.shape == (len(kept), 4)
+    assert np.all(np.abs(rows[:, 1:3]) <= 1.0)
+    winner = 0 if record.result == "w" else 1
+    assert list(rows[:, 3]) == [1.0 if s.side == winner else -1.0 for s in kept]
+    assert list(rows[:, 0]) == [min(s.counts) for s in kept]
+    with pytest.raises(ValueError):
+        stage_rows(upper, [str(root)], records=0)
+    with pytest.raises(FileNotFoundError):
+        stage_rows(upper, [str(root / "games")])
