@@ -103,3 +103,36 @@ def test_result_mix_gives_no_target_without_a_result_and_is_checked():
     for bad in (-0.1, 1.5, float("nan")):
         with pytest.raises(ValueError, match="result_mix"):
             DriftTarget(0, mode="value", result_mix=bad).check_plies()
+
+
+@pytest.mark.parametrize("mode,k", [("value", 0), ("drift", 2)])
+def test_result_stones_puts_the_result_where_a_side_has_few_stones(mode, k):
+    """``result_stones = S``: where the side with fewer stones has at most ``S`` the target is the result
+    alone (a position-by-position check), elsewhere the target without it; the threshold is the game's
+    median count so that both kinds occur."""
+    replay = _game(40)
+    w = replay[-1].winner()
+    plain = drift_values(replay, DriftTarget(k, "eval.expert", mode=mode, result_mix=0.25))
+    battle = [t for t, p in enumerate(replay) if p.phase == 1 and not p.is_terminal() and t < len(replay) - 1]
+    s = int(np.median([min(replay[t].counts) for t in battle]))
+    got = drift_values(replay, DriftTarget(k, "eval.expert", mode=mode, result_mix=0.25, result_stones=s))
+    few = many = 0
+    for t, pos in enumerate(replay):
+        if t in battle and min(pos.counts) <= s:
+            few += 1
+            assert got[t] == (0.0 if w == DRAW else (1.0 if w == pos.side else -1.0))
+        else:
+            many += t in battle and not np.isnan(plain[t])
+            assert np.isnan(got[t]) == np.isnan(plain[t]) and (np.isnan(got[t]) or got[t] == plain[t])
+    assert few > 0 and many > 0
+    cut = replay[:-3]  # no result: no target where it would be the result
+    partial = drift_values(cut, DriftTarget(k, "eval.expert", mode=mode, result_stones=s))
+    assert all(np.isnan(partial[t]) for t in battle if t < len(cut) and min(cut[t].counts) <= s)
+
+
+def test_result_stones_is_checked_and_named_in_the_spec():
+    spec = DriftTarget(0, "eval.expert", mode="value", result_mix=0.25, result_stones=29).spec()
+    assert spec == "value:0:eval.expert:result_mix=0.25:result_stones=29"
+    for bad in (-1, 99):
+        with pytest.raises(ValueError, match="result_stones"):
+            DriftTarget(0, mode="value", result_stones=bad).check_plies()

@@ -31,6 +31,7 @@ from pydantic import (
     model_validator,
 )
 
+from core.board import STONES_PER_SIDE
 from core.errors import JiuError
 from core.rules import Ruleset
 from nets.config import Precision
@@ -132,6 +133,7 @@ class SelfPlayConfig(_Section):
     value_drift_mode: DriftMode = "drift"
     value_drift_evaluator: str | None = None
     value_result_mix: float = Field(0.0, ge=0, le=1)
+    value_result_stones: int = Field(0, ge=0, le=STONES_PER_SIDE)
     teacher: str | None = None
     teacher_mix: float = Field(0.5, ge=0, le=1)
     opponents: Literal["self", "population"] = "self"
@@ -162,13 +164,14 @@ class SelfPlayConfig(_Section):
         """The ``upper`` value target as a ``train.learning.drift.DriftTarget`` (``value_drift`` plies of
         the margin of ``value_drift_evaluator``, by default ``search.value_evaluator``; its change or, with
         ``value_drift_mode = "value"``, its value; ``value_drift_ends`` near a game's end;
-        ``value_result_mix`` of the result blended in) when ``value_drift`` > 0 or the mode is
-        ``"value"``, else ``None`` (the game's result alone)."""
+        ``value_result_mix`` of the result blended in; the result alone where the side with fewer stones
+        has at most ``value_result_stones``) when ``value_drift`` > 0 or the mode is ``"value"``, else
+        ``None`` (the game's result alone)."""
         if not self.value_drift and self.value_drift_mode != "value":
             return None
         evaluator = self.value_drift_evaluator if self.value_drift_evaluator is not None else self.search.value_evaluator
         return DriftTarget(self.value_drift, evaluator, self.value_drift_ends, self.value_drift_mode,
-                           self.value_result_mix)
+                           self.value_result_mix, self.value_result_stones)
 
     @model_validator(mode="after")
     def _drift(self) -> "SelfPlayConfig":
@@ -180,6 +183,10 @@ class SelfPlayConfig(_Section):
             if self.value_result_mix:
                 raise ValueError(f"value_result_mix = {self.value_result_mix:g} blends the result into an evaluator's "
                                  "target: set value_drift > 0 or value_drift_mode = 'value' (or value_result_mix = 0)")
+            if self.value_result_stones:
+                raise ValueError(f"value_result_stones = {self.value_result_stones} puts the result in place of an "
+                                 "evaluator's target: set value_drift > 0 or value_drift_mode = 'value' "
+                                 "(or value_result_stones = 0)")
             return self
         if target.evaluator is None:
             raise ValueError(f"value_drift = {self.value_drift} (mode {self.value_drift_mode}) follows an evaluator's "

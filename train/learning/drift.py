@@ -20,7 +20,11 @@ two-ply value at a leaf), a larger ``K`` looks further along the game, towards i
 With ``result_mix = w`` (0..1) either target is blended with the game's result for the side to move,
 ``z' = w r + (1 - w) z`` (``r`` +1, -1, or 0 for a draw; no target in a game without a result): the
 outcome of AlphaZero's target beside the evaluator's dense signal, so that the value head does not have
-to learn one bit per game (``selfplay.value_result_mix``).
+to learn one bit per game (``selfplay.value_result_mix``). With ``result_stones = S`` (1..98; 0, the
+default: nowhere) the target of a battle position where the side with fewer stones has at most ``S``
+is the result ``r`` alone (no target in a game without a result): the flight stage, where the expert's
+two-ply value predicts the result worse than saying 0 (docs/results.md, "Where the searches lose to
+`expert`"; ``selfplay.value_result_stones``).
 
 It is used by supervised pretraining (``train.learning.supervised``), self-play (``train.learning.selfplay``)
 and the training configuration (``train.learning.config``), and depends on none of them.
@@ -34,6 +38,7 @@ from typing import Any, Literal, Sequence, get_args
 
 import numpy as np
 
+from core.board import STONES_PER_SIDE
 from search.config import preset
 
 DriftEnds = Literal["result", "drop"]  # DriftTarget.ends: the result, or no target, within K plies of the end
@@ -50,14 +55,16 @@ class DriftTarget:
     target of a position whose game ends within ``K`` plies: ``"result"`` (the result, the default) or
     ``"drop"`` (no target); ``mode``: ``"drift"`` (the margin's change, the default) or ``"value"`` (the
     evaluator's value ``K`` plies on; ``K`` may be 0); ``result_mix``, the weight in 0..1 of the game's
-    result blended into the target (0, the default: none). :meth:`check` raises ``ValueError`` naming
-    what is wrong."""
+    result blended into the target (0, the default: none); ``result_stones`` (0..98, 0 the default:
+    none), the stones of the side with fewer at or below which the target is the result alone.
+    :meth:`check` raises ``ValueError`` naming what is wrong."""
 
     plies: int
     evaluator: str = preset("shipped").value_evaluator
     ends: DriftEnds = "result"
     mode: DriftMode = "drift"
     result_mix: float = 0.0
+    result_stones: int = 0
 
     def check_plies(self) -> None:
         """Raise ``ValueError`` unless ``plies`` is even and in 2..1,000 (0..1,000 for ``mode = "value"``)
@@ -71,6 +78,8 @@ class DriftTarget:
             raise ValueError(f"ends must be one of {', '.join(DRIFT_ENDS)}, got {self.ends!r}")
         if not 0.0 <= self.result_mix <= 1.0:
             raise ValueError(f"result_mix must be in 0..1, got {self.result_mix!r}")
+        if not 0 <= self.result_stones <= STONES_PER_SIDE:
+            raise ValueError(f"result_stones must be in 0..{STONES_PER_SIDE}, got {self.result_stones!r}")
 
     def check(self, kind: str = "upper") -> None:
         """Raise ``ValueError`` unless the target is usable for a ``kind`` net: an ``upper`` net (the drift
@@ -84,10 +93,11 @@ class DriftTarget:
 
     def spec(self) -> str:
         """``MODE:K:EVALUATOR`` (``ends = "result"``) or ``MODE:K:EVALUATOR:ends=drop``, ``MODE`` ``drift`` or
-        ``value``, then ``:result_mix=W`` when ``W`` > 0: a net's value-target metadata and part of a sample
-        cache key."""
+        ``value``, then ``:result_mix=W`` when ``W`` > 0 and ``:result_stones=S`` when ``S`` > 0: a net's
+        value-target metadata and part of a sample cache key."""
         return (f"{self.mode}:{self.plies}:{self.evaluator}" + ("" if self.ends == "result" else f":ends={self.ends}")
-                + (f":result_mix={self.result_mix:g}" if self.result_mix else ""))
+                + (f":result_mix={self.result_mix:g}" if self.result_mix else "")
+                + (f":result_stones={self.result_stones}" if self.result_stones else ""))
 
 
 _EVALUATORS: dict[str, Any] = {}  # per process: one evaluator plugin per spec (drift targets)
@@ -110,7 +120,8 @@ def drift_values(states: Sequence, target: DriftTarget) -> np.ndarray:
     position (module docstring): ``float32 (len(states),)``, NaN where it is not defined (the layout, the
     final position, a later position of the other side to move, ``t + K`` past the end of a game
     without a result, at or past the end of a finished game with ``ends = "drop"``, or every position
-    of a game without a result when ``result_mix`` > 0). Each needed margin is computed once."""
+    of a game without a result when ``result_mix`` > 0 or, with ``result_stones``, where the side with
+    fewer stones has at most that many). Each needed margin is computed once."""
     from core.board import DRAW, PHASE_BATTLE
 
     plugin = _drift_evaluator(target.evaluator)
@@ -132,6 +143,10 @@ def drift_values(states: Sequence, target: DriftTarget) -> np.ndarray:
     winner = final.winner() if ended else None
     for t, s in enumerate(states):
         if t == last or s.phase != PHASE_BATTLE or s.is_terminal():
+            continue
+        if target.result_stones and min(int(s.counts[0]), int(s.counts[1])) <= target.result_stones:
+            if ended:  # the result alone (a draw 0)
+                out[t] = 0.0 if winner == DRAW else (1.0 if winner == s.side else -1.0)
             continue
         j = t + k
         if j < last or (j == last and not ended):
