@@ -291,6 +291,18 @@ class SearchConfig(BaseModel):
     def _none_number(cls, value: Any) -> Any:
         return None if isinstance(value, str) and value.strip().lower() == "none" else value
 
+    def battle_value_mix(self, counts) -> float:
+        """The value plugin's weight in a battle leaf's value where the sides have ``counts`` stones
+        (White, Black): ``endgame_value_mix`` when given and a side has ``endgame_stones`` or fewer,
+        else ``value_mix``."""
+        if self.endgame_value_mix is not None and min(int(counts[0]), int(counts[1])) <= self.endgame_stones:
+            return self.endgame_value_mix
+        return self.value_mix
+
+    def uses_value_plugin(self) -> bool:
+        """Whether some battle leaf takes a part of its value from ``value_evaluator``."""
+        return self.value_evaluator is not None and max(self.value_mix, self.endgame_value_mix or 0.0) > 0
+
 
 # ============================================================================ presets
 PRESETS: dict[str, dict[str, Any]] = {

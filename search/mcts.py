@@ -151,9 +151,7 @@ class Search:
         self.tree_full = False
         self._backup_lock = threading.Lock()
         self._rewards: dict[int, float] = {}  # knowledge feedback per node of the current tree (TD backups)
-        self._value_plugin = (REGISTRY.create(cfg.value_evaluator, "evaluator")
-                              if cfg.value_evaluator is not None and max(cfg.value_mix, cfg.endgame_value_mix or 0.0) > 0
-                              else None)
+        self._value_plugin = REGISTRY.create(cfg.value_evaluator, "evaluator") if cfg.uses_value_plugin() else None
         if cfg.value_center and self._value_plugin is not None and not hasattr(self._value_plugin, "margin"):
             raise ValueError(f"search: value_center needs a value plugin with a margin; {cfg.value_evaluator!r} has none")
         self._root_margin = 0.0  # the value plugin's margin of the root for its side to move (value_center)
@@ -464,17 +462,9 @@ class Search:
         if (self.layout_value_plugin is not None and self._root_state.phase == PHASE_LAYOUT
                 and state.ply >= self.config.layout_value_from):
             return "layout"
-        if self._value_plugin is not None and state.phase == PHASE_BATTLE and self._battle_mix(state) > 0:
+        if self._value_plugin is not None and state.phase == PHASE_BATTLE and self.config.battle_value_mix(state.counts) > 0:
             return "battle"
         return None
-
-    def _battle_mix(self, state: GameState) -> float:
-        """The value plugin's weight in the value of the battle leaf ``state``: ``endgame_value_mix``
-        when it is given and a side has ``endgame_stones`` or fewer, else ``value_mix``."""
-        cfg = self.config
-        if cfg.endgame_value_mix is not None and min(int(state.counts[0]), int(state.counts[1])) <= cfg.endgame_stones:
-            return cfg.endgame_value_mix
-        return cfg.value_mix
 
     def expand_leaf(self, node: int, state: GameState, evaluation, knowledge: float | None) -> float:
         """Write the children of the leaf ``node`` (position ``state``) from the evaluator's
@@ -488,7 +478,7 @@ class Search:
             mix = self.config.layout_value_mix
             value = (1.0 - mix) * value + mix * float(knowledge)
         elif use == "battle":
-            mix = self._battle_mix(state)
+            mix = self.config.battle_value_mix(state.counts)
             if self._centred():  # the root's margin is already known (run)
                 plugin = self._centred_value(state, self._root_margin if node == 0 else float(knowledge))
             else:

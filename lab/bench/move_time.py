@@ -61,7 +61,8 @@ def twin_spec(spec: str, simulations: int) -> str:
     """The knowledge-only twin of the net agent ``spec`` (``jfa`` or ``hbm``, any options) at
     ``simulations`` per battle move: ``expert+mcts:eval=uniform,...`` (the expert lays out; ``mcts``
     with uniform priors and every ``search.config.SearchConfig`` field of the agent's battle search
-    given, except ``simulations``, ``value_mix`` 1 (the leaf value is the plugin's alone), the agent's
+    given, except ``simulations``, ``value_mix`` 1 and no ``endgame_value_mix`` (the leaf value is the
+    plugin's alone at every stage), the agent's
     ``value_evaluator`` or :data:`TWIN_VALUE` when it has none, and its ``victim_evaluator`` or
     :data:`TWIN_VICTIMS` when the lower net chooses). Raises ``knowledge.registry.SpecError`` for a bad
     spec or one that is not a net agent's, ``ValueError`` for ``simulations`` outside 1..SIMS_MAX."""
@@ -77,7 +78,7 @@ def twin_spec(spec: str, simulations: int) -> str:
         raise SpecError(f"spec {spec!r}: not a net agent searching the battle (jfa or hbm)")
     config = options.search_config()
     fields = config.model_dump()
-    fields.update(simulations=simulations, value_mix=1.0,
+    fields.update(simulations=simulations, value_mix=1.0, endgame_value_mix=None,
                   value_evaluator=config.value_evaluator or TWIN_VALUE,
                   victim_evaluator=config.victim_evaluator or TWIN_VICTIMS)
     defaults = MctsOptions().search_config()

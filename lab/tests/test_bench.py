@@ -270,11 +270,12 @@ def test_target_noise_positions_from_records():
     "hbm:simulations=24,c_puct=0.5,gumbel_m=8",
     "jfa:value_eval=none,expansion_pruner=prune.expansion,victim_eval=none,simulations=32,c_puct=1.25,twofold_draw=true",
     "jfa:root=puct,dirichlet_epsilon=0.25,fpu_reduction=0.1,backup=hybrid,value_mix=0.3,battle_prior=prior.expert",
+    "jfa:value_eval=eval.expert:plies=2,value_mix=0.25,endgame_value_mix=0,endgame_stones=20",
 ])
 def test_the_twin_is_the_same_battle_search_with_knowledge_for_the_nets(spec):
     """lab.bench.move_time.twin_spec: the twin's battle search equals the net agent's in every
-    SearchConfig field but the four it replaces (simulations, value_mix 1, the value plugin, the victim
-    chooser), the expert lays out and the priors are uniform."""
+    SearchConfig field but the five it replaces (simulations, value_mix 1, no endgame_value_mix, the value
+    plugin, the victim chooser), the expert lays out and the priors are uniform."""
     from knowledge.registry import REGISTRY
     from lab.bench.move_time import TWIN_VALUE, TWIN_VICTIMS, twin_spec
 
@@ -285,7 +286,7 @@ def test_the_twin_is_the_same_battle_search_with_knowledge_for_the_nets(spec):
     _, mine = REGISTRY.check(battle, "agent")
     assert mine.eval == "uniform"
     want = net.search_config().model_dump()
-    want.update(simulations=72, value_mix=1.0, value_evaluator=net.value_evaluator or TWIN_VALUE,
+    want.update(simulations=72, value_mix=1.0, endgame_value_mix=None, value_evaluator=net.value_evaluator or TWIN_VALUE,
                 victim_evaluator=net.victim_evaluator or TWIN_VICTIMS)
     assert mine.search_config().model_dump() == want
 
