@@ -21,14 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 OPPONENT = "expert"
-AT_MAX = 98  # stones a side owns at the start (jiu-rules section 1)
 
 
 @dataclass(frozen=True)
 class Position:
     """A position to play on: the record's first ``ply`` moves, the colour ``side`` (0 White, 1 Black)
-    of the non-expert player, the stone ``counts`` there (White, Black), its ``lead`` and whether it
-    ``won`` the recorded game."""
+    of the non-expert player, the stone ``counts`` there (White, Black), its ``lead`` (negative when it
+    trails) and whether it ``won`` the recorded game."""
 
     record: object  # core.records.GameRecord
     name: str
@@ -39,21 +38,16 @@ class Position:
     won: bool
 
 
-def conversion_positions(arena_dir: str, at: int = 16, lead: int = 15, losses: bool = False,
-                         behind: bool = False) -> list[Position]:
-    """The positions of ``arena_dir/games/*.json`` (sorted by name; module docstring): in each record
-    with ``expert`` on one side, the first battle position where a side has at most ``at`` stones, if
-    the other player leads there by at least ``lead`` (with ``behind``: trails by at least ``lead``);
-    with ``losses`` only records it lost. Raises
-    ``ValueError`` for ``at`` outside 0..98 or ``lead`` outside 0..98, ``FileNotFoundError`` when the
+def threshold_positions(arena_dir: str, at: int = 16) -> list[Position]:
+    """One position per record of ``arena_dir/games/*.json`` (sorted by name) with ``expert`` on one
+    side: the first battle position where a side has at most ``at`` stones (records that never get
+    there give none). Raises ``ValueError`` for ``at`` outside 0..98, ``FileNotFoundError`` when the
     directory has no ``games`` folder."""
-    from core.board import PHASE_BATTLE
+    from core.board import PHASE_BATTLE, STONES_PER_SIDE
     from core.records import read_json
 
-    if not 0 <= at <= AT_MAX:
-        raise ValueError(f"at: must be in 0..{AT_MAX}, got {at!r}")
-    if not 0 <= lead <= AT_MAX:
-        raise ValueError(f"lead: must be in 0..{AT_MAX}, got {lead!r}")
+    if not 0 <= at <= STONES_PER_SIDE:
+        raise ValueError(f"at: must be in 0..{STONES_PER_SIDE}, got {at!r}")
     games = Path(arena_dir, "games")
     if not games.is_dir():
         raise FileNotFoundError(f"{arena_dir}: no games folder (not an arena directory)")
@@ -70,28 +64,38 @@ def conversion_positions(arena_dir: str, at: int = 16, lead: int = 15, losses: b
         if ply is None:
             continue
         counts = (int(replay[ply].counts[0]), int(replay[ply].counts[1]))
-        ahead = counts[side] - counts[1 - side]
-        won = record.result == "wb"[side]
-        if (-ahead if behind else ahead) >= lead and not (losses and won):
-            out.append(Position(record, f"{Path(arena_dir).name}/{path.stem}", ply, side, counts, ahead, won))
+        out.append(Position(record, f"{Path(arena_dir).name}/{path.stem}", ply, side, counts,
+                            counts[side] - counts[1 - side], record.result == "wb"[side]))
     return out
+
+
+def select(positions: list[Position], lead: int = 15, losses: bool = False, behind: bool = False) -> list[Position]:
+    """Those of ``positions`` where the non-expert player leads by at least ``lead`` (with ``behind``:
+    trails by at least ``lead``); with ``losses`` only those of records it lost. Raises ``ValueError``
+    for ``lead`` outside 0..98."""
+    from core.board import STONES_PER_SIDE
+
+    if not 0 <= lead <= STONES_PER_SIDE:
+        raise ValueError(f"lead: must be in 0..{STONES_PER_SIDE}, got {lead!r}")
+    return [p for p in positions if (-p.lead if behind else p.lead) >= lead and not (losses and p.won)]
+
+
+def conversion_positions(arena_dir: str, at: int = 16, lead: int = 15, losses: bool = False,
+                         behind: bool = False) -> list[Position]:
+    """:func:`select` of :func:`threshold_positions` (module docstring); the same errors."""
+    return select(threshold_positions(arena_dir, at), lead, losses, behind)
 
 
 def play_on(spec: str, position: Position, seed: int = 1):
     """The ``GameRecord`` of ``spec`` (in the position's non-expert colour) against ``expert`` played
-    from ``position`` to the end under the record's ruleset, unbatched (``train.matches.arena``'s game
-    loop with the record's moves as the opening); ``spec`` gets seed ``seed``, ``expert`` ``seed + 1``."""
-    from train.matches.arena import game_steps
+    from ``position`` to the end under the record's ruleset (``train.matches.arena.play_game`` with the
+    record's moves as the opening); ``spec`` gets seed ``seed``, ``expert`` ``seed + 1``."""
+    from train.matches.arena import play_game
 
     record = position.record
     players = (spec, OPPONENT) if position.side == 0 else (OPPONENT, spec)
     seeds = (seed, seed + 1) if position.side == 0 else (seed + 1, seed)
-    job = game_steps(*players, record.ruleset, *seeds, None, batched=False, opening=record.moves[: position.ply])
-    try:
-        job.send(None)
-    except StopIteration as stop:
-        return stop.value
-    raise RuntimeError("an unbatched game yielded a request")  # pragma: no cover - it never yields
+    return play_game(*players, record.ruleset, *seeds, opening=record.moves[: position.ply])
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -124,9 +128,9 @@ def main(argv: list[str] | None = None) -> None:
     catalog.import_plugins(args.modules)
     try:
         validate_agent_spec(args.spec)
-        found = [p for d in args.arena_dirs for p in conversion_positions(d, args.at, args.lead, args.losses)]
-        trailing = ([p for d in args.arena_dirs for p in conversion_positions(d, args.at, args.lead, behind=True)]
-                    if args.tally else [])
+        reached = [p for d in args.arena_dirs for p in threshold_positions(d, args.at)]
+        found = select(reached, args.lead, args.losses)
+        trailing = select(reached, args.lead, behind=True)
     except (SpecError, ValueError, FileNotFoundError) as exc:
         parser.error(str(exc))
     if args.tally:

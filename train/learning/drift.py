@@ -141,12 +141,13 @@ def drift_values(states: Sequence, target: DriftTarget) -> np.ndarray:
     if mix and not ended:  # a blend with a result the game does not have
         return out
     winner = final.winner() if ended else None
+    results = final.returns() if ended else None  # the result for each side: +1, -1, a draw 0
     for t, s in enumerate(states):
         if t == last or s.phase != PHASE_BATTLE or s.is_terminal():
             continue
         if target.result_stones and min(int(s.counts[0]), int(s.counts[1])) <= target.result_stones:
-            if ended:  # the result alone (a draw 0)
-                out[t] = 0.0 if winner == DRAW else (1.0 if winner == s.side else -1.0)
+            if ended:  # the result alone
+                out[t] = results[s.side]
             continue
         j = t + k
         if j < last or (j == last and not ended):
@@ -157,8 +158,7 @@ def drift_values(states: Sequence, target: DriftTarget) -> np.ndarray:
             if winner == DRAW:
                 out[t] = math.tanh(-margin(t) / plugin.scale) if target.mode == "drift" else 0.0
             else:
-                out[t] = 1.0 if winner == s.side else -1.0
+                out[t] = results[s.side]
         if mix and not math.isnan(out[t]):
-            result = 0.0 if winner == DRAW else (1.0 if winner == s.side else -1.0)
-            out[t] = mix * result + (1.0 - mix) * out[t]
+            out[t] = mix * results[s.side] + (1.0 - mix) * out[t]
     return out

@@ -224,15 +224,17 @@ def play_game(
     white_seed: int = 0,
     black_seed: int = 1,
     metadata: dict[str, Any] | None = None,
+    opening: Sequence[str] = (),
 ):
     """Play one game between the agents ``white`` and ``black`` (spec strings) and return its
-    ``GameRecord`` (players = the specs; ``search`` and ``metadata`` as in the module docstring).
+    ``GameRecord`` (players = the specs; ``search`` and ``metadata`` as in the module docstring),
+    from the position after the moves ``opening`` (played by neither agent, as in :func:`game_steps`).
 
     Python's and NumPy's global generators are also seeded (with ``white_seed``) so that agents
     drawing from them stay reproducible. An agent returning an illegal move or bad notation loses
     the game (``reason="illegal-move"``, details in ``metadata["forfeit"]``); an agent raising any
     other exception aborts the game (the exception propagates)."""
-    return _unbatched(game_steps(white, black, ruleset, white_seed, black_seed, metadata, batched=False))
+    return _unbatched(game_steps(white, black, ruleset, white_seed, black_seed, metadata, batched=False, opening=opening))
 
 
 def _unbatched(job):
