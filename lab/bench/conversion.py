@@ -12,7 +12,9 @@ agent gets the seed, ``expert`` the seed plus one). It prints one line per game 
 the score with its Wilson 95% interval; ``--losses`` keeps only the positions whose recorded game the
 non-expert side lost (a small, hard sample: what a change repairs), ``--limit`` the first ``N``
 positions; ``--tally`` plays nothing and counts how the records' games went from these positions and
-from those where the agent trails by as much."""
+from those where the agent trails by as much; ``--draws`` plays nothing and counts the drawn records of the
+directories (any players) by how they ended: the reason and each side's stones (:func:`draw_endings`).
+``SPEC`` is checked but unused by the two counts."""
 
 from __future__ import annotations
 
@@ -86,6 +88,26 @@ def conversion_positions(arena_dir: str, at: int = 16, lead: int = 15, losses: b
     return select(threshold_positions(arena_dir, at), lead, losses, behind)
 
 
+def draw_endings(arena_dir: str) -> list[tuple[str, str, int, int]]:
+    """``(name, reason, more, fewer)`` for each drawn record of ``arena_dir/games/*.json`` (sorted by
+    name; any players): its end (``repetition`` or ``ply-cap``) and the stones of the side with more and
+    of the side with fewer in its last position. Raises ``FileNotFoundError`` when the directory has no
+    ``games`` folder."""
+    from core.records import read_json
+
+    games = Path(arena_dir, "games")
+    if not games.is_dir():
+        raise FileNotFoundError(f"{arena_dir}: no games folder (not an arena directory)")
+    out = []
+    for path in sorted(games.glob("*.json")):
+        record = read_json(path)
+        if record.result != "draw":
+            continue
+        counts = sorted(int(c) for c in record.replay()[-1].counts)
+        out.append((f"{Path(arena_dir).name}/{path.stem}", record.reason, counts[1], counts[0]))
+    return out
+
+
 def play_on(spec: str, position: Position, seed: int = 1):
     """The ``GameRecord`` of ``spec`` (in the position's non-expert colour) against ``expert`` played
     from ``position`` to the end under the record's ruleset (``train.matches.arena.play_game`` with the
@@ -114,6 +136,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tally", action="store_true",
                         help="play nothing: count how the records' games went from the positions where the agent "
                              "leads by --lead and from those where it trails by as much")
+    parser.add_argument("--draws", action="store_true",
+                        help="play nothing: count the drawn records by their end and each side's stones")
     parser.add_argument("--seeds", default="1", metavar="SEED,SEED,...")
     parser.add_argument("--import", dest="modules", action="append", default=[], metavar="MODULE")
     args = parser.parse_args(argv)
@@ -131,8 +155,17 @@ def main(argv: list[str] | None = None) -> None:
         reached = [p for d in args.arena_dirs for p in threshold_positions(d, args.at)]
         found = select(reached, args.lead, args.losses)
         trailing = select(reached, args.lead, behind=True)
+        drawn = [e for d in args.arena_dirs for e in draw_endings(d)] if args.draws else []
     except (SpecError, ValueError, FileNotFoundError) as exc:
         parser.error(str(exc))
+    if args.draws:
+        from collections import Counter
+
+        total = sum(len(list(Path(d, "games").glob("*.json"))) for d in args.arena_dirs)
+        print(f"{len(drawn)} drawn games of {total}; by end and stones (more v fewer):")
+        for (reason, more, fewer), n in sorted(Counter(e[1:] for e in drawn).items()):
+            print(f"  {reason} {more} v {fewer}: {n}")
+        return
     if args.tally:
         for what, positions in (("leads", found), ("trails", trailing)):
             won = sum(p.won for p in positions)

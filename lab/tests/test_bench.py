@@ -423,3 +423,24 @@ def test_value_stages_rows_from_an_arena(greedy_vs_expert):
         stage_rows(upper, [str(root)], records=0)
     with pytest.raises(FileNotFoundError):
         stage_rows(upper, [str(root / "games")])
+
+
+def test_draw_endings_by_hand(tmp_path, greedy_vs_expert):
+    """lab.bench.conversion.draw_endings: a game cut by a ply cap is listed with its end and the stones
+    of each side in its last position, a decided game is not; a directory without games is refused."""
+    from core.records import write_record
+    from core.rules import Ruleset
+    from lab.bench.conversion import draw_endings
+    from train.matches.arena import play_game
+
+    root, decided = greedy_vs_expert
+    assert draw_endings(str(root)) == []
+    (tmp_path / "games").mkdir()
+    capped = play_game("greedy", "expert", Ruleset(max_battle_plies=30), 1, 2)
+    write_record(capped, tmp_path / "games" / "0001.json")
+    write_record(decided, tmp_path / "games" / "0000.json")
+    white, black = (int(c) for c in capped.replay()[-1].counts)
+    assert capped.result == "draw" and decided.result in ("w", "b")
+    assert draw_endings(str(tmp_path)) == [(f"{tmp_path.name}/0001", "ply-cap", max(white, black), min(white, black))]
+    with pytest.raises(FileNotFoundError, match="no games folder"):
+        draw_endings(str(tmp_path / "games"))
