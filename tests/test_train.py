@@ -1643,6 +1643,13 @@ def test_net_only_selfplay_learns_a_teachers_value_blended_with_the_result():
         micro_config("selfplay.value_drift=0", "selfplay.value_result_stones=29")  # no evaluator target to replace
     with pytest.raises(ConfigError, match="value_result_stones"):
         micro_config(*fields, "selfplay.value_result_stones=99")
+    band = micro_config(*fields, "selfplay.value_result_stones=29", "selfplay.value_result_from=14")
+    assert band.drift_target("upper") == DriftTarget(0, "eval.expert", mode="value", result_mix=0.5, result_stones=29,
+                                                     result_from=14)
+    with pytest.raises(ConfigError, match="value_result_from"):
+        micro_config(*fields, "selfplay.value_result_stones=29", "selfplay.value_result_from=30")
+    with pytest.raises(ConfigError, match="value_result_from"):
+        micro_config(*fields, "selfplay.value_result_from=5")  # a band without its top
     with pytest.raises(ConfigError, match="value_drift_mode"):
         micro_config(*fields[:2], "selfplay.value_drift_mode=outcome")
     with pytest.raises(ConfigError, match="value_drift_evaluator"):

@@ -130,9 +130,43 @@ def test_result_stones_puts_the_result_where_a_side_has_few_stones(mode, k):
     assert all(np.isnan(partial[t]) for t in battle if t < len(cut) and min(cut[t].counts) <= s)
 
 
+@pytest.mark.parametrize("mode,k", [("value", 0), ("drift", 2)])
+def test_result_from_narrows_the_result_to_a_band(mode, k):
+    """``result_from = F``: the result alone only where the side with fewer stones has ``F`` to ``S``
+    (both ends included); below ``F`` and above ``S`` the target without it, position by position."""
+    replay = _game(40)
+    w = replay[-1].winner()
+    plain = drift_values(replay, DriftTarget(k, "eval.expert", mode=mode, result_mix=0.25))
+    battle = [t for t, p in enumerate(replay) if p.phase == 1 and not p.is_terminal() and t < len(replay) - 1]
+    fewer = sorted({int(min(replay[t].counts)) for t in battle})
+    lo, hi = fewer[len(fewer) // 3], fewer[2 * len(fewer) // 3]  # counts that occur: both ends are hit
+    got = drift_values(replay, DriftTarget(k, "eval.expert", mode=mode, result_mix=0.25, result_stones=hi,
+                                           result_from=lo))
+    kinds = {"band": 0, "below": 0, "above": 0}
+    for t, pos in enumerate(replay):
+        n = int(min(pos.counts))
+        if t in battle and lo <= n <= hi:
+            kinds["band"] += 1
+            assert got[t] == (0.0 if w == DRAW else (1.0 if w == pos.side else -1.0))
+        else:
+            if t in battle and not np.isnan(plain[t]):
+                kinds["below" if n < lo else "above"] += 1
+            assert np.isnan(got[t]) == np.isnan(plain[t]) and (np.isnan(got[t]) or got[t] == plain[t])
+    assert min(kinds.values()) > 0, kinds
+    assert any(int(min(replay[t].counts)) == lo for t in battle) and any(int(min(replay[t].counts)) == hi for t in battle)
+
+
 def test_result_stones_is_checked_and_named_in_the_spec():
     spec = DriftTarget(0, "eval.expert", mode="value", result_mix=0.25, result_stones=29).spec()
     assert spec == "value:0:eval.expert:result_mix=0.25:result_stones=29"
     for bad in (-1, 99):
         with pytest.raises(ValueError, match="result_stones"):
             DriftTarget(0, mode="value", result_stones=bad).check_plies()
+    band = DriftTarget(0, "eval.expert", mode="value", result_stones=29, result_from=14)
+    assert band.spec() == "value:0:eval.expert:result_stones=29:result_from=14"
+    band.check_plies()
+    for bad in (-1, 30):
+        with pytest.raises(ValueError, match="result_from"):
+            DriftTarget(0, mode="value", result_stones=29, result_from=bad).check_plies()
+    with pytest.raises(ValueError, match="result_from"):
+        DriftTarget(0, mode="value", result_from=5).check_plies()  # a band without its top

@@ -134,6 +134,7 @@ class SelfPlayConfig(_Section):
     value_drift_evaluator: str | None = None
     value_result_mix: float = Field(0.0, ge=0, le=1)
     value_result_stones: int = Field(0, ge=0, le=STONES_PER_SIDE)
+    value_result_from: int = Field(0, ge=0, le=STONES_PER_SIDE)
     teacher: str | None = None
     teacher_mix: float = Field(0.5, ge=0, le=1)
     opponents: Literal["self", "population"] = "self"
@@ -165,19 +166,22 @@ class SelfPlayConfig(_Section):
         the margin of ``value_drift_evaluator``, by default ``search.value_evaluator``; its change or, with
         ``value_drift_mode = "value"``, its value; ``value_drift_ends`` near a game's end;
         ``value_result_mix`` of the result blended in; the result alone where the side with fewer stones
-        has at most ``value_result_stones``) when ``value_drift`` > 0 or the mode is ``"value"``, else
+        has from ``value_result_from`` to ``value_result_stones``) when ``value_drift`` > 0 or the mode is ``"value"``, else
         ``None`` (the game's result alone)."""
         if not self.value_drift and self.value_drift_mode != "value":
             return None
         evaluator = self.value_drift_evaluator if self.value_drift_evaluator is not None else self.search.value_evaluator
         return DriftTarget(self.value_drift, evaluator, self.value_drift_ends, self.value_drift_mode,
-                           self.value_result_mix, self.value_result_stones)
+                           self.value_result_mix, self.value_result_stones, self.value_result_from)
 
     @model_validator(mode="after")
     def _drift(self) -> "SelfPlayConfig":
         """The value target: ``value_drift`` even (0 allowed with ``value_drift_mode = "value"``), with an
         evaluator (``value_drift_evaluator`` or ``search.value_evaluator``; its margin is checked by
         :func:`resolve_names`), and ``value_result_mix`` only beside such a target."""
+        if self.value_result_from > self.value_result_stones:
+            raise ValueError(f"value_result_from = {self.value_result_from} is above value_result_stones = "
+                             f"{self.value_result_stones}: the result replaces the target from the one to the other")
         target = self.value_target()
         if target is None:
             if self.value_result_mix:

@@ -24,7 +24,9 @@ to learn one bit per game (``selfplay.value_result_mix``). With ``result_stones 
 default: nowhere) the target of a battle position where the side with fewer stones has at most ``S``
 is the result ``r`` alone (no target in a game without a result): the flight stage, where the expert's
 two-ply value predicts the result worse than saying 0 (docs/results.md, "Where the searches lose to
-`expert`"; ``selfplay.value_result_stones``).
+`expert`"; ``selfplay.value_result_stones``). ``result_from = F`` (0..S; 0, the default) narrows that
+to the band where the side with fewer has ``F`` to ``S`` stones, leaving the last stones, where the
+expert's value is right, to the evaluator (``selfplay.value_result_from``).
 
 It is used by supervised pretraining (``train.learning.supervised``), self-play (``train.learning.selfplay``)
 and the training configuration (``train.learning.config``), and depends on none of them.
@@ -56,7 +58,8 @@ class DriftTarget:
     ``"drop"`` (no target); ``mode``: ``"drift"`` (the margin's change, the default) or ``"value"`` (the
     evaluator's value ``K`` plies on; ``K`` may be 0); ``result_mix``, the weight in 0..1 of the game's
     result blended into the target (0, the default: none); ``result_stones`` (0..98, 0 the default:
-    none), the stones of the side with fewer at or below which the target is the result alone.
+    none), the stones of the side with fewer at or below which the target is the result alone, and
+    ``result_from`` (0..``result_stones``, 0 the default) the stones at or above which it is.
     :meth:`check` raises ``ValueError`` naming what is wrong."""
 
     plies: int
@@ -65,6 +68,7 @@ class DriftTarget:
     mode: DriftMode = "drift"
     result_mix: float = 0.0
     result_stones: int = 0
+    result_from: int = 0
 
     def check_plies(self) -> None:
         """Raise ``ValueError`` unless ``plies`` is even and in 2..1,000 (0..1,000 for ``mode = "value"``)
@@ -80,6 +84,8 @@ class DriftTarget:
             raise ValueError(f"result_mix must be in 0..1, got {self.result_mix!r}")
         if not 0 <= self.result_stones <= STONES_PER_SIDE:
             raise ValueError(f"result_stones must be in 0..{STONES_PER_SIDE}, got {self.result_stones!r}")
+        if self.result_from and not 0 < self.result_from <= self.result_stones:
+            raise ValueError(f"result_from must be in 0..result_stones ({self.result_stones}), got {self.result_from!r}")
 
     def check(self, kind: str = "upper") -> None:
         """Raise ``ValueError`` unless the target is usable for a ``kind`` net: an ``upper`` net (the drift
@@ -93,11 +99,12 @@ class DriftTarget:
 
     def spec(self) -> str:
         """``MODE:K:EVALUATOR`` (``ends = "result"``) or ``MODE:K:EVALUATOR:ends=drop``, ``MODE`` ``drift`` or
-        ``value``, then ``:result_mix=W`` when ``W`` > 0 and ``:result_stones=S`` when ``S`` > 0: a net's
+        ``value``, then ``:result_mix=W`` when ``W`` > 0 and ``:result_stones=S`` when ``S`` > 0, ``:result_from=F`` when ``F`` > 0: a net's
         value-target metadata and part of a sample cache key."""
         return (f"{self.mode}:{self.plies}:{self.evaluator}" + ("" if self.ends == "result" else f":ends={self.ends}")
                 + (f":result_mix={self.result_mix:g}" if self.result_mix else "")
-                + (f":result_stones={self.result_stones}" if self.result_stones else ""))
+                + (f":result_stones={self.result_stones}" if self.result_stones else "")
+                + (f":result_from={self.result_from}" if self.result_from else ""))
 
 
 _EVALUATORS: dict[str, Any] = {}  # per process: one evaluator plugin per spec (drift targets)
@@ -121,7 +128,7 @@ def drift_values(states: Sequence, target: DriftTarget) -> np.ndarray:
     final position, a later position of the other side to move, ``t + K`` past the end of a game
     without a result, at or past the end of a finished game with ``ends = "drop"``, or every position
     of a game without a result when ``result_mix`` > 0 or, with ``result_stones``, where the side with
-    fewer stones has at most that many). Each needed margin is computed once."""
+    fewer stones has from ``result_from`` to ``result_stones``). Each needed margin is computed once."""
     from core.board import DRAW, PHASE_BATTLE
 
     plugin = _drift_evaluator(target.evaluator)
@@ -145,7 +152,7 @@ def drift_values(states: Sequence, target: DriftTarget) -> np.ndarray:
     for t, s in enumerate(states):
         if t == last or s.phase != PHASE_BATTLE or s.is_terminal():
             continue
-        if target.result_stones and min(int(s.counts[0]), int(s.counts[1])) <= target.result_stones:
+        if target.result_stones and target.result_from <= min(int(s.counts[0]), int(s.counts[1])) <= target.result_stones:
             if ended:  # the result alone
                 out[t] = results[s.side]
             continue
