@@ -32,7 +32,9 @@ value: the set after which the plugin's value for the opponent is lowest) unless
 ``victim_eval=EVALUATOR`` is used only when given in the spec, and then chooses the victims of that agent's
 square-forming moves (the lower net epsilon-greedy with ``epsilon``). ``final_victim_eval=EVALUATOR``
 re-chooses the victims of the capture the searched battle plays (``SearchAgent.final_victims``), for a
-chooser too slow for every tree node (``eval.expert:plies=2``). The training pipeline's evaluation agents
+chooser too slow for every tree node (``eval.expert:plies=2``); ``final_victim_eval=lower`` lets the lower
+net (``lower=PATH`` or the shipped one) choose them while ``victim_eval`` chooses inside the tree: one
+forward pass a capture played instead of one a capture searched. The training pipeline's evaluation agents
 are :class:`AgentRecipe` objects of these (``train.learning.selfplay.net_agent``): ``slm`` with ``slm=PATH`` (SLM
 search, expert battle), ``hbm`` with ``upper=PATH,lower=none`` (upper-net search, expert layout) and
 ``hbm`` with ``battle=expert,lower=PATH,victim_candidates=0`` (the expert's moves, victims by the lower net).
@@ -78,6 +80,8 @@ from nets.config import Precision
 from search.config import SIMS_MAX, SearchConfig, model_search_config, plugin_spec_or_none, preset, with_defaults
 from search.mcts import Search, SearchResult
 
+
+FINAL_LOWER = "lower"  # final_victim_eval: the lower net re-chooses the played capture's victims
 
 # SLM searches (and self-play's) evaluate the first battle positions, children of the last placements,
 # without an upper net: value 0 there is by design (JFA trains the nets independently), so the
@@ -287,7 +291,7 @@ class _NetOptions(SearchOptions):
     layout: str = Field("search", json_schema_extra=AGENT_SPEC, description="'search' (SLM search) or the spec of an agent playing the layout")
     battle: str = Field("search", json_schema_extra=AGENT_SPEC, description="'search' (HBM search) or the spec of an agent playing the battle")
     epsilon: float = Field(0.0, ge=0, le=1, description="battle agent with lower=PATH: chance of a random victim candidate")
-    final_victim_eval: str | None = Field(None, description="an evaluator plugin that re-chooses the square victims of the move the battle search plays (not those inside the tree), among the pruner's best victim_candidates sets: for a chooser too slow for every tree node (e.g. eval.expert:plies=2), or none")
+    final_victim_eval: str | None = Field(None, description="an evaluator plugin that re-chooses the square victims of the move the battle search plays (not those inside the tree), among the pruner's best victim_candidates sets: for a chooser too slow for every tree node (e.g. eval.expert:plies=2); lower: the lower net (lower=PATH or the shipped one), the tree's victims staying victim_eval's; or none")
 
     @model_validator(mode="before")
     @classmethod
@@ -296,7 +300,8 @@ class _NetOptions(SearchOptions):
         if isinstance(data, dict):
             lower = data.get("lower")
             given = {"victim_evaluator", "victim_eval"} & set(data)
-            if isinstance(lower, str) and lower.strip().lower() != "none" and not given:
+            final = str(data.get("final_victim_eval", "")).strip().lower()
+            if isinstance(lower, str) and lower.strip().lower() != "none" and not given and final != FINAL_LOWER:
                 data = {**data, "victim_evaluator": None}
         return data
 
@@ -315,12 +320,16 @@ class _NetOptions(SearchOptions):
     def _final_victim_eval(cls, value: str | None) -> str | None:
         if value is None:
             return None
+        if isinstance(value, str) and value.strip().lower() == FINAL_LOWER:
+            return FINAL_LOWER
         value = plugin_spec_or_none(value, "evaluator")
         return None if value == "none" else value
 
     @model_validator(mode="after")
     def _one_victim_chooser(self):
-        if self.victim_evaluator is not None and self.lower not in (None, "none"):
+        if self.final_victim_eval == FINAL_LOWER and self.lower == "none":
+            raise ValueError("final_victim_eval=lower needs the lower net: give lower=PATH or leave lower unset")
+        if self.victim_evaluator is not None and self.lower not in (None, "none") and self.final_victim_eval != FINAL_LOWER:
             raise ValueError("give lower=PATH or victim_eval, not both: one of them chooses the square victims")
         return self
 
@@ -497,8 +506,9 @@ def make_net_agent(name: str, o: NetOptions):
     if layout_search or battle_search:
         slm = load_net(weights_path(o.slm, "slm"), "slm") if layout_search else None
         upper = load_net(weights_path(o.upper, "upper"), "upper") if battle_search else None
+        final_lower = o.final_victim_eval == FINAL_LOWER
         lower = (load_net(weights_path(o.lower, "lower"), "lower")
-                 if battle_search and o.lower != "none" and victim_eval is None else None)
+                 if battle_search and o.lower != "none" and (victim_eval is None or final_lower) else None)
         shared = _SHARED.get()
         if shared is not None:
             evaluator = shared.evaluator(slm, upper, o.batch, o.precision)
@@ -506,9 +516,12 @@ def make_net_agent(name: str, o: NetOptions):
             evaluator = NetEvaluator(slm, upper, max_batch=o.batch, num_threads=o.torch_threads, clients=o.threads,
                                      inference_threads=o.inference_threads, precision=o.precision)
         # The lower net runs on the evaluator's inference threads, not in the search threads.
-        scorer = NetVictimScorer(lower, evaluator=evaluator) if lower is not None else _victim_eval_scorer(victim_eval)
+        lower_scorer = NetVictimScorer(lower, evaluator=evaluator) if lower is not None else None
+        scorer = lower_scorer if victim_eval is None else _victim_eval_scorer(victim_eval)
         search = Search(evaluator, o.search_config(), victim_scorer=scorer)
-        final = _victim_eval_scorer(o.final_victim_eval) if battle_search else None
+        final = None
+        if battle_search:
+            final = lower_scorer if final_lower else _victim_eval_scorer(o.final_victim_eval)
         searcher = SearchAgent(f"{name}:sims={o.simulations}", search, o.temperature, o.seed,
                                owns_evaluator=shared is None,
                                layout_simulations=o.layout_sims,

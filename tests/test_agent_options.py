@@ -533,3 +533,42 @@ def test_final_victim_eval_rechooses_the_played_captures_victims():
         plain.close()
         final.close()
     assert captures >= 3 and differs >= 1
+
+
+def test_final_victim_eval_lower_lets_the_lower_net_choose_the_played_victims():
+    """``final_victim_eval=lower``: the tree's victims stay ``victim_eval``'s (the expert's one-ply value
+    here), and every square-forming move the agent plays takes, among the pruner's ``victims`` best sets
+    of its path, the one the lower net gives the highest Q (JFA Eq. 6, up to ties); it needs a lower net,
+    and ``lower=PATH`` beside a ``victim_eval`` is then no conflict."""
+    from core.state import GameState
+    from nets.encoding import encode_upper
+    from nets.evaluator import NetVictimScorer
+    from search.agents import load_net, weights_path
+    from search.victims import after_path
+
+    pruner = REGISTRY.create("prune.capture", "capture_pruner")
+    scorer = NetVictimScorer(load_net(weights_path(None, "lower"), "lower"))
+    spec = "jfa:sims=2,threads=1,inference_threads=1,layout=expert,victim_eval=eval.expert,victims=4,final_victim_eval=lower"
+    agent = make_agent(spec, seed=2)
+    expert = make_agent("expert", seed=3)
+    captures = 0
+    try:
+        assert type(agent.battle_agent.search.victim_scorer).__name__ == "EvaluatorVictimScorer"
+        s = GameState.initial()
+        while not s.is_terminal() and captures < 4 and s.ply < 196 + 240:
+            if s.phase == 1:
+                move = agent.select(s)
+                if move.victims:
+                    after = after_path(s, move.path, move.jump, len(move.victims))
+                    sets = [tuple(x) for x in pruner.candidates_after(after, len(move.victims))[0]][:4]
+                    afters = [s._play(type(move)(move.path, move.jump, v)) for v in sets]
+                    q = scorer.q_values(afters, [encode_upper(move.path, move.jump)] * len(sets))
+                    assert move.victims in sets and q[sets.index(move.victims)] >= q.max() - 1e-5
+                    captures += 1
+            s = s.apply(expert.select(s))
+    finally:
+        agent.close()
+    assert captures >= 3
+    validate_agent_spec(spec + f",lower={weights_path(None, 'lower')}")  # the lower net for the final choice
+    with pytest.raises(SpecError, match="final_victim_eval=lower needs the lower net"):
+        validate_agent_spec(spec + ",lower=none")
