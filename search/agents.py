@@ -329,7 +329,8 @@ class _NetOptions(SearchOptions):
     def _one_victim_chooser(self):
         if self.final_victim_eval == FINAL_LOWER and self.lower == "none":
             raise ValueError("final_victim_eval=lower needs the lower net: give lower=PATH or leave lower unset")
-        if self.victim_evaluator is not None and self.lower not in (None, "none") and self.final_victim_eval != FINAL_LOWER:
+        lower_given = self.lower not in (None, "none")
+        if self.victim_evaluator is not None and lower_given and self.final_victim_eval != FINAL_LOWER:
             raise ValueError("give lower=PATH or victim_eval, not both: one of them chooses the square victims")
         return self
 

@@ -548,7 +548,8 @@ def test_final_victim_eval_lower_lets_the_lower_net_choose_the_played_victims():
 
     pruner = REGISTRY.create("prune.capture", "capture_pruner")
     scorer = NetVictimScorer(load_net(weights_path(None, "lower"), "lower"))
-    spec = "jfa:sims=2,threads=1,inference_threads=1,layout=expert,victim_eval=eval.expert,victims=4,final_victim_eval=lower"
+    spec = ("jfa:sims=2,threads=1,inference_threads=1,layout=expert,victim_eval=eval.expert,victims=4,"
+            "final_victim_eval=lower")
     agent = make_agent(spec, seed=2)
     expert = make_agent("expert", seed=3)
     captures = 0

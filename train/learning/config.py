@@ -166,8 +166,8 @@ class SelfPlayConfig(_Section):
         the margin of ``value_drift_evaluator``, by default ``search.value_evaluator``; its change or, with
         ``value_drift_mode = "value"``, its value; ``value_drift_ends`` near a game's end;
         ``value_result_mix`` of the result blended in; the result alone where the side with fewer stones
-        has from ``value_result_from`` to ``value_result_stones``) when ``value_drift`` > 0 or the mode is ``"value"``, else
-        ``None`` (the game's result alone)."""
+        has from ``value_result_from`` to ``value_result_stones``) when ``value_drift`` > 0 or the mode
+        is ``"value"``, else ``None`` (the game's result alone)."""
         if not self.value_drift and self.value_drift_mode != "value":
             return None
         evaluator = self.value_drift_evaluator if self.value_drift_evaluator is not None else self.search.value_evaluator

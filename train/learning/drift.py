@@ -85,7 +85,8 @@ class DriftTarget:
         if not 0 <= self.result_stones <= STONES_PER_SIDE:
             raise ValueError(f"result_stones must be in 0..{STONES_PER_SIDE}, got {self.result_stones!r}")
         if self.result_from and not 0 < self.result_from <= self.result_stones:
-            raise ValueError(f"result_from must be in 0..result_stones ({self.result_stones}), got {self.result_from!r}")
+            raise ValueError(f"result_from must be in 0..result_stones ({self.result_stones}), "
+                             f"got {self.result_from!r}")
 
     def check(self, kind: str = "upper") -> None:
         """Raise ``ValueError`` unless the target is usable for a ``kind`` net: an ``upper`` net (the drift
@@ -99,8 +100,8 @@ class DriftTarget:
 
     def spec(self) -> str:
         """``MODE:K:EVALUATOR`` (``ends = "result"``) or ``MODE:K:EVALUATOR:ends=drop``, ``MODE`` ``drift`` or
-        ``value``, then ``:result_mix=W`` when ``W`` > 0 and ``:result_stones=S`` when ``S`` > 0, ``:result_from=F`` when ``F`` > 0: a net's
-        value-target metadata and part of a sample cache key."""
+        ``value``, then ``:result_mix=W`` when ``W`` > 0, ``:result_stones=S`` when ``S`` > 0 and
+        ``:result_from=F`` when ``F`` > 0: a net's value-target metadata and part of a sample cache key."""
         return (f"{self.mode}:{self.plies}:{self.evaluator}" + ("" if self.ends == "result" else f":ends={self.ends}")
                 + (f":result_mix={self.result_mix:g}" if self.result_mix else "")
                 + (f":result_stones={self.result_stones}" if self.result_stones else "")
@@ -152,7 +153,8 @@ def drift_values(states: Sequence, target: DriftTarget) -> np.ndarray:
     for t, s in enumerate(states):
         if t == last or s.phase != PHASE_BATTLE or s.is_terminal():
             continue
-        if target.result_stones and target.result_from <= min(int(s.counts[0]), int(s.counts[1])) <= target.result_stones:
+        fewer = min(int(s.counts[0]), int(s.counts[1]))
+        if target.result_stones and target.result_from <= fewer <= target.result_stones:
             if ended:  # the result alone
                 out[t] = results[s.side]
             continue
