@@ -83,6 +83,12 @@ from search.mcts import Search, SearchResult
 
 FINAL_LOWER = "lower"  # final_victim_eval: the lower net re-chooses the played capture's victims
 
+
+def _is_final_lower(value: Any) -> bool:
+    """Whether a ``final_victim_eval`` value as given (any case and spacing) names the lower net."""
+    return isinstance(value, str) and value.strip().lower() == FINAL_LOWER
+
+
 # SLM searches (and self-play's) evaluate the first battle positions, children of the last placements,
 # without an upper net: value 0 there is by design (JFA trains the nets independently), so the
 # evaluator's one-time warning is noise.
@@ -300,8 +306,8 @@ class _NetOptions(SearchOptions):
         if isinstance(data, dict):
             lower = data.get("lower")
             given = {"victim_evaluator", "victim_eval"} & set(data)
-            final = str(data.get("final_victim_eval", "")).strip().lower()
-            if isinstance(lower, str) and lower.strip().lower() != "none" and not given and final != FINAL_LOWER:
+            final_lower = _is_final_lower(data.get("final_victim_eval"))
+            if isinstance(lower, str) and lower.strip().lower() != "none" and not given and not final_lower:
                 data = {**data, "victim_evaluator": None}
         return data
 
@@ -320,7 +326,7 @@ class _NetOptions(SearchOptions):
     def _final_victim_eval(cls, value: str | None) -> str | None:
         if value is None:
             return None
-        if isinstance(value, str) and value.strip().lower() == FINAL_LOWER:
+        if _is_final_lower(value):
             return FINAL_LOWER
         value = plugin_spec_or_none(value, "evaluator")
         return None if value == "none" else value

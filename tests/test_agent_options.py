@@ -498,37 +498,46 @@ def test_layout_sims_sets_the_layout_search_only():
         agent.close()
 
 
+def _captures_played(agent, limit: int):
+    """``(position, move)`` of the first ``limit`` square-forming moves ``agent`` chooses in the battle
+    positions of a game the expert plays on both sides (battle plies 0..240), in order."""
+    from core.state import GameState
+
+    expert = make_agent("expert", seed=3)
+    s, found = GameState.initial(), 0
+    while not s.is_terminal() and found < limit and s.ply < 196 + 240:
+        if s.phase == 1:
+            move = agent.select(s)
+            if move.victims:
+                found += 1
+                yield s, move
+        s = s.apply(expert.select(s))
+
+
 def test_final_victim_eval_rechooses_the_played_captures_victims():
     """``final_victim_eval=EVALUATOR``: the tree keeps its own victims (here the pruner's best set), but
     every square-forming move the agent plays takes, among the pruner's ``victims`` best sets of its
     path, the one after which the plugin's value for the opponent is lowest (up to ties); without the
     option the played victims are the tree's."""
-    from core.state import GameState
     from search.victims import after_path
 
     pruner = REGISTRY.create("prune.capture", "capture_pruner")
     evaluator = REGISTRY.create("eval.expert", "evaluator")
     base = "jfa:sims=2,threads=1,inference_threads=1,layout=expert,victim_eval=none,lower=none,victims=4"
     plain, final = make_agent(base, seed=2), make_agent(base + ",final_victim_eval=eval.expert", seed=2)
-    expert = make_agent("expert", seed=3)
     differs = captures = 0
     try:
-        s = GameState.initial()
-        while not s.is_terminal() and captures < 6 and s.ply < 196 + 240:
-            if s.phase == 1:
-                move = final.select(s)
-                if move.victims:
-                    after = after_path(s, move.path, move.jump, len(move.victims))
-                    sets = [tuple(x) for x in pruner.candidates_after(after, len(move.victims))[0]][:4]
-                    values = np.array([evaluator.value(s._play(type(move)(move.path, move.jump, v))) for v in sets])
-                    assert move.victims in sets
-                    assert values[sets.index(move.victims)] <= values.min() + 1e-6
-                    tree_move = plain.select(s)
-                    if (tree_move.path, tree_move.jump) == (move.path, move.jump):
-                        assert tree_move.victims == sets[0]  # no final chooser: the tree's (pruner's best)
-                        differs += move.victims != tree_move.victims
-                    captures += 1
-            s = s.apply(expert.select(s))
+        for s, move in _captures_played(final, 6):
+            after = after_path(s, move.path, move.jump, len(move.victims))
+            sets = [tuple(x) for x in pruner.candidates_after(after, len(move.victims))[0]][:4]
+            values = np.array([evaluator.value(s._play(type(move)(move.path, move.jump, v))) for v in sets])
+            assert move.victims in sets
+            assert values[sets.index(move.victims)] <= values.min() + 1e-6
+            tree_move = plain.select(s)
+            if (tree_move.path, tree_move.jump) == (move.path, move.jump):
+                assert tree_move.victims == sets[0]  # no final chooser: the tree's (pruner's best)
+                differs += move.victims != tree_move.victims
+            captures += 1
     finally:
         plain.close()
         final.close()
@@ -540,7 +549,6 @@ def test_final_victim_eval_lower_lets_the_lower_net_choose_the_played_victims():
     here), and every square-forming move the agent plays takes, among the pruner's ``victims`` best sets
     of its path, the one the lower net gives the highest Q (JFA Eq. 6, up to ties); it needs a lower net,
     and ``lower=PATH`` beside a ``victim_eval`` is then no conflict."""
-    from core.state import GameState
     from nets.encoding import encode_upper
     from nets.evaluator import NetVictimScorer
     from search.agents import load_net, weights_path
@@ -551,22 +559,16 @@ def test_final_victim_eval_lower_lets_the_lower_net_choose_the_played_victims():
     spec = ("jfa:sims=2,threads=1,inference_threads=1,layout=expert,victim_eval=eval.expert,victims=4,"
             "final_victim_eval=lower")
     agent = make_agent(spec, seed=2)
-    expert = make_agent("expert", seed=3)
     captures = 0
     try:
         assert type(agent.battle_agent.search.victim_scorer).__name__ == "EvaluatorVictimScorer"
-        s = GameState.initial()
-        while not s.is_terminal() and captures < 4 and s.ply < 196 + 240:
-            if s.phase == 1:
-                move = agent.select(s)
-                if move.victims:
-                    after = after_path(s, move.path, move.jump, len(move.victims))
-                    sets = [tuple(x) for x in pruner.candidates_after(after, len(move.victims))[0]][:4]
-                    afters = [s._play(type(move)(move.path, move.jump, v)) for v in sets]
-                    q = scorer.q_values(afters, [encode_upper(move.path, move.jump)] * len(sets))
-                    assert move.victims in sets and q[sets.index(move.victims)] >= q.max() - 1e-5
-                    captures += 1
-            s = s.apply(expert.select(s))
+        for s, move in _captures_played(agent, 4):
+            after = after_path(s, move.path, move.jump, len(move.victims))
+            sets = [tuple(x) for x in pruner.candidates_after(after, len(move.victims))[0]][:4]
+            afters = [s._play(type(move)(move.path, move.jump, v)) for v in sets]
+            q = scorer.q_values(afters, [encode_upper(move.path, move.jump)] * len(sets))
+            assert move.victims in sets and q[sets.index(move.victims)] >= q.max() - 1e-5
+            captures += 1
     finally:
         agent.close()
     assert captures >= 3

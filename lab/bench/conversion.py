@@ -40,21 +40,36 @@ class Position:
     won: bool
 
 
+def game_files(arena_dir: str) -> list[Path]:
+    """The game records of an arena directory, ``arena_dir/games/*.json`` sorted by name; raises
+    ``FileNotFoundError`` when the directory has no ``games`` folder."""
+    from train.matches.arena import GAMES_DIR
+
+    games = Path(arena_dir, GAMES_DIR)
+    if not games.is_dir():
+        raise FileNotFoundError(f"{arena_dir}: no games folder (not an arena directory)")
+    return sorted(games.glob("*.json"))
+
+
+def _check_stones(name: str, value: int) -> None:
+    """``ValueError`` naming ``name`` unless ``value`` is a stone count, 0..98."""
+    from core.board import STONES_PER_SIDE
+
+    if not 0 <= value <= STONES_PER_SIDE:
+        raise ValueError(f"{name}: must be in 0..{STONES_PER_SIDE}, got {value!r}")
+
+
 def threshold_positions(arena_dir: str, at: int = 16) -> list[Position]:
     """One position per record of ``arena_dir/games/*.json`` (sorted by name) with ``expert`` on one
     side: the first battle position where a side has at most ``at`` stones (records that never get
     there give none). Raises ``ValueError`` for ``at`` outside 0..98, ``FileNotFoundError`` when the
     directory has no ``games`` folder."""
-    from core.board import PHASE_BATTLE, STONES_PER_SIDE
+    from core.board import PHASE_BATTLE
     from core.records import read_json
 
-    if not 0 <= at <= STONES_PER_SIDE:
-        raise ValueError(f"at: must be in 0..{STONES_PER_SIDE}, got {at!r}")
-    games = Path(arena_dir, "games")
-    if not games.is_dir():
-        raise FileNotFoundError(f"{arena_dir}: no games folder (not an arena directory)")
+    _check_stones("at", at)
     out = []
-    for path in sorted(games.glob("*.json")):
+    for path in game_files(arena_dir):
         record = read_json(path)
         if (record.white == OPPONENT) == (record.black == OPPONENT):
             continue
@@ -75,10 +90,7 @@ def select(positions: list[Position], lead: int = 15, losses: bool = False, behi
     """Those of ``positions`` where the non-expert player leads by at least ``lead`` (with ``behind``:
     trails by at least ``lead``); with ``losses`` only those of records it lost. Raises ``ValueError``
     for ``lead`` outside 0..98."""
-    from core.board import STONES_PER_SIDE
-
-    if not 0 <= lead <= STONES_PER_SIDE:
-        raise ValueError(f"lead: must be in 0..{STONES_PER_SIDE}, got {lead!r}")
+    _check_stones("lead", lead)
     return [p for p in positions if (-p.lead if behind else p.lead) >= lead and not (losses and p.won)]
 
 
@@ -95,11 +107,8 @@ def draw_endings(arena_dir: str) -> list[tuple[str, str, int, int]]:
     ``games`` folder."""
     from core.records import read_json
 
-    games = Path(arena_dir, "games")
-    if not games.is_dir():
-        raise FileNotFoundError(f"{arena_dir}: no games folder (not an arena directory)")
     out = []
-    for path in sorted(games.glob("*.json")):
+    for path in game_files(arena_dir):
         record = read_json(path)
         if record.result != "draw":
             continue
@@ -152,16 +161,20 @@ def main(argv: list[str] | None = None) -> None:
     catalog.import_plugins(args.modules)
     try:
         validate_agent_spec(args.spec)
-        reached = [p for d in args.arena_dirs for p in threshold_positions(d, args.at)]
-        found = select(reached, args.lead, args.losses)
-        trailing = select(reached, args.lead, behind=True)
-        drawn = [e for d in args.arena_dirs for e in draw_endings(d)] if args.draws else []
+        if args.draws:  # no replay to the threshold: the options are checked all the same
+            _check_stones("at", args.at)
+            _check_stones("lead", args.lead)
+            total = sum(len(game_files(d)) for d in args.arena_dirs)
+            drawn = [e for d in args.arena_dirs for e in draw_endings(d)]
+        else:
+            reached = [p for d in args.arena_dirs for p in threshold_positions(d, args.at)]
+            found = select(reached, args.lead, args.losses)
+            trailing = select(reached, args.lead, behind=True)
     except (SpecError, ValueError, FileNotFoundError) as exc:
         parser.error(str(exc))
     if args.draws:
         from collections import Counter
 
-        total = sum(len(list(Path(d, "games").glob("*.json"))) for d in args.arena_dirs)
         print(f"{len(drawn)} drawn games of {total}; by end and stones (more v fewer):")
         for (reason, more, fewer), n in sorted(Counter(e[1:] for e in drawn).items()):
             print(f"  {reason} {more} v {fewer}: {n}")

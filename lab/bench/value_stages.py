@@ -13,7 +13,6 @@ error of always saying 0), each value's sign accuracy, and the weight ``w`` of t
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 import numpy as np
 
@@ -29,20 +28,19 @@ def stage_rows(upper: str, arena_dirs: list[str], records: int = 60, every: int 
     from core.board import PHASE_BATTLE
     from core.records import read_json
     from knowledge.evaluation import ExpertEvaluator
+    from lab.bench.conversion import game_files
     from nets.evaluator import NetEvaluator
     from search.agents import load_net
 
     if records < 1 or every < 1:
         raise ValueError(f"records and every must be >= 1, got {records!r} and {every!r}")
-    for d in arena_dirs:
-        if not Path(d, "games").is_dir():
-            raise FileNotFoundError(f"{d}: no games folder (not an arena directory)")
+    files = [game_files(d) for d in arena_dirs]  # every directory checked before any work
     net = NetEvaluator(None, load_net(upper, "upper"), max_batch=64, inference_threads=0)
     expert = ExpertEvaluator(plies=2)
     rows = []
-    for d in arena_dirs:
+    for paths in files:
         taken = 0
-        for path in sorted(Path(d, "games").glob("*.json")):
+        for path in paths:
             if taken >= records:
                 break
             record = read_json(path)

@@ -234,7 +234,8 @@ def play_game(
     drawing from them stay reproducible. An agent returning an illegal move or bad notation loses
     the game (``reason="illegal-move"``, details in ``metadata["forfeit"]``); an agent raising any
     other exception aborts the game (the exception propagates)."""
-    return _unbatched(game_steps(white, black, ruleset, white_seed, black_seed, metadata, batched=False, opening=opening))
+    return _unbatched(game_steps(white, black, ruleset, white_seed, black_seed, metadata, batched=False,
+                                 opening=opening))
 
 
 def _unbatched(job):
