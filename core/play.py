@@ -19,6 +19,13 @@ from core.zobrist import ZOBRIST_BATTLE, ZOBRIST_BLACK_TO_MOVE, ZOBRIST_STONE
 
 
 @kernel
+def step_key(side, origin, dest):
+    """The Zobrist XOR (``uint64``) of ``side``'s stone leaving point ``origin`` for point ``dest``: the
+    whole hash change of a quiet battle move but the side-to-move key (``ZOBRIST_BLACK_TO_MOVE``)."""
+    return ZOBRIST_STONE[origin, side] ^ ZOBRIST_STONE[dest, side]
+
+
+@kernel
 def play_path(board, side, path, is_jump):
     """Move ``side``'s stone along ``path`` (``int16[n]``, origin first) on ``board`` in place and
     remove the jumped stones when ``is_jump``; no square victims. Returns ``(hops, delta)``: the
@@ -26,7 +33,7 @@ def play_path(board, side, path, is_jump):
     o = path[0]
     d = path[path.shape[0] - 1]
     opp = 1 - side
-    delta = ZOBRIST_STONE[o, side] ^ ZOBRIST_STONE[d, side]
+    delta = step_key(side, o, d)
     board[o] = EMPTY
     hops = 0
     if is_jump:

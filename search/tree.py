@@ -37,9 +37,9 @@ import numpy as np
 
 from core.board import NUM_POINTS
 from core.jit import kernel
-from core.play import play, take_stones
+from core.play import play, step_key, take_stones
 from core.status import battle_status
-from core.zobrist import ZOBRIST_BLACK_TO_MOVE, ZOBRIST_STONE
+from core.zobrist import ZOBRIST_BLACK_TO_MOVE
 from nets.encoding import encode_path
 
 UNEXPANDED, EXPANDING, EXPANDED, TERMINAL = 0, 1, 2, 3
@@ -237,7 +237,7 @@ def returning_paths(side, hash_, m, pts, off, jump, nsq, history, n_history, at_
     for i in range(m):
         if jump[i] or nsq[i]:
             continue
-        child = h ^ ZOBRIST_STONE[pts[off[i]], side] ^ ZOBRIST_STONE[pts[off[i + 1] - 1], side] ^ ZOBRIST_BLACK_TO_MOVE
+        child = h ^ step_key(side, pts[off[i]], pts[off[i + 1] - 1]) ^ ZOBRIST_BLACK_TO_MOVE
         count = 0
         for j in range(n_history):
             if history[j] == child:

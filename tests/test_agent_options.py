@@ -498,11 +498,14 @@ def test_layout_sims_sets_the_layout_search_only():
         agent.close()
 
 
-def _captures_played(agent, limit: int):
-    """``(position, move)`` of the first ``limit`` square-forming moves ``agent`` chooses in the battle
-    positions of a game the expert plays on both sides (battle plies 0..240), in order."""
+def _captures_played(agent, limit: int, sets: int = 4):
+    """``(position, move, candidate sets)`` of the first ``limit`` square-forming moves ``agent`` chooses
+    in the battle positions of a game the expert plays on both sides (battle plies 0..240), in order;
+    the candidate sets are ``prune.capture``'s ``sets`` best victim sets of the move's path."""
     from core.state import GameState
+    from search.victims import after_path
 
+    pruner = REGISTRY.create("prune.capture", "capture_pruner")
     expert = make_agent("expert", seed=3)
     s, found = GameState.initial(), 0
     while not s.is_terminal() and found < limit and s.ply < 196 + 240:
@@ -510,7 +513,8 @@ def _captures_played(agent, limit: int):
             move = agent.select(s)
             if move.victims:
                 found += 1
-                yield s, move
+                after = after_path(s, move.path, move.jump, len(move.victims))
+                yield s, move, [tuple(x) for x in pruner.candidates_after(after, len(move.victims))[0]][:sets]
         s = s.apply(expert.select(s))
 
 
@@ -519,17 +523,12 @@ def test_final_victim_eval_rechooses_the_played_captures_victims():
     every square-forming move the agent plays takes, among the pruner's ``victims`` best sets of its
     path, the one after which the plugin's value for the opponent is lowest (up to ties); without the
     option the played victims are the tree's."""
-    from search.victims import after_path
-
-    pruner = REGISTRY.create("prune.capture", "capture_pruner")
     evaluator = REGISTRY.create("eval.expert", "evaluator")
     base = "jfa:sims=2,threads=1,inference_threads=1,layout=expert,victim_eval=none,lower=none,victims=4"
     plain, final = make_agent(base, seed=2), make_agent(base + ",final_victim_eval=eval.expert", seed=2)
     differs = captures = 0
     try:
-        for s, move in _captures_played(final, 6):
-            after = after_path(s, move.path, move.jump, len(move.victims))
-            sets = [tuple(x) for x in pruner.candidates_after(after, len(move.victims))[0]][:4]
+        for s, move, sets in _captures_played(final, 6):
             values = np.array([evaluator.value(s._play(type(move)(move.path, move.jump, v))) for v in sets])
             assert move.victims in sets
             assert values[sets.index(move.victims)] <= values.min() + 1e-6
@@ -552,9 +551,7 @@ def test_final_victim_eval_lower_lets_the_lower_net_choose_the_played_victims():
     from nets.encoding import encode_upper
     from nets.evaluator import NetVictimScorer
     from search.agents import load_net, weights_path
-    from search.victims import after_path
 
-    pruner = REGISTRY.create("prune.capture", "capture_pruner")
     scorer = NetVictimScorer(load_net(weights_path(None, "lower"), "lower"))
     spec = ("jfa:sims=2,threads=1,inference_threads=1,layout=expert,victim_eval=eval.expert,victims=4,"
             "final_victim_eval=lower")
@@ -562,9 +559,7 @@ def test_final_victim_eval_lower_lets_the_lower_net_choose_the_played_victims():
     captures = 0
     try:
         assert type(agent.battle_agent.search.victim_scorer).__name__ == "EvaluatorVictimScorer"
-        for s, move in _captures_played(agent, 4):
-            after = after_path(s, move.path, move.jump, len(move.victims))
-            sets = [tuple(x) for x in pruner.candidates_after(after, len(move.victims))[0]][:4]
+        for s, move, sets in _captures_played(agent, 4):
             afters = [s._play(type(move)(move.path, move.jump, v)) for v in sets]
             q = scorer.q_values(afters, [encode_upper(move.path, move.jump)] * len(sets))
             assert move.victims in sets and q[sets.index(move.victims)] >= q.max() - 1e-5

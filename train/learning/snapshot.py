@@ -53,12 +53,10 @@ def _copy(src: Path, dst: Path) -> None:
         shutil.copy2(src, dst)
 
 
-def _branch_config(src: RunPaths, cfg, changes: Sequence[str]) -> tuple[Any, dict[str, list[Any]]]:
+def _branch_config(stored_device: str | None, cfg, changes: Sequence[str]) -> tuple[Any, dict[str, list[Any]]]:
     """The branch's configuration (``cfg``, the run's as validated on the CPU, with ``changes`` applied
-    and validated, and the run's stored ``device`` kept) and the changed fields ``{dotted name: [old,
+    and validated, and the run's ``stored_device`` kept) and the changed fields ``{dotted name: [old,
     new]}``; ``ConfigError`` for a bad change or one to ``model``, ``nets.*`` or ``device``."""
-    import json
-
     from train.learning.config import ConfigError, apply_overrides, changed_fields, config_to_dict, validate_config
 
     old_values = config_to_dict(cfg)
@@ -80,8 +78,7 @@ def _branch_config(src: RunPaths, cfg, changes: Sequence[str]) -> tuple[Any, dic
         return values
 
     # ``cfg`` was validated on the CPU (the stored device may not exist on this machine): keep the stored one
-    stored_device = json.loads(src.config.read_text(encoding="utf-8")).get("device", new.device)
-    return (new.model_copy(update={"device": stored_device}),
+    return (new.model_copy(update={"device": stored_device or new.device}),
             {f: [at(old_values, f), at(new_values, f)] for f in fields})
 
 
@@ -126,7 +123,7 @@ def snapshot(run_dir: str | os.PathLike, dest: str | os.PathLike, shards: bool =
     from train.learning.config import dump_config
     from train.learning.curve import RESULTS_FILE, read_points
     from train.learning.learner import optimizer_path
-    from train.learning.modeldir import load_run_config
+    from train.learning.modeldir import load_run_config, read_run_config
     from train.learning.population import POPULATION_DIR
     from train.learning.samples import disk_totals, shard_files, shard_prefix
 
@@ -139,8 +136,9 @@ def snapshot(run_dir: str | os.PathLike, dest: str | os.PathLike, shards: bool =
         raise TrainError(f"dest: {out} exists and is not a run directory; choose a new directory")
     with lock_dir(src.root):
         state = read_state(src)
-        cfg = load_run_config(src.root, device="cpu")
-        branch = _branch_config(src, cfg, changes) if changes else None
+        data = read_run_config(src.root)
+        cfg = load_run_config(src.root, device="cpu", data=data)
+        branch = _branch_config(data.get("device"), cfg, changes) if changes else None
         tmp = out.with_name(f".{out.name}.snapshot-tmp")
         shutil.rmtree(tmp, ignore_errors=True)
         dst = RunPaths(tmp)
