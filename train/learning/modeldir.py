@@ -69,9 +69,9 @@ def read_model_config(model_dir: str | os.PathLike) -> dict[str, Any] | None:
     return read_config_file(path) if path.exists() else None
 
 
-def read_run_config(run_dir: str | os.PathLike) -> dict[str, Any]:
-    """The JSON object a training run stored in ``RUN/config.json``, unvalidated; ``TrainError`` (one line)
-    if missing, unreadable or not an object."""
+def read_run_config(run_dir: str | os.PathLike) -> Any:
+    """What a training run stored in ``RUN/config.json``, parsed and unvalidated (a JSON object unless the
+    file is damaged: :func:`load_run_config` says so); ``TrainError`` (one line) if missing or unreadable."""
     p = RunPaths(Path(run_dir)).config
     try:
         data = json.loads(p.read_text(encoding="utf-8"))
@@ -79,21 +79,19 @@ def read_run_config(run_dir: str | os.PathLike) -> dict[str, Any]:
         raise TrainError(f"{run_dir}: no config.json; not a training run directory") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise TrainError(f"{p}: unreadable ({exc})") from None
-    if not isinstance(data, dict):
-        raise TrainError(f"{p}: not a JSON object")
     return data
 
 
-def load_run_config(run_dir: str | os.PathLike, device: str | None = None, data: dict[str, Any] | None = None):
+def load_run_config(run_dir: str | os.PathLike, device: str | None = None, data: Any = None):
     """The resolved ``TrainConfig`` a training run stored in ``RUN/config.json`` (the one a resumed run and an
     export continue with); ``TrainError`` (one line) if missing or unreadable. ``device``: validate with
     this ``device`` field instead of the stored one (a resumed run may move to another device, and the
-    stored one may not exist on this machine); ``data``: the file's object when already read
-    (``read_run_config``)."""
+    stored one may not exist on this machine); ``data``: the file's contents when already read
+    (:func:`read_run_config`). ``ConfigError`` (one line) when they are not a valid configuration."""
     from train.learning.config import validate_config
 
     data = read_run_config(run_dir) if data is None else data
-    if device is not None:
+    if device is not None and isinstance(data, dict):
         data = {**data, "device": device}
     return validate_config(data, str(RunPaths(Path(run_dir)).config))
 

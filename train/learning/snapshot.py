@@ -53,10 +53,11 @@ def _copy(src: Path, dst: Path) -> None:
         shutil.copy2(src, dst)
 
 
-def _branch_config(stored_device: str | None, cfg, changes: Sequence[str]) -> tuple[Any, dict[str, list[Any]]]:
+def _branch_config(stored: dict[str, Any], cfg, changes: Sequence[str]) -> tuple[Any, dict[str, list[Any]]]:
     """The branch's configuration (``cfg``, the run's as validated on the CPU, with ``changes`` applied
-    and validated, and the run's ``stored_device`` kept) and the changed fields ``{dotted name: [old,
-    new]}``; ``ConfigError`` for a bad change or one to ``model``, ``nets.*`` or ``device``."""
+    and validated, and the ``device`` of the run's ``stored`` config.json object kept) and the changed
+    fields ``{dotted name: [old, new]}``; ``ConfigError`` for a bad change or one to ``model``,
+    ``nets.*`` or ``device``."""
     from train.learning.config import ConfigError, apply_overrides, changed_fields, config_to_dict, validate_config
 
     old_values = config_to_dict(cfg)
@@ -78,7 +79,7 @@ def _branch_config(stored_device: str | None, cfg, changes: Sequence[str]) -> tu
         return values
 
     # ``cfg`` was validated on the CPU (the stored device may not exist on this machine): keep the stored one
-    return (new.model_copy(update={"device": stored_device or new.device}),
+    return (new.model_copy(update={"device": stored.get("device", new.device)}),
             {f: [at(old_values, f), at(new_values, f)] for f in fields})
 
 
@@ -137,8 +138,8 @@ def snapshot(run_dir: str | os.PathLike, dest: str | os.PathLike, shards: bool =
     with lock_dir(src.root):
         state = read_state(src)
         data = read_run_config(src.root)
-        cfg = load_run_config(src.root, device="cpu", data=data)
-        branch = _branch_config(data.get("device"), cfg, changes) if changes else None
+        cfg = load_run_config(src.root, device="cpu", data=data)  # ConfigError unless ``data`` is a valid object
+        branch = _branch_config(data, cfg, changes) if changes else None
         tmp = out.with_name(f".{out.name}.snapshot-tmp")
         shutil.rmtree(tmp, ignore_errors=True)
         dst = RunPaths(tmp)
