@@ -1511,6 +1511,34 @@ def test_a_value_only_learner_changes_the_value_head_alone(states):
             micro_config(f"model={model}", "learner.trainable=value")
 
 
+def test_a_policy_only_learner_changes_the_policy_head_alone(states):
+    """``learner.trainable = "policy"``: after training steps every trunk and value-head tensor (BatchNorm
+    statistics included) is unchanged, so the value is too, and the policy head has learnt; the value term
+    is still reported; a lower net is refused."""
+    cfg = micro_config("learner.trainable=policy", "learner.schedule=constant")
+    samples = _policy_samples("upper", states, np.random.default_rng(4)).build()
+    learner = Learner(cfg.nets.net_config("upper"), cfg.learner, seed=0)
+    before = {k: v.clone() for k, v in learner.model.state_dict().items()}
+    batch = make_batch(samples, np.arange(min(16, len(samples))))
+    learner.model.eval()
+    with torch.no_grad():
+        value_before = learner.model(torch.from_numpy(batch.planes))[1]
+    for _ in range(5):
+        out = learner.train_step(batch)
+        assert out["policy"] > 0 and out["value"] > 0
+    after = learner.model.state_dict()
+    changed = {k for k in before if not torch.equal(before[k], after[k])}
+    assert changed and all(k.startswith("policy.") for k in changed)
+    assert any(k.startswith("policy.") and "running" in k for k in changed)  # the head's own BatchNorm learns
+    learner.model.eval()
+    with torch.no_grad():
+        assert torch.equal(learner.model(torch.from_numpy(batch.planes))[1], value_before)
+    with pytest.raises(ValueError, match="lower"):
+        Learner(cfg.nets.net_config("lower"), cfg.learner, seed=0)
+    with pytest.raises(ConfigError, match="trainable"):
+        micro_config("model=lower", "learner.trainable=policy")
+
+
 def test_upper_selfplay_with_a_teacher_blends_its_prior_into_the_targets():
     """``selfplay.teacher``: each upper sample's target is (1 - mix) visits + mix teacher prior, so every
     legal path of the position gets at least mix times its teacher prior (the visits add the rest)."""

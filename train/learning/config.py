@@ -233,9 +233,9 @@ class ReplayConfig(_Section):
 
 def check_trainable(kind: str, trainable: str) -> None:
     """Raise ``ValueError`` unless a ``kind`` net can train ``trainable`` (``learner.trainable``): the lower
-    net (a Q-net) has no value head to train alone."""
-    if trainable == "value" and kind == "lower":
-        raise ValueError("learner.trainable = 'value' trains a policy/value net's value head; the lower net has none")
+    net (a Q-net) has no value or policy head to train alone."""
+    if trainable in ("value", "policy") and kind == "lower":
+        raise ValueError(f"learner.trainable = '{trainable}' trains one head of a policy/value net; the lower net has none")
 
 
 class LearnerConfig(_Section):
@@ -257,7 +257,7 @@ class LearnerConfig(_Section):
     group_unit: float = Field(0.0, ge=0, le=10)
     choice_temperature: float = Field(0.1, gt=0, le=10)
     precision: Precision = "float32"
-    trainable: Literal["all", "value"] = "all"
+    trainable: Literal["all", "value", "policy"] = "all"
     mode: Literal["alternate", "concurrent"] = "alternate"
     publish_every_samples: int = Field(2000, ge=1, le=10_000_000)
 

@@ -23,7 +23,10 @@ Checkpoints: ``nets.io.save`` (safetensors + metadata, atomic) for the weights, 
 only, the others do not require gradients, and the trunk and the policy head stay in eval mode while
 training, so their weights and BatchNorm statistics, and with them the net's policy, do not change;
 its steps run the trunk and the value head only (the step's policy terms are reported as 0;
-:meth:`Learner.validate` still scores both).
+:meth:`Learner.validate` still scores both). ``learner.trainable = "policy"`` is its mirror: the
+optimiser holds the policy head's parameters only, the trunk and the value head stay in eval mode and
+run without gradients, so the net's value does not change (distilling a teacher's prior into the
+policy alone, ``pretrain --teacher``); the value term is still reported.
 
 Devices (``device``: ``"cpu"``, ``"cuda"``, ``"cuda:N"``, ``"auto"``; ``nets.inference.resolve_device``):
 the net and the optimiser state live on the device, and each batch's arrays (planes, values, policy
@@ -144,10 +147,10 @@ class Learner:
         self.step = int(step)
         params = self.model.parameters()
         check_trainable(self.kind, cfg.trainable)
-        if cfg.trainable == "value":
+        if cfg.trainable in ("value", "policy"):
             for p in self.model.parameters():
                 p.requires_grad_(False)
-            params = list(self.model.value.parameters())
+            params = list(getattr(self.model, cfg.trainable).parameters())  # the value or the policy head
             for p in params:
                 p.requires_grad_(True)
         if cfg.optimizer == "adam":
@@ -219,7 +222,13 @@ class Learner:
                 value = dqn_loss(q, z, kind=self.cfg.dqn_loss)
             terms = {"value": value, "policy": zero, "target_entropy": zero}
         else:
-            logits, v = self.model(x)
+            if self.cfg.trainable == "policy":  # a frozen trunk and value head need no graph
+                with torch.no_grad():
+                    h = self.model.trunk(x)
+                    v = self.model.value(h)
+                logits = self.model.policy(h)
+            else:
+                logits, v = self.model(x)
             pi = self._tensor(batch.pi)
             t = policy_value_terms(logits, v, pi, z, self._tensor(batch.mask))
             terms = {"value": t.value, "policy": t.policy, "target_entropy": target_entropy(pi)}
@@ -235,9 +244,9 @@ class Learner:
     def train_step(self, batch: Batch) -> dict[str, float]:
         """One optimiser step on ``batch``; returns the loss terms (before the step) and ``lr``."""
         self.model.train()
-        if self.cfg.trainable == "value":  # the frozen parts keep their BatchNorm statistics (module docstring)
+        if self.cfg.trainable in ("value", "policy"):  # the frozen parts keep their BatchNorm statistics
             self.model.trunk.eval()
-            self.model.policy.eval()
+            (self.model.policy if self.cfg.trainable == "value" else self.model.value).eval()
         lr = self.lr()
         for group in self.optimizer.param_groups:
             group["lr"] = lr
