@@ -286,7 +286,7 @@ def pretrain(
                                extra={"records": len(games), "shards": [str(p) for p in shards or []],
                                       "teacher": teacher, "teacher_mix": teacher_mix if teacher else None,
                                       "value_target": drift.spec() if drift is not None else "result",
-                                      "trainable": cfg.learner.trainable})
+                                      "trainable": cfg.learner.trainable, "init": _net_identity(init)})
     summary["records"] = len(games)
     if json_out:
         typer.echo(json.dumps(summary))
@@ -295,6 +295,16 @@ def pretrain(
         typer.echo(f"{model}: {source}, {summary['samples']} samples, {steps} steps in {summary['seconds']:.1f} s;"
                    f" loss {summary.get('first_loss', float('nan')):.4f} -> {summary.get('last_loss', float('nan')):.4f}")
         typer.echo(f"wrote {target}")
+
+
+def _net_identity(path: Optional[Path]) -> Optional[dict]:
+    """A net file's lineage entry: its name and the SHA-256 of its bytes (no directory: a path of this
+    machine does not go into a net another machine reads); ``None`` for no file."""
+    if path is None:
+        return None
+    import hashlib
+
+    return {"file": path.name, "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
 
 
 @app.command("gen-records")

@@ -8,6 +8,7 @@ pipeline (``model = cycle``, three iterations in-process: slm, upper, lower) fee
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -653,6 +654,8 @@ def test_gen_records_and_pretrain(tmp_path):
     assert result.exit_code == 0, result.output
     _, _, extra = load(net, expected_kind="upper")
     assert extra["value_target"] == "drift:2:eval.expert" and extra["trainable"] == "value"
+    init_bytes = (tmp_path / "upper.safetensors").read_bytes()
+    assert extra["init"] == {"file": "upper.safetensors", "sha256": hashlib.sha256(init_bytes).hexdigest()}
     for args, field in ((["--model", "slm", "--value-drift", "2"], "--value-drift"),
                         (["--model", "upper", "--value-drift", "3"], "--value-drift"),
                         (["--model", "upper", "--value-drift", "2", "--value-eval", "eval.nope"], "--value-eval"),
