@@ -314,6 +314,26 @@ def test_equal_time_simulations_by_hand():
         equal_time_simulations(0.1, points[:1])
 
 
+def test_mean_seconds_warms_up_untimed(monkeypatch):
+    """lab.bench.move_time.mean_seconds: one untimed select of the first state before the timed ones
+    (a cold first search counts against no spec), and the agent is closed."""
+    import knowledge.agents
+    from lab.bench import move_time
+
+    calls = []
+
+    class Counting:
+        def select(self, state):
+            calls.append(state)
+
+        def close(self):
+            calls.append("closed")
+
+    monkeypatch.setattr(knowledge.agents, "make_agent", lambda spec, seed=None: Counting())
+    assert move_time.mean_seconds("greedy", ["a", "b", "c"]) >= 0
+    assert calls == ["a", "a", "b", "c", "closed"]
+
+
 @pytest.fixture(scope="module")
 def greedy_vs_expert(tmp_path_factory):
     """An arena directory holding one finished game record, greedy (White) against expert."""
