@@ -36,7 +36,7 @@ from nets.symmetry import action_map, transform_move, transform_state
 from train.learning.config import ConfigError, load_config, validate_config
 from train.learning.learner import Learner, learning_rate
 from train.learning.pipeline import read_metrics, run_pipeline
-from train.learning.samples import SampleBuilder, iteration_tail, load_window, make_batch, read_shard, write_shard
+from train.learning.samples import Batch, SampleBuilder, iteration_tail, load_window, make_batch, read_shard, write_shard
 from train.learning.selfplay import game_seed
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -1483,63 +1483,55 @@ def test_drift_value_target_is_the_change_of_the_margin_k_plies_on(tmp_path):
         samples_from_records([open_ended], "upper", drift=DriftTarget(2, ends="end"))
 
 
-def test_a_value_only_learner_changes_the_value_head_alone(states):
-    """``learner.trainable = "value"``: after training steps every trunk and policy-head tensor (BatchNorm
-    statistics included) is unchanged, so the policy logits are too, and the value head has learnt; a
-    lower net is refused."""
-    cfg = micro_config("learner.trainable=value", "learner.schedule=constant")
+def _train_one_head(states, head: str) -> tuple[Learner, Batch, list[dict[str, float]]]:
+    """Five steps of a ``learner.trainable = head`` learner (``"value"`` or ``"policy"``) on one batch, with
+    what both settings promise checked: only tensors of ``head`` change (its own BatchNorm statistics
+    among them), the other output (policy logits for ``"value"``, value for ``"policy"``) is unchanged,
+    and a lower net, alone or in a cycle, is refused. Returns the learner, the batch and the steps' terms."""
+    frozen = 0 if head == "value" else 1  # the index of the output that must not move in (logits, value)
+    cfg = micro_config(f"learner.trainable={head}", "learner.schedule=constant")
     samples = _policy_samples("upper", states, np.random.default_rng(4)).build()
     learner = Learner(cfg.nets.net_config("upper"), cfg.learner, seed=0)
     before = {k: v.clone() for k, v in learner.model.state_dict().items()}
     batch = make_batch(samples, np.arange(min(16, len(samples))))
+    planes = torch.from_numpy(batch.planes)
     learner.model.eval()
     with torch.no_grad():
-        logits_before = learner.model(torch.from_numpy(batch.planes))[0]
-        both, value_only = learner.losses(batch), learner.losses(batch, policy=False)
-    assert float(value_only["value"]) == pytest.approx(float(both["value"]), rel=1e-6) and float(both["policy"]) > 0
-    for _ in range(5):
-        out = learner.train_step(batch)
-        assert out["policy"] == 0.0 and out["value"] > 0
+        frozen_before = learner.model(planes)[frozen]
+    outs = [learner.train_step(batch) for _ in range(5)]
     after = learner.model.state_dict()
     changed = {k for k in before if not torch.equal(before[k], after[k])}
-    assert changed and all(k.startswith("value.") for k in changed)
-    assert any(k.startswith("value.") and "running" in k for k in changed)  # the head's own BatchNorm learns
+    assert changed and all(k.startswith(f"{head}.") for k in changed)
+    assert any(k.startswith(f"{head}.") and "running" in k for k in changed)  # the head's own BatchNorm learns
     learner.model.eval()
     with torch.no_grad():
-        assert torch.equal(learner.model(torch.from_numpy(batch.planes))[0], logits_before)
+        assert torch.equal(learner.model(planes)[frozen], frozen_before)
     with pytest.raises(ValueError, match="lower"):
         Learner(cfg.nets.net_config("lower"), cfg.learner, seed=0)
     for model in ("lower", "cycle"):  # a run that would train the lower net is refused before it starts
         with pytest.raises(ConfigError, match="trainable"):
-            micro_config(f"model={model}", "learner.trainable=value")
+            micro_config(f"model={model}", f"learner.trainable={head}")
+    return learner, batch, outs
+
+
+def test_a_value_only_learner_changes_the_value_head_alone(states):
+    """``learner.trainable = "value"``: after training steps every trunk and policy-head tensor (BatchNorm
+    statistics included) is unchanged, so the policy logits are too, and the value head has learnt; its
+    steps report no policy term, and the value-only loss is the full loss's value term; a lower net is
+    refused (:func:`_train_one_head`)."""
+    learner, batch, outs = _train_one_head(states, "value")
+    assert all(out["policy"] == 0.0 and out["value"] > 0 for out in outs)
+    with torch.no_grad():
+        both, value_only = learner.losses(batch), learner.losses(batch, policy=False)
+    assert float(value_only["value"]) == pytest.approx(float(both["value"]), rel=1e-6) and float(both["policy"]) > 0
 
 
 def test_a_policy_only_learner_changes_the_policy_head_alone(states):
     """``learner.trainable = "policy"``: after training steps every trunk and value-head tensor (BatchNorm
     statistics included) is unchanged, so the value is too, and the policy head has learnt; the value term
-    is still reported; a lower net is refused."""
-    cfg = micro_config("learner.trainable=policy", "learner.schedule=constant")
-    samples = _policy_samples("upper", states, np.random.default_rng(4)).build()
-    learner = Learner(cfg.nets.net_config("upper"), cfg.learner, seed=0)
-    before = {k: v.clone() for k, v in learner.model.state_dict().items()}
-    batch = make_batch(samples, np.arange(min(16, len(samples))))
-    learner.model.eval()
-    with torch.no_grad():
-        value_before = learner.model(torch.from_numpy(batch.planes))[1]
-    for _ in range(5):
-        out = learner.train_step(batch)
-        assert out["policy"] > 0 and out["value"] > 0
-    after = learner.model.state_dict()
-    changed = {k for k in before if not torch.equal(before[k], after[k])}
-    assert changed and all(k.startswith("policy.") for k in changed)
-    assert any(k.startswith("policy.") and "running" in k for k in changed)  # the head's own BatchNorm learns
-    learner.model.eval()
-    with torch.no_grad():
-        assert torch.equal(learner.model(torch.from_numpy(batch.planes))[1], value_before)
-    with pytest.raises(ValueError, match="lower"):
-        Learner(cfg.nets.net_config("lower"), cfg.learner, seed=0)
-    with pytest.raises(ConfigError, match="trainable"):
-        micro_config("model=lower", "learner.trainable=policy")
+    is still reported; a lower net is refused (:func:`_train_one_head`)."""
+    _, _, outs = _train_one_head(states, "policy")
+    assert all(out["policy"] > 0 and out["value"] > 0 for out in outs)
 
 
 def test_upper_selfplay_with_a_teacher_blends_its_prior_into_the_targets():
