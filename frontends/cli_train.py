@@ -542,18 +542,46 @@ def diagnose(
 @train_errors
 def export_net(
     nets: Annotated[list[Path], typer.Argument(help="Net files (.safetensors) to export.")],
-    out: Annotated[Path, typer.Option(help="Output directory; each net is written as <kind>.safetensors.")] = Path("models/default"),
+    out: Annotated[Path, typer.Option(help="Model directory; each net is written as <kind>.safetensors.")] = Path("models/default"),
     half: Annotated[bool, typer.Option("--half/--float32", help="Store weights as float16 (half the size).")] = True,
+    settings: Annotated[Optional[list[str]], typer.Option("--set", metavar="TABLE.KEY=VALUE", help="A play setting of the candidate over OUT/agent.toml (repeatable): search.FIELD=VALUE (a search.config.SearchConfig field) or agent.FIELD=VALUE (final_victim_eval, layout_sims).")] = None,
+    games_dir: Annotated[Optional[Path], typer.Option(help="Where the candidate and the export gate's games go (default: runs/export-<OUT name>-<hash of the nets and settings>; the same command resumes them).")] = None,
+    workers: Annotated[int, typer.Option(min=1, max=MAX_WORKERS, help="Worker processes of the export gate.")] = 2,
+    games_in_flight: Annotated[int, typer.Option(help="Games each worker plays at once in the export gate.")] = 8,
+    seed: Annotated[int, typer.Option(min=0, max=MAX_SEED, help="Seed of the export gate's games.")] = 1,
 ):
-    """Copy trained nets into a model directory (default: the shipped model the search agents load),
-    checked on load and stored as float16 by default."""
-    from nets.io import load, save
+    """Ship trained nets (and play settings) into a model directory through the export gate: the
+    candidate (OUT with these nets and --set settings) plays OUT as it stands, both as jfa, in an SPRT
+    (OUT/config.toml's [gate]: elo0, elo1, alpha, beta, at most export_games games); only a candidate that
+    passes is written, with a lineage entry in OUT's model card and lineage.json. A directory without a
+    playable model takes the nets without a gate. Exit status 1 when the gate fails."""
+    import hashlib
+    import shlex
 
-    for path in nets:
-        model, config, extra = load(path)
-        target = out / f"{config.kind}.safetensors"
-        save(model, config, target, extra={**extra, "exported_from": path.name}, half=half)
-        typer.echo(f"{path} -> {target} ({target.stat().st_size / 1e6:.2f} MB)")
+    from train.learning.config import ConfigError, apply_overrides
+    from train.learning.modeldir import export_gate_text, export_nets
+
+    check_games_in_flight(games_in_flight)
+    try:
+        table = apply_overrides({}, settings or [])
+    except ConfigError as exc:
+        fail(str(exc))
+    if any(not isinstance(v, dict) for v in table.values()):
+        fail("--set: expected TABLE.KEY=VALUE with TABLE search or agent, e.g. --set search.simulations=32")
+    if games_dir is None:
+        digest = hashlib.sha256()
+        for path in nets:
+            digest.update(path.read_bytes() if path.is_file() else str(path).encode())
+        digest.update(json.dumps(table, sort_keys=True).encode())
+        games_dir = Path("runs") / f"export-{out.resolve().name}-{digest.hexdigest()[:8]}"
+    row, written = export_nets(nets, out, games_dir, table, command="python cli.py " + shlex.join(sys.argv[1:]),
+                               workers=workers, games_in_flight=games_in_flight, seed=seed, progress=True, half=half)
+    typer.echo(f"export gate vs {out}: {export_gate_text(row)}", err=True)
+    for path in written:
+        typer.echo(f"wrote {path}")
+    if not row["passed"]:
+        typer.echo(f"not exported: the candidate did not pass the export gate against {out} (games in {games_dir})")
+        raise typer.Exit(1)
 
 
 @app.command("train-approxq")

@@ -77,7 +77,8 @@ from knowledge.agents import (AgentOptions, PhasedAgent, make_agent,
 from knowledge.plugins import REGISTRY
 from knowledge.registry import AGENT_SPEC, MODELS_DIR, NAMES_FILE, SpecError, register
 from nets.config import Precision
-from search.config import SIMS_MAX, SearchConfig, model_search_config, plugin_spec_or_none, preset, with_defaults
+from search.config import (SIMS_MAX, AgentFileError, SearchConfig, model_search_config, plugin_spec_or_none, preset,
+                           read_agent_file, with_defaults)
 from search.mcts import Search, SearchResult
 
 
@@ -309,6 +310,8 @@ class _NetOptions(SearchOptions):
             final_lower = _is_final_lower(data.get("final_victim_eval"))
             if isinstance(lower, str) and lower.strip().lower() != "none" and not given and not final_lower:
                 data = {**data, "victim_evaluator": None}
+            if isinstance(lower, str) and lower.strip().lower() == "none" and "final_victim_eval" not in data:
+                data = {**data, "final_victim_eval": "none"}  # no lower net: no default final chooser of it
         return data
 
     @field_validator("slm", "upper")
@@ -357,7 +360,34 @@ class _NetOptions(SearchOptions):
         return value
 
 
-NetOptions = with_defaults(_NetOptions, model_search_config(MODELS_DIR / "default"), "NetOptions")
+MODEL_AGENT_FIELDS = ("final_victim_eval", "layout_sims")
+"""The net agents' own options a model directory's ``agent.toml`` may set in its ``[agent]`` table
+(``search.config``): how its nets are played beyond the search."""
+
+
+def model_agent_options(model_dir: str | os.PathLike) -> dict[str, Any]:
+    """The ``[agent]`` table of ``MODEL_DIR/agent.toml``, validated as :class:`_NetOptions` fields
+    (:data:`MODEL_AGENT_FIELDS`); ``{}`` without one. Raises ``search.config.AgentFileError`` naming the file
+    and the field."""
+    from pydantic import ValidationError
+
+    path, data = read_agent_file(model_dir)
+    table = data.get("agent", {})
+    for key in table:
+        if key not in MODEL_AGENT_FIELDS:
+            raise AgentFileError(f"{path}: unknown field 'agent.{key}' (fields: {', '.join(MODEL_AGENT_FIELDS)})")
+    try:
+        options = _NetOptions.model_validate(table)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(x) for x in err["loc"]) or next(iter(table), "")
+        reason = str(err["ctx"]["error"]) if err["type"] == "value_error" else err["msg"]
+        raise AgentFileError(f"{path}: field 'agent.{field}': {reason} (got {err.get('input')!r})") from None
+    return {key: getattr(options, key) for key in table}
+
+
+NetOptions = with_defaults(_NetOptions, model_search_config(MODELS_DIR / "default"), "NetOptions",
+                           extra=model_agent_options(MODELS_DIR / "default"))
 
 
 class SlmOptions(NetOptions):
@@ -601,6 +631,19 @@ class AgentRecipe:
         given = [k for k in fields if k in self.options.model_fields_set and k != "seed"
                  and getattr(self.options, k) != fields[k].default]  # the options that differ from the agent's defaults
         return f"{self.name}:" + ",".join(f"{k}={option_text(getattr(self.options, k))}" for k in given)
+
+
+def model_agent(model_dir: str | os.PathLike, name: str = "jfa", **options: Any) -> AgentRecipe:
+    """Agent ``name`` (``jfa``, ``slm`` or ``hbm``) playing the model directory ``model_dir`` as it plays
+    ``models/default`` by default: its nets (``MODEL_DIR/<kind>.safetensors``; the lower net only where it
+    chooses victims), the search of its ``agent.toml`` and its ``[agent]`` options, with ``options`` on top.
+    Raises ``search.config.AgentFileError``, ``FileNotFoundError`` (a missing net) or ``SpecError``."""
+    d = Path(model_dir).resolve()
+    given: dict[str, Any] = {**model_search_config(d).model_dump(exclude={"seed"}), **model_agent_options(d)}
+    given.update(slm=weights_path(d / "slm.safetensors", "slm"), upper=weights_path(d / "upper.safetensors", "upper"))
+    if given["victim_evaluator"] is None or given.get("final_victim_eval") == FINAL_LOWER:
+        given["lower"] = weights_path(d / "lower.safetensors", "lower")
+    return AgentRecipe.of(name, **{**given, **options})
 
 
 def option_text(value: Any) -> str:

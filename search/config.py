@@ -36,7 +36,11 @@ Presets (:data:`PRESETS`, :func:`preset`):
     preset = "shipped"
     simulations = 32        # an explicit value wins over the preset's
 
-``models/default/agent.toml`` gives the defaults of ``jfa``, ``slm`` and ``hbm``.
+    [agent]                 # optional: the net agents' own options (search.agents.MODEL_AGENT_FIELDS)
+    final_victim_eval = "lower"
+
+``models/default/agent.toml`` gives the defaults of ``jfa``, ``slm`` and ``hbm``; ``search.agents.model_agent``
+plays any model directory as ``jfa`` plays that one.
 """
 
 from __future__ import annotations
@@ -348,10 +352,10 @@ def merged_table(table: Mapping[str, Any], base: SearchConfig) -> dict[str, Any]
     return {**base.model_dump(), **canonical_keys(table)}
 
 
-def model_search_config(model_dir: str | Path) -> SearchConfig:
-    """How the nets of ``model_dir`` are played: the ``[search]`` table of its ``agent.toml`` (module
-    docstring; ``preset`` default ``paper``). Raises :class:`AgentFileError` naming the file and the field
-    (missing file, not TOML, no ``[search]`` table, unknown preset, a bad or unknown field)."""
+def read_agent_file(model_dir: str | Path) -> tuple[Path, dict[str, Any]]:
+    """``MODEL_DIR/agent.toml`` parsed: ``(path, tables)``, the ``[search]`` table required and an
+    ``[agent]`` table allowed (module docstring). Raises :class:`AgentFileError` naming the file (missing,
+    not TOML, no ``[search]`` table, another table or key)."""
     path = Path(model_dir) / AGENT_FILE
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -359,14 +363,23 @@ def model_search_config(model_dir: str | Path) -> SearchConfig:
         raise AgentFileError(f"{path}: {exc.strerror or exc} (a model directory's {AGENT_FILE} says how its nets are played)") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise AgentFileError(f"{path}: not valid TOML ({exc})") from None
-    unknown = [k for k in data if k != "search"]
+    unknown = [k for k in data if k not in ("search", "agent")]
     if unknown:
-        raise AgentFileError(f"{path}: unknown table or key {unknown[0]!r} (expected one [search] table)")
-    table = data.get("search")
-    if not isinstance(table, dict):
+        raise AgentFileError(f"{path}: unknown table or key {unknown[0]!r} (expected a [search] table and an optional [agent] table)")
+    if not isinstance(data.get("search"), dict):
         raise AgentFileError(f"{path}: missing [search] table")
+    if not isinstance(data.get("agent", {}), dict):
+        raise AgentFileError(f"{path}: 'agent' must be a table")
+    return path, data
+
+
+def model_search_config(model_dir: str | Path) -> SearchConfig:
+    """How the nets of ``model_dir`` are searched: the ``[search]`` table of its ``agent.toml`` (module
+    docstring; ``preset`` default ``paper``). Raises :class:`AgentFileError` naming the file and the field
+    (missing file, not TOML, no ``[search]`` table, unknown preset, a bad or unknown field)."""
+    path, data = read_agent_file(model_dir)
     try:
-        return SearchConfig.model_validate(merged_table(table, preset("paper")))
+        return SearchConfig.model_validate(merged_table(data["search"], preset("paper")))
     except ValidationError as exc:
         err = exc.errors()[0]
         field = ".".join(str(x) for x in err["loc"])
@@ -380,16 +393,22 @@ def model_search_config(model_dir: str | Path) -> SearchConfig:
 M = TypeVar("M", bound=BaseModel)
 
 
-def with_defaults(model: type[M], defaults: SearchConfig, name: str | None = None, doc: str | None = None) -> type[M]:
+def with_defaults(model: type[M], defaults: SearchConfig, name: str | None = None, doc: str | None = None,
+                  extra: Mapping[str, Any] | None = None) -> type[M]:
     """A subclass of ``model`` (a subclass of :class:`SearchConfig`) whose :class:`SearchConfig` fields
     default to ``defaults``' values (types, bounds, aliases and descriptions unchanged), other than
-    ``seed``: how each search agent gets its preset's defaults without declaring a field again."""
+    ``seed``: how each search agent gets its preset's defaults without declaring a field again.
+    ``extra``: defaults of ``model``'s own (non-search) fields, already validated."""
     fields: dict[str, Any] = {}
     for field in SearchConfig.model_fields:
         if field == "seed":
             continue
         info = copy.copy(model.model_fields[field])
         info.default = getattr(defaults, field)
+        fields[field] = (info.annotation, info)
+    for field, value in (extra or {}).items():
+        info = copy.copy(model.model_fields[field])
+        info.default = value
         fields[field] = (info.annotation, info)
     out = create_model(name or model.__name__, __base__=model, __module__=model.__module__, **fields)
     out.__doc__ = doc or model.__doc__

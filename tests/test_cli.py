@@ -121,8 +121,9 @@ def test_export_net_writes_half_precision_copies_by_kind(tmp_path):
     torch.manual_seed(0)
     src = tmp_path / "iter7.safetensors"
     save(build(preset("upper", "tiny")), preset("upper", "tiny"), src, extra={"step": 7})
-    r = run("export-net", str(src), "--out", str(tmp_path / "model"))
+    r = run("export-net", str(src), "--out", str(tmp_path / "model"), "--games-dir", str(tmp_path / "gate"))
     assert r.exit_code == 0, r.output
+    assert "no gate (no playable model" in r.output
     target = tmp_path / "model" / "upper.safetensors"
     assert read_metadata(target)["storage_dtype"] == "float16"
     assert target.stat().st_size < 0.55 * src.stat().st_size
@@ -131,7 +132,7 @@ def test_export_net_writes_half_precision_copies_by_kind(tmp_path):
 
     bad = tmp_path / "bad.safetensors"
     bad.write_bytes(b"not a net")
-    r = run("export-net", str(bad), "--out", str(tmp_path / "model"))
+    r = run("export-net", str(bad), "--out", str(tmp_path / "model"), "--games-dir", str(tmp_path / "gate"))
     assert r.exit_code == 2 and "bad.safetensors" in r.output and "Traceback" not in r.output
 
 

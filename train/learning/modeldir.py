@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from core.atomic import atomic_write_text
+from core.atomic import atomic_write_bytes, atomic_write_text
 from train.jobs.rundir import RunPaths, TrainError, atomic_write_json, eval_seed, read_metrics, read_state
 
 CONFIG_FILE = "config.toml"
@@ -181,23 +181,28 @@ def export_gate(run_dir: str | os.PathLike, model_dir: str | os.PathLike, worker
                                 sprt=(g.elo0, g.elo1, g.alpha, g.beta), games_in_flight=games_in_flight(config))
         except ArenaError as exc:
             raise TrainError(f"export gate ({out}): {exc}; rerun to resume it") from None
-        test = summary.data["sprt"]
-        rate = summary.win_rate
-        if test.get("decision") == "H1":
-            passed, how = True, f"SPRT accepted H1 after {summary.games} games"
-        elif test.get("decision") == "H0":
-            passed, how = False, f"SPRT accepted H0 after {summary.games} games"
-        elif g.export_at_cap == "threshold":
-            passed = rate is not None and rate > g.threshold
-            how = f"cap of {g.export_games} games: score {rate if rate is None else round(rate, 3)} vs threshold {g.threshold}"
-        else:
-            passed = False
-            how = (f"cap of {g.export_games} games undecided (score {rate if rate is None else round(rate, 3)}): "
-                   "not shown stronger (gate.export_at_cap = fail)")
-        rows.append({**row, "passed": passed, "decision": how, "sprt": test,
-                     **{k: summary.data.get(k) for k in ("games", "wins", "draws", "losses", "win_rate", "wilson_ci95",
-                                                         "elo")}})
+        rows.append({**row, **_gate_result(summary, g)})
     return rows
+
+
+def _gate_result(summary, g) -> dict[str, Any]:
+    """An export-gate match's row fields: ``passed``, ``decision``, ``sprt`` and the score (:func:`export_gate`'s
+    rule: the SPRT's decision, else at the cap ``gate.export_at_cap``)."""
+    test = summary.data["sprt"]
+    rate = summary.win_rate
+    if test.get("decision") == "H1":
+        passed, how = True, f"SPRT accepted H1 after {summary.games} games"
+    elif test.get("decision") == "H0":
+        passed, how = False, f"SPRT accepted H0 after {summary.games} games"
+    elif g.export_at_cap == "threshold":
+        passed = rate is not None and rate > g.threshold
+        how = f"cap of {g.export_games} games: score {rate if rate is None else round(rate, 3)} vs threshold {g.threshold}"
+    else:
+        passed = False
+        how = (f"cap of {g.export_games} games undecided (score {rate if rate is None else round(rate, 3)}): "
+               "not shown stronger (gate.export_at_cap = fail)")
+    return {"passed": passed, "decision": how, "sprt": test,
+            **{k: summary.data.get(k) for k in ("games", "wins", "draws", "losses", "win_rate", "wilson_ci95", "elo")}}
 
 
 def export_gate_text(row: dict[str, Any]) -> str:
@@ -245,19 +250,6 @@ def export_run(run_dir: str | os.PathLike, model_dir: str | os.PathLike, command
              "model": config.model, "iterations": state.completed_iterations, "games": state.games,
              "samples": state.samples, "hours": round(state.elapsed_seconds / 3600, 3), "init_from": state.init_from,
              "nets": nets, "gates": gates, "export_gate": export_gate, "curve": state.last_curve}
-    lineage_path = out / LINEAGE_FILE
-    lineage: list = []
-    if lineage_path.exists():
-        try:
-            lineage = json.loads(lineage_path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-            lineage = []
-    atomic_write_json(lineage_path, [*(lineage if isinstance(lineage, list) else []), entry])
-    written.append(lineage_path)
-    card = out / CARD_FILE
-    text = card.read_text(encoding="utf-8") if card.exists() else "# Model\n"
-    if LINEAGE_HEADING not in text:
-        text = text.rstrip("\n") + f"\n\n{LINEAGE_HEADING}\n\nOne entry per `selfplay --export` (details in `{LINEAGE_FILE}`).\n"
     lines = [f"\n### {entry['time']}: {config.model} self-play, {state.completed_iterations} iteration(s), "
              f"{state.games} games, {entry['hours']:.2f} h",
              "", f"- command: `{command or '(library call)'}`", f"- run: `{paths.root}`, started from "
@@ -273,6 +265,157 @@ def export_run(run_dir: str | os.PathLike, model_dir: str | os.PathLike, command
     if c and c.get("elo") is not None:
         lines.append(f"- learning curve: {c['player']} Elo {c['elo']:+.0f} [{c['ci95'][0]:+.0f}, {c['ci95'][1]:+.0f}]"
                      f" ({c.get('anchor')} = 0)")
+    return written + _append_lineage(out, entry, lines)
+
+
+def _append_lineage(out: Path, entry: dict[str, Any], lines: list[str]) -> list[Path]:
+    """Append ``entry`` to ``OUT/lineage.json`` and ``lines`` to the model card's ``## Lineage`` section;
+    the two files written."""
+    lineage_path = out / LINEAGE_FILE
+    lineage: list = []
+    if lineage_path.exists():
+        try:
+            lineage = json.loads(lineage_path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            lineage = []
+    atomic_write_json(lineage_path, [*(lineage if isinstance(lineage, list) else []), entry])
+    card = out / CARD_FILE
+    text = card.read_text(encoding="utf-8") if card.exists() else "# Model\n"
+    if LINEAGE_HEADING not in text:
+        text = (text.rstrip("\n") + f"\n\n{LINEAGE_HEADING}\n\nOne entry per export (`selfplay --export`, `export-net`;"
+                f" details in `{LINEAGE_FILE}`).\n")
     atomic_write_text(card, text.rstrip("\n") + "\n" + "\n".join(lines) + "\n")
-    written.append(card)
-    return written
+    return [lineage_path, card]
+
+
+AGENT_TABLES = ("search", "agent")  # the tables of agent.toml an export may set (search.config)
+
+
+def _toml_ready(table: dict[str, Any]) -> dict[str, Any]:
+    """``table`` with ``None`` spelled ``"none"`` (TOML has no null; the plugin fields read it as ``None``)."""
+    return {k: "none" if v is None else v for k, v in table.items()}
+
+
+def stage_candidate(nets: list[str | os.PathLike], model_dir: str | os.PathLike, stage_dir: str | os.PathLike,
+                    settings: dict[str, dict[str, Any]] | None = None, half: bool = True) -> dict[str, Any]:
+    """Write the candidate of an :func:`export_nets` into ``stage_dir``: ``model_dir``'s nets and
+    ``agent.toml`` with the net files ``nets`` in place of those of their kinds (float16 with ``half``) and
+    ``settings`` (``{"search": {...}, "agent": {...}}``) over the ``agent.toml`` tables, checked as the
+    agents read them. Returns ``{"nets": {kind: {"file", "sha256", "init"}}, "settings": settings}`` for the
+    lineage. Raises ``TrainError`` (one line) for a net of an unknown or repeated kind, or settings the
+    agents refuse; ``nets.io`` errors for a bad net file."""
+    import hashlib
+    import shutil
+    import tomllib
+
+    import tomli_w
+
+    from nets.io import load, save
+    from search.config import AgentFileError, model_search_config
+
+    src, stage = Path(model_dir), Path(stage_dir)
+    settings = {k: dict(v) for k, v in (settings or {}).items()}
+    for table in settings:
+        if table not in AGENT_TABLES:
+            raise TrainError(f"--set {table}.*: unknown agent.toml table {table!r} (tables: {', '.join(AGENT_TABLES)})")
+    loaded = {}
+    for path in nets:
+        model, config, extra = load(path)
+        if config.kind in loaded:
+            raise TrainError(f"{path}: a second {config.kind} net (one net of each kind)")
+        loaded[config.kind] = (Path(path), model, config, extra)
+    stage.mkdir(parents=True, exist_ok=True)
+    for kind in ("slm", "upper", "lower"):
+        if (src / f"{kind}.safetensors").exists():
+            shutil.copyfile(src / f"{kind}.safetensors", stage / f"{kind}.safetensors")
+    lineage: dict[str, Any] = {}
+    for kind, (path, model, config, extra) in loaded.items():
+        save(model, config, stage / f"{kind}.safetensors", extra={**extra, "exported_from": path.name}, half=half)
+        lineage[kind] = {"file": path.name, "sha256": hashlib.sha256(path.read_bytes()).hexdigest(), "init": extra.get("init")}
+    tables: dict[str, Any] = {}
+    if (src / "agent.toml").exists():
+        try:
+            tables = tomllib.loads((src / "agent.toml").read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            raise TrainError(f"{src / 'agent.toml'}: unreadable ({exc})") from None
+    for table, values in settings.items():
+        tables[table] = {**tables.get(table, {}), **values}
+    if tables:
+        atomic_write_text(stage / "agent.toml", tomli_w.dumps({k: _toml_ready(v) for k, v in tables.items()}))
+        try:
+            from search.agents import model_agent_options
+
+            model_search_config(stage)
+            model_agent_options(stage)
+        except AgentFileError as exc:
+            raise TrainError(str(exc).replace(str(stage / "agent.toml"), "--set")) from None
+    return {"nets": lineage, "settings": settings}
+
+
+def export_nets(nets: list[str | os.PathLike], model_dir: str | os.PathLike, work_dir: str | os.PathLike,
+                settings: dict[str, dict[str, Any]] | None = None, command: str = "", workers: int = 2,
+                games_in_flight: int = 8, seed: int = 1, progress: Any = False,
+                half: bool = True) -> tuple[dict[str, Any], list[Path]]:
+    """Ship net files (and play settings) into the model directory ``model_dir`` through the export gate.
+
+    The candidate (:func:`stage_candidate`, in ``WORK/candidate``) plays ``model_dir`` as it stands, both as
+    ``jfa`` (``search.agents.model_agent``), colour-balanced from ``seed``, with the pentanomial SPRT of the
+    directory's ``config.toml`` ``[gate]`` (``elo0``, ``elo1``, ``alpha``, ``beta``; at most ``export_games``
+    games, then ``export_at_cap``: :func:`export_gate`'s rule); the games go to ``WORK/gate`` (a rerun with
+    the same arguments resumes them). A directory without a playable model (no ``agent.toml`` or no SLM or
+    upper net) or with ``gate.export_games = 0`` passes without games. Only a passed candidate is written:
+    its nets, its ``agent.toml`` and a lineage entry (nets with SHA-256 and their ``init`` parent, settings,
+    the gate's row).
+
+    Returns ``(row, written)``: the gate's row (``passed``, ``decision``, and the score when games were
+    played) and the files written (none when it failed). Raises ``TrainError`` (one line) for a bad
+    candidate or a failed match."""
+    from search.agents import model_agent
+    from train.learning.config import TrainConfig, validate_config
+    from train.matches.arena import ArenaError, run_arena
+
+    out, work = Path(model_dir), Path(work_dir)
+    stage = work / "candidate"
+    staged = stage_candidate(nets, out, stage, settings, half=half)
+    data = read_model_config(out)
+    config = validate_config(data) if data is not None else TrainConfig()
+    g = config.gate
+    playable = all((out / name).exists() for name in ("agent.toml", "slm.safetensors", "upper.safetensors"))
+    row: dict[str, Any] = {"kind": "model", "against": str(out)}
+    if not playable or g.export_games == 0:
+        why = "gate.export_games = 0" if playable else f"no playable model in {out}"
+        row.update(passed=True, decision=f"no gate ({why})")
+    else:
+        try:
+            candidate, incumbent = model_agent(stage), model_agent(out)
+        except (ValueError, OSError) as exc:
+            raise TrainError(f"export gate: {exc}") from None
+        try:
+            summary = run_arena(candidate, incumbent, g.export_games, workers=workers, seed=seed, out_dir=work / "gate",
+                                progress=progress, sprt=(g.elo0, g.elo1, g.alpha, g.beta),
+                                games_in_flight=games_in_flight)
+        except ArenaError as exc:
+            raise TrainError(f"export gate ({work / 'gate'}): {exc}; rerun to resume it") from None
+        row.update(_gate_result(summary, g))
+    if not row["passed"]:
+        return row, []
+    written: list[Path] = []
+    for kind in staged["nets"]:
+        written.append(atomic_write_bytes(out / f"{kind}.safetensors", (stage / f"{kind}.safetensors").read_bytes()))
+    if staged["settings"]:
+        atomic_write_text(out / "agent.toml", (stage / "agent.toml").read_text(encoding="utf-8"))
+        written.append(out / "agent.toml")
+    entry = {"time": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "command": command, "kind": "export-net", **staged,
+             "export_gate": [row]}
+    lines = [f"\n### {entry['time']}: nets exported ({', '.join(staged['nets']) or 'none'})", "",
+             f"- command: `{command or '(library call)'}`"]
+    for kind, net in staged["nets"].items():
+        parent = net.get("init") or {}
+        lines.append(f"- {kind}: `{net['file']}` (sha256 {net['sha256'][:12]})"
+                     + (f", trained from `{parent.get('file')}` (sha256 {str(parent.get('sha256'))[:12]})"
+                        if parent else ""))
+    for table, values in staged["settings"].items():
+        if values:
+            lines.append(f"- agent.toml [{table}]: " + ", ".join(f"{k} = {v}" for k, v in values.items()))
+    lines.append(f"- export gate vs the directory's previous model: {export_gate_text(row)}")
+    return row, written + _append_lineage(out, entry, lines)
