@@ -333,15 +333,21 @@ def stage_candidate(nets: list[str | os.PathLike], model_dir: str | os.PathLike,
         save(model, config, stage / f"{kind}.safetensors", extra={**extra, "exported_from": path.name}, half=half)
         lineage[kind] = {"file": path.name, "sha256": hashlib.sha256(path.read_bytes()).hexdigest(), "init": extra.get("init")}
     tables: dict[str, Any] = {}
+    head = ""  # the file's leading comment block stays
     if (src / "agent.toml").exists():
         try:
-            tables = tomllib.loads((src / "agent.toml").read_text(encoding="utf-8"))
+            text = (src / "agent.toml").read_text(encoding="utf-8")
+            tables = tomllib.loads(text)
         except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
             raise TrainError(f"{src / 'agent.toml'}: unreadable ({exc})") from None
+        for line in text.splitlines(keepends=True):
+            if not line.startswith("#"):
+                break
+            head += line
     for table, values in settings.items():
         tables[table] = {**tables.get(table, {}), **values}
     if tables:
-        atomic_write_text(stage / "agent.toml", tomli_w.dumps({k: _toml_ready(v) for k, v in tables.items()}))
+        atomic_write_text(stage / "agent.toml", head + tomli_w.dumps({k: _toml_ready(v) for k, v in tables.items()}))
         try:
             from search.agents import model_agent_options
 
