@@ -46,8 +46,8 @@ GROUP_DQN_LOSSES: tuple[str, ...] = ("group", "choice")
 MODELS: tuple[str, ...] = (*KINDS, "cycle")
 # Fields a resumed run may change (they do not change what the run computes, only how far/fast).
 RESUMABLE_FIELDS: tuple[str, ...] = ("iterations", "minutes", "workers", "backend", "device", "ray_address",
-                                     "curve", "export_dir", "gate.export_games", "selfplay.games_in_flight",
-                                     "selfplay.max_batch")
+                                     "curve", "export_dir", "gate.export_games", "gate.export_opening_plies",
+                                     "selfplay.games_in_flight", "selfplay.max_batch")
 
 TRAIN_RULESET = Ruleset(max_battle_plies=300, adjudicate="stones")
 
@@ -279,6 +279,7 @@ class GateConfig(_Section):
     expert_games: int = Field(0, ge=0, le=100_000)
     export_games: int = Field(200, ge=0, le=100_000)
     export_at_cap: Literal["fail", "threshold"] = "fail"
+    export_opening_plies: int = Field(8, ge=0, le=64)
     simulations: int | None = Field(None, ge=1, le=1_000_000)
     search_threads: int | None = Field(None, ge=1, le=64)
     expert: str = "expert"

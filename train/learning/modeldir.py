@@ -139,7 +139,9 @@ EXPORT_GATE_DIR = "export-gate"
 def export_gate(run_dir: str | os.PathLike, model_dir: str | os.PathLike, workers: int | None = None,
                 progress: Any = False, config=None) -> list[dict[str, Any]]:
     """The export gate: each best net of the run in ``run_dir`` that training changed (best iteration > 0)
-    plays ``model_dir``'s net of its kind, colour-balanced, with the run's evaluation agent
+    plays ``model_dir``'s net of its kind, colour-balanced, each pair from ``gate.export_opening_plies`` random
+    placements of its own (so that two agents that do not sample play more than one game a colour), with the
+    run's evaluation agent
     (``train.learning.selfplay.net_agent``) and the pentanomial SPRT of the run's ``gate.elo0``, ``gate.elo1``,
     ``gate.alpha``, ``gate.beta``, stopping when it decides or at ``gate.export_games`` games (an undecided test
     fails there, or with ``gate.export_at_cap = "threshold"`` the score decides against ``gate.threshold``); ``config`` (a ``TrainConfig``)
@@ -178,7 +180,8 @@ def export_gate(run_dir: str | os.PathLike, model_dir: str | os.PathLike, worker
         try:
             summary = run_arena(spec_cand, spec_inc, g.export_games, workers=config.workers if workers is None else workers,
                                 seed=seed, out_dir=out, ruleset=config.ruleset, progress=progress,
-                                sprt=(g.elo0, g.elo1, g.alpha, g.beta), games_in_flight=games_in_flight(config))
+                                sprt=(g.elo0, g.elo1, g.alpha, g.beta), games_in_flight=games_in_flight(config),
+                                opening_plies=g.export_opening_plies)
         except ArenaError as exc:
             raise TrainError(f"export gate ({out}): {exc}; rerun to resume it") from None
         rows.append({**row, **_gate_result(summary, g)})
@@ -365,7 +368,8 @@ def export_nets(nets: list[str | os.PathLike], model_dir: str | os.PathLike, wor
     """Ship net files (and play settings) into the model directory ``model_dir`` through the export gate.
 
     The candidate (:func:`stage_candidate`, in ``WORK/candidate``) plays ``model_dir`` as it stands, both as
-    ``jfa`` (``search.agents.model_agent``), colour-balanced from ``seed``, with the pentanomial SPRT of the
+    ``jfa`` (``search.agents.model_agent``), colour-balanced from ``seed``, each pair from
+    ``gate.export_opening_plies`` random placements of its own, with the pentanomial SPRT of the
     directory's ``config.toml`` ``[gate]`` (``elo0``, ``elo1``, ``alpha``, ``beta``; at most ``export_games``
     games, then ``export_at_cap``: :func:`export_gate`'s rule); the games go to ``WORK/gate`` (a rerun with
     the same arguments resumes them). A directory without a playable model (no ``agent.toml`` or no SLM or
@@ -399,7 +403,7 @@ def export_nets(nets: list[str | os.PathLike], model_dir: str | os.PathLike, wor
         try:
             summary = run_arena(candidate, incumbent, g.export_games, workers=workers, seed=seed, out_dir=work / "gate",
                                 progress=progress, sprt=(g.elo0, g.elo1, g.alpha, g.beta),
-                                games_in_flight=games_in_flight)
+                                games_in_flight=games_in_flight, opening_plies=g.export_opening_plies)
         except ArenaError as exc:
             raise TrainError(f"export gate ({work / 'gate'}): {exc}; rerun to resume it") from None
         row.update(_gate_result(summary, g))
