@@ -555,11 +555,10 @@ def export_net(
     (OUT/config.toml's [gate]: elo0, elo1, alpha, beta, at most export_games games); only a candidate that
     passes is written, with a lineage entry in OUT's model card and lineage.json. A directory without a
     playable model takes the nets without a gate. Exit status 1 when the gate fails."""
-    import hashlib
     import shlex
 
     from train.learning.config import ConfigError, apply_overrides
-    from train.learning.modeldir import export_gate_text, export_nets
+    from train.learning.modeldir import export_gate_text, export_nets, export_work_dir
 
     check_games_in_flight(games_in_flight)
     try:
@@ -568,12 +567,7 @@ def export_net(
         fail(str(exc))
     if any(not isinstance(v, dict) for v in table.values()):
         fail("--set: expected TABLE.KEY=VALUE with TABLE search or agent, e.g. --set search.simulations=32")
-    if games_dir is None:
-        digest = hashlib.sha256()
-        for path in nets:
-            digest.update(path.read_bytes() if path.is_file() else str(path).encode())
-        digest.update(json.dumps(table, sort_keys=True).encode())
-        games_dir = Path("runs") / f"export-{out.resolve().name}-{digest.hexdigest()[:8]}"
+    games_dir = games_dir or export_work_dir(nets, out, table)
     row, written = export_nets(nets, out, games_dir, table, command="python cli.py " + shlex.join(sys.argv[1:]),
                                workers=workers, games_in_flight=games_in_flight, seed=seed, progress=True, half=half)
     typer.echo(f"export gate vs {out}: {export_gate_text(row)}", err=True)

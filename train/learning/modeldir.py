@@ -361,6 +361,20 @@ def stage_candidate(nets: list[str | os.PathLike], model_dir: str | os.PathLike,
     return {"nets": lineage, "settings": settings}
 
 
+def export_work_dir(nets: list[str | os.PathLike], model_dir: str | os.PathLike,
+                    settings: dict[str, Any] | None = None) -> Path:
+    """The default work directory of an :func:`export_nets`: ``runs/export-<MODEL_DIR name>-<hash>``, the
+    hash (8 hex digits of SHA-256) over the net files' bytes and ``settings``, so that the same command
+    resumes the same gate."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for path in map(Path, nets):
+        digest.update(path.read_bytes() if path.is_file() else str(path).encode())
+    digest.update(json.dumps(settings or {}, sort_keys=True).encode())
+    return Path("runs") / f"export-{Path(model_dir).resolve().name}-{digest.hexdigest()[:8]}"
+
+
 def export_nets(nets: list[str | os.PathLike], model_dir: str | os.PathLike, work_dir: str | os.PathLike,
                 settings: dict[str, dict[str, Any]] | None = None, command: str = "", workers: int = 2,
                 games_in_flight: int = 8, seed: int = 1, progress: Any = False,
