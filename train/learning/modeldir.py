@@ -305,8 +305,8 @@ def stage_candidate(nets: list[str | os.PathLike], model_dir: str | os.PathLike,
     ``agent.toml`` with the net files ``nets`` in place of those of their kinds (float16 with ``half``) and
     ``settings`` (``{"search": {...}, "agent": {...}}``) over the ``agent.toml`` tables, checked as the
     agents read them. Returns ``{"nets": {kind: {"file", "sha256", "init"}}, "settings": settings}`` for the
-    lineage. Raises ``TrainError`` (one line) for a net of an unknown or repeated kind, or settings the
-    agents refuse; ``nets.io`` errors for a bad net file."""
+    lineage. Raises ``TrainError`` (one line) for a second net of one kind, a table other than
+    :data:`AGENT_TABLES` or settings the agents refuse; ``nets.io`` errors for a bad net file."""
     import hashlib
     import shutil
     import tomllib
