@@ -77,8 +77,8 @@ from knowledge.agents import (AgentOptions, PhasedAgent, make_agent,
 from knowledge.plugins import REGISTRY
 from knowledge.registry import AGENT_SPEC, MODELS_DIR, NAMES_FILE, SpecError, register
 from nets.config import Precision
-from search.config import (SIMS_MAX, AgentFileError, SearchConfig, model_search_config, plugin_spec_or_none, preset,
-                           read_agent_file, with_defaults)
+from search.config import (SIMS_MAX, AgentFileError, SearchConfig, agent_field_error, model_search_config,
+                           plugin_spec_or_none, preset, read_agent_file, with_defaults)
 from search.mcts import Search, SearchResult
 
 
@@ -379,10 +379,7 @@ def model_agent_options(model_dir: str | os.PathLike) -> dict[str, Any]:
     try:
         options = _NetOptions.model_validate(table)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join(str(x) for x in err["loc"]) or next(iter(table), "")
-        reason = str(err["ctx"]["error"]) if err["type"] == "value_error" else err["msg"]
-        raise AgentFileError(f"{path}: field 'agent.{field}': {reason} (got {err.get('input')!r})") from None
+        raise agent_field_error(path, "agent", exc, fallback=next(iter(table), "")) from None
     return {key: getattr(options, key) for key in table}
 
 

@@ -373,6 +373,16 @@ def read_agent_file(model_dir: str | Path) -> tuple[Path, dict[str, Any]]:
     return path, data
 
 
+def agent_field_error(path: Path, table: str, exc: ValidationError, fallback: str = "") -> AgentFileError:
+    """The one-line :class:`AgentFileError` of ``agent.toml``'s first invalid field of ``[table]``
+    (``path: field 'table.name': reason (got value)``); ``fallback`` names the field when pydantic's error
+    has no location (a model-level check)."""
+    err = exc.errors()[0]
+    field = ".".join(str(x) for x in err["loc"]) or fallback
+    reason = str(err["ctx"]["error"]) if err["type"] == "value_error" else err["msg"]
+    return AgentFileError(f"{path}: field '{table}.{field}': {reason} (got {err.get('input')!r})")
+
+
 def model_search_config(model_dir: str | Path) -> SearchConfig:
     """How the nets of ``model_dir`` are searched: the ``[search]`` table of its ``agent.toml`` (module
     docstring; ``preset`` default ``paper``). Raises :class:`AgentFileError` naming the file and the field
@@ -381,10 +391,7 @@ def model_search_config(model_dir: str | Path) -> SearchConfig:
     try:
         return SearchConfig.model_validate(merged_table(data["search"], preset("paper")))
     except ValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join(str(x) for x in err["loc"])
-        reason = str(err["ctx"]["error"]) if err["type"] == "value_error" else err["msg"]
-        raise AgentFileError(f"{path}: field 'search.{field}': {reason} (got {err.get('input')!r})") from None
+        raise agent_field_error(path, "search", exc) from None
     except ValueError as exc:
         raise AgentFileError(f"{path}: field 'search.preset': {exc}") from None
 
