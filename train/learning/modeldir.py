@@ -154,7 +154,6 @@ def export_gate(run_dir: str | os.PathLike, model_dir: str | os.PathLike, worker
     ``gate.export_games = 0``, passes without games. Raises ``TrainError`` for a run without a best net
     or an evaluation that fails."""
     from train.learning.selfplay import games_in_flight, net_agent
-    from train.matches.arena import ArenaError, run_arena
 
     paths = RunPaths(Path(run_dir))
     state = read_state(paths)
@@ -175,22 +174,27 @@ def export_gate(run_dir: str | os.PathLike, model_dir: str | os.PathLike, worker
             spec_cand, spec_inc = net_agent(kind, paths.best(kind), config), net_agent(kind, incumbent, config)
         except ValueError as exc:
             raise TrainError(str(exc)) from None
-        seed = eval_seed(config.seed, best.iteration, 7)
         out = paths.root / "eval" / EXPORT_GATE_DIR / f"{kind}-i{best.iteration:04d}"
-        try:
-            summary = run_arena(spec_cand, spec_inc, g.export_games, workers=config.workers if workers is None else workers,
-                                seed=seed, out_dir=out, ruleset=config.ruleset, progress=progress,
-                                sprt=(g.elo0, g.elo1, g.alpha, g.beta), games_in_flight=games_in_flight(config),
-                                opening_plies=g.export_opening_plies)
-        except ArenaError as exc:
-            raise TrainError(f"export gate ({out}): {exc}; rerun to resume it") from None
-        rows.append({**row, **_gate_result(summary, g)})
+        rows.append({**row, **_gate_match(spec_cand, spec_inc, g, out, seed=eval_seed(config.seed, best.iteration, 7),
+                                          workers=config.workers if workers is None else workers,
+                                          ruleset=config.ruleset, progress=progress,
+                                          games_in_flight=games_in_flight(config))})
     return rows
 
 
-def _gate_result(summary, g) -> dict[str, Any]:
-    """An export-gate match's row fields: ``passed``, ``decision``, ``sprt`` and the score (:func:`export_gate`'s
-    rule: the SPRT's decision, else at the cap ``gate.export_at_cap``)."""
+def _gate_match(candidate, incumbent, g, out_dir: Path, **arena: Any) -> dict[str, Any]:
+    """Play an export gate (``candidate`` against ``incumbent``, agent specs or recipes) with the SPRT and
+    the opening placements of ``g`` (a ``GateConfig``), the games in ``out_dir`` (resumed when there), and
+    decide it: the row fields ``passed``, ``decision``, ``sprt`` and the score. The SPRT's decision, else at
+    the cap ``g.export_at_cap``. ``arena``: ``run_arena``'s other keywords (seed, workers, ruleset, ...).
+    Raises ``TrainError`` (one line) when the match fails."""
+    from train.matches.arena import ArenaError, run_arena
+
+    try:
+        summary = run_arena(candidate, incumbent, g.export_games, out_dir=out_dir, sprt=(g.elo0, g.elo1, g.alpha, g.beta),
+                            opening_plies=g.export_opening_plies, **arena)
+    except ArenaError as exc:
+        raise TrainError(f"export gate ({out_dir}): {exc}; rerun to resume it") from None
     test = summary.data["sprt"]
     rate = summary.win_rate
     if test.get("decision") == "H1":
@@ -396,7 +400,6 @@ def export_nets(nets: list[str | os.PathLike], model_dir: str | os.PathLike, wor
     candidate or a failed match."""
     from search.agents import model_agent
     from train.learning.config import TrainConfig, validate_config
-    from train.matches.arena import ArenaError, run_arena
 
     out, work = Path(model_dir), Path(work_dir)
     stage = work / "candidate"
@@ -414,13 +417,8 @@ def export_nets(nets: list[str | os.PathLike], model_dir: str | os.PathLike, wor
             candidate, incumbent = model_agent(stage), model_agent(out)
         except (ValueError, OSError) as exc:
             raise TrainError(f"export gate: {exc}") from None
-        try:
-            summary = run_arena(candidate, incumbent, g.export_games, workers=workers, seed=seed, out_dir=work / "gate",
-                                progress=progress, sprt=(g.elo0, g.elo1, g.alpha, g.beta),
-                                games_in_flight=games_in_flight, opening_plies=g.export_opening_plies)
-        except ArenaError as exc:
-            raise TrainError(f"export gate ({work / 'gate'}): {exc}; rerun to resume it") from None
-        row.update(_gate_result(summary, g))
+        row.update(_gate_match(candidate, incumbent, g, work / "gate", seed=seed, workers=workers, progress=progress,
+                               games_in_flight=games_in_flight))
     if not row["passed"]:
         return row, []
     written: list[Path] = []
