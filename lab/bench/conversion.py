@@ -14,7 +14,10 @@ non-expert side lost (a small, hard sample: what a change repairs), ``--limit`` 
 positions; ``--tally`` plays nothing and counts how the records' games went from these positions and
 from those where the agent trails by as much; ``--draws`` plays nothing and counts the drawn records of the
 directories (any players) by how they ended: the reason and each side's stones (:func:`draw_endings`).
-``SPEC`` is checked but unused by the two counts."""
+``--leaders`` plays nothing and, for records of any players (``jfa`` against ``jfa`` as well), scores
+the side with more stones at the first battle position where a side has ``at`` or fewer, by the size
+of its lead (:data:`LEAD_BANDS`, :func:`leader_results`): whether a stone lead there is worth anything
+between these players. ``SPEC`` is checked but unused by the three counts."""
 
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 OPPONENT = "expert"
+LEAD_BANDS = ((1, 4), (5, 14), (15, 29), (30, 98))  # --leaders: the leader's stone lead, inclusive
 
 
 @dataclass(frozen=True)
@@ -59,12 +63,46 @@ def _check_stones(name: str, value: int) -> None:
         raise ValueError(f"{name}: must be in 0..{STONES_PER_SIDE}, got {value!r}")
 
 
+def threshold_ply(replay, at: int) -> int | None:
+    """The index in ``replay`` (a record's positions, ``GameRecord.replay()``) of the first battle
+    position, not terminal, where a side has at most ``at`` stones; ``None`` when there is none."""
+    from core.board import PHASE_BATTLE
+
+    return next((i for i, s in enumerate(replay)
+                 if s.phase == PHASE_BATTLE and not s.is_terminal() and min(int(s.counts[0]), int(s.counts[1])) <= at),
+                None)
+
+
+def leader_results(arena_dir: str, at: int = 16) -> list[tuple[int, float]]:
+    """``(lead, score)`` for each record of ``arena_dir/games/*.json`` (sorted by name; any players) whose
+    first battle position with a side at ``at`` stones or fewer (:func:`threshold_ply`) has a leader:
+    that side's lead in stones (1..98) and its score in the recorded game (1 won, 0.5 drawn, 0 lost).
+    Raises ``ValueError`` for ``at`` outside 0..98, ``FileNotFoundError`` when the directory has no
+    ``games`` folder."""
+    from core.records import read_json
+
+    _check_stones("at", at)
+    out = []
+    for path in game_files(arena_dir):
+        record = read_json(path)
+        replay = record.replay()
+        ply = threshold_ply(replay, at)
+        if ply is None:
+            continue
+        white, black = (int(c) for c in replay[ply].counts)
+        if white == black:
+            continue
+        leader = "w" if white > black else "b"
+        score = 1.0 if record.result == leader else 0.5 if record.result not in ("w", "b") else 0.0
+        out.append((abs(white - black), score))
+    return out
+
+
 def threshold_positions(arena_dir: str, at: int = 16) -> list[Position]:
     """One position per record of ``arena_dir/games/*.json`` (sorted by name) with ``expert`` on one
     side: the first battle position where a side has at most ``at`` stones (records that never get
     there give none). Raises ``ValueError`` for ``at`` outside 0..98, ``FileNotFoundError`` when the
     directory has no ``games`` folder."""
-    from core.board import PHASE_BATTLE
     from core.records import read_json
 
     _check_stones("at", at)
@@ -75,9 +113,7 @@ def threshold_positions(arena_dir: str, at: int = 16) -> list[Position]:
             continue
         side = 1 if record.white == OPPONENT else 0
         replay = record.replay()
-        ply = next((i for i, s in enumerate(replay)
-                    if s.phase == PHASE_BATTLE and not s.is_terminal() and min(int(s.counts[0]), int(s.counts[1])) <= at),
-                   None)
+        ply = threshold_ply(replay, at)
         if ply is None:
             continue
         counts = (int(replay[ply].counts[0]), int(replay[ply].counts[1]))
@@ -147,6 +183,9 @@ def main(argv: list[str] | None = None) -> None:
                              "leads by --lead and from those where it trails by as much")
     parser.add_argument("--draws", action="store_true",
                         help="play nothing: count the drawn records by their end and each side's stones")
+    parser.add_argument("--leaders", action="store_true",
+                        help="play nothing: score the side with more stones at the first position where a side "
+                             "has --at or fewer, by its lead (any players)")
     parser.add_argument("--seeds", default="1", metavar="SEED,SEED,...")
     parser.add_argument("--import", dest="modules", action="append", default=[], metavar="MODULE")
     args = parser.parse_args(argv)
@@ -161,7 +200,10 @@ def main(argv: list[str] | None = None) -> None:
     catalog.import_plugins(args.modules)
     try:
         validate_agent_spec(args.spec)
-        if args.draws:  # no replay to the threshold: the options are checked all the same
+        if args.leaders:
+            _check_stones("lead", args.lead)
+            results = [r for d in args.arena_dirs for r in leader_results(d, args.at)]
+        elif args.draws:  # no replay to the threshold: the options are checked all the same
             _check_stones("at", args.at)
             _check_stones("lead", args.lead)
             total = sum(len(game_files(d)) for d in args.arena_dirs)
@@ -172,6 +214,17 @@ def main(argv: list[str] | None = None) -> None:
             trailing = select(reached, args.lead, behind=True)
     except (SpecError, ValueError, FileNotFoundError) as exc:
         parser.error(str(exc))
+    if args.leaders:
+        print(f"{len(results)} games with a leader when a side first has {args.at} stones or fewer; "
+              f"the leader's score by its lead:")
+        for lo, hi in LEAD_BANDS:
+            scores = [score for lead, score in results if lo <= lead <= hi]
+            if scores:
+                a, b = wilson_interval(sum(scores), len(scores))
+                print(f"  lead {lo}-{hi}: {sum(scores):g}/{len(scores)} = {sum(scores) / len(scores):.1%} [{a:.1%}, {b:.1%}]")
+            else:
+                print(f"  lead {lo}-{hi}: no game")
+        return
     if args.draws:
         from collections import Counter
 

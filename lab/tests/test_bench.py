@@ -382,6 +382,39 @@ def test_conversion_positions_by_a_direct_scan(greedy_vs_expert):
     assert conversion_positions(str(root), at=0, lead=0) == []  # a side with no stone: the game ended before
 
 
+def test_leader_results_by_a_direct_scan(greedy_vs_expert, tmp_path):
+    """lab.bench.conversion.leader_results: for each threshold, the lead of the side with more stones at
+    the first battle position (not terminal) where a side has at most ``at`` stones, scanned here, and
+    that side's score in the record; a level position or an unreached threshold gives nothing; records
+    of any players count (the copy with the names swapped too)."""
+    import json
+
+    from core.board import PHASE_BATTLE
+    from lab.bench.conversion import leader_results
+
+    root, record = greedy_vs_expert
+    swapped = tmp_path / "arena"
+    (swapped / "games").mkdir(parents=True)
+    data = json.loads((root / "games" / "0000.json").read_text())
+    data["players"] = {"white": "expert", "black": "greedy"}
+    (swapped / "games" / "0000.json").write_text(json.dumps(data))
+    replay = record.replay()
+    for at in (98, 60, 40, 30, 20, 0):
+        plies = [i for i, s in enumerate(replay) if s.phase == PHASE_BATTLE and not s.is_terminal()
+                 and min(s.counts) <= at]
+        expected = []
+        if plies:
+            white, black = (int(c) for c in replay[plies[0]].counts)
+            if white != black:
+                leader = "w" if white > black else "b"
+                expected = [(abs(white - black), 1.0 if record.result == leader
+                             else 0.0 if record.result in ("w", "b") else 0.5)]
+        assert leader_results(str(root), at) == expected
+        assert leader_results(str(swapped), at) == expected
+    with pytest.raises(ValueError):
+        leader_results(str(root), 99)
+
+
 def test_conversion_play_on_continues_the_record(greedy_vs_expert):
     """lab.bench.conversion.play_on: the game from the position keeps the record's moves up to the ply
     and ends; bad thresholds and a directory without games are refused."""
