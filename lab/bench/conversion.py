@@ -80,6 +80,7 @@ def leader_results(arena_dir: str, at: int = 16) -> list[tuple[int, float]]:
     Raises ``ValueError`` for ``at`` outside 0..98, ``FileNotFoundError`` when the directory has no
     ``games`` folder."""
     from core.records import read_json
+    from train.matches.arena import a_points
 
     _check_stones("at", at)
     out = []
@@ -90,11 +91,8 @@ def leader_results(arena_dir: str, at: int = 16) -> list[tuple[int, float]]:
         if ply is None:
             continue
         white, black = (int(c) for c in replay[ply].counts)
-        if white == black:
-            continue
-        leader = "w" if white > black else "b"
-        score = 1.0 if record.result == leader else 0.5 if record.result not in ("w", "b") else 0.0
-        out.append((abs(white - black), score))
+        if white != black:
+            out.append((abs(white - black), a_points(record.result, "w" if white > black else "b")))
     return out
 
 
