@@ -55,12 +55,14 @@ def test_model_agent_plays_a_directory_as_jfa_plays_the_shipped_one(model_dir):
         model_agent(model_dir)
 
 
-def test_a_candidate_ships_only_through_the_export_gate(model_dir, tmp_path):
+@pytest.mark.parametrize("init", [{"file": "upper-parent.safetensors", "sha256": "ab" * 32},
+                                  "runs/distill/upper-parent.safetensors"])
+def test_a_candidate_ships_only_through_the_export_gate(model_dir, tmp_path, init):
     """An undecided 2-game gate fails and writes nothing (status 1); with ``gate.export_games = 0`` the nets
-    and the settings are written with a lineage entry naming each net's SHA-256 and its ``init`` parent."""
+    and the settings are written with a lineage entry naming each net's SHA-256 and its ``init`` parent
+    (the CLI's ``{"file", "sha256"}`` or a library call's path)."""
     before = {p.name: p.read_bytes() for p in model_dir.iterdir()}
-    cand = _net(tmp_path / "upper-new.safetensors", "upper", seed=2,
-                extra={"init": {"file": "upper-parent.safetensors", "sha256": "ab" * 32}})
+    cand = _net(tmp_path / "upper-new.safetensors", "upper", seed=2, extra={"init": init})
     args = ["export-net", str(cand), "--out", str(model_dir), "--set", "search.simulations=2",
             "--games-dir", str(tmp_path / "gate"), "--workers", "1", "--games-in-flight", "2"]
     r = runner.invoke(app, args)
@@ -82,6 +84,7 @@ def test_a_candidate_ships_only_through_the_export_gate(model_dir, tmp_path):
     assert entry["settings"] == {"search": {"simulations": 2}} and entry["export_gate"][0]["passed"]
     card = (model_dir / "README.md").read_text()
     assert "trained from `upper-parent.safetensors`" in card and "[search]: simulations = 2" in card
+    assert ("(sha256 abababababab)" in card) == isinstance(init, dict)
 
 
 @pytest.mark.parametrize("setting, message", [

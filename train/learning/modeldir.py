@@ -303,6 +303,17 @@ def _toml_ready(table: dict[str, Any]) -> dict[str, Any]:
     return {k: "none" if v is None else v for k, v in table.items()}
 
 
+def _parent(init: Any) -> dict[str, Any] | None:
+    """A net's ``init`` metadata as a lineage parent: ``{"file", "sha256"}`` as the CLI's ``pretrain`` and
+    self-play write it, ``{"file": NAME}`` from a path (a library call's ``extra={"init": PATH}``), ``None``
+    for none."""
+    if isinstance(init, dict):
+        return init
+    if isinstance(init, (str, os.PathLike)) and str(init):
+        return {"file": Path(init).name}
+    return None
+
+
 def stage_candidate(nets: list[str | os.PathLike], model_dir: str | os.PathLike, stage_dir: str | os.PathLike,
                     settings: dict[str, dict[str, Any]] | None = None, half: bool = True) -> dict[str, Any]:
     """Write the candidate of an :func:`export_nets` into ``stage_dir``: ``model_dir``'s nets and
@@ -338,7 +349,8 @@ def stage_candidate(nets: list[str | os.PathLike], model_dir: str | os.PathLike,
     lineage: dict[str, Any] = {}
     for kind, (path, model, config, extra) in loaded.items():
         save(model, config, stage / f"{kind}.safetensors", extra={**extra, "exported_from": path.name}, half=half)
-        lineage[kind] = {"file": path.name, "sha256": hashlib.sha256(path.read_bytes()).hexdigest(), "init": extra.get("init")}
+        lineage[kind] = {"file": path.name, "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+                         "init": _parent(extra.get("init"))}
     tables: dict[str, Any] = {}
     head = ""  # the file's leading comment block stays
     if (src / "agent.toml").exists():
@@ -421,23 +433,23 @@ def export_nets(nets: list[str | os.PathLike], model_dir: str | os.PathLike, wor
                                games_in_flight=games_in_flight))
     if not row["passed"]:
         return row, []
-    written: list[Path] = []
-    for kind in staged["nets"]:
-        written.append(atomic_write_bytes(out / f"{kind}.safetensors", (stage / f"{kind}.safetensors").read_bytes()))
-    if staged["settings"]:
-        atomic_write_text(out / "agent.toml", (stage / "agent.toml").read_text(encoding="utf-8"))
-        written.append(out / "agent.toml")
     entry = {"time": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "command": command, "kind": "export-net", **staged,
              "export_gate": [row]}
     lines = [f"\n### {entry['time']}: nets exported ({', '.join(staged['nets']) or 'none'})", "",
              f"- command: `{command or '(library call)'}`"]
     for kind, net in staged["nets"].items():
         parent = net.get("init") or {}
+        sha = f" (sha256 {str(parent['sha256'])[:12]})" if parent.get("sha256") else ""
         lines.append(f"- {kind}: `{net['file']}` (sha256 {net['sha256'][:12]})"
-                     + (f", trained from `{parent.get('file')}` (sha256 {str(parent.get('sha256'))[:12]})"
-                        if parent else ""))
+                     + (f", trained from `{parent.get('file')}`{sha}" if parent else ""))
     for table, values in staged["settings"].items():
         if values:
             lines.append(f"- agent.toml [{table}]: " + ", ".join(f"{k} = {v}" for k, v in values.items()))
     lines.append(f"- export gate vs the directory's previous model: {export_gate_text(row)}")
+    written: list[Path] = []  # the entry is complete before the first file is written
+    for kind in staged["nets"]:
+        written.append(atomic_write_bytes(out / f"{kind}.safetensors", (stage / f"{kind}.safetensors").read_bytes()))
+    if staged["settings"]:
+        atomic_write_text(out / "agent.toml", (stage / "agent.toml").read_text(encoding="utf-8"))
+        written.append(out / "agent.toml")
     return row, written + _append_lineage(out, entry, lines)
