@@ -14,7 +14,8 @@ from __future__ import annotations
 # isort: off
 import frontends.cli_rules  # noqa: F401  legal, apply, perft, replay, convert, random-game
 import frontends.cli_match  # noqa: F401  bench, agents, arena, tournament, experiment, play
-import frontends.cli_train  # noqa: F401  selfplay, pretrain, gen-records, report, diagnose, export-net
+import frontends.cli_train  # noqa: F401  selfplay, pretrain, gen-records, train-approxq, train-dqn
+import frontends.cli_models  # noqa: F401  report, snapshot, population, exploitability, diagnose, export-net
 import frontends.cli_serve  # noqa: F401  serve, engine, analyze
 # isort: on
 from frontends.cli_base import OneLineErrors, app, usage_error_line  # noqa: F401  the entry points tests use

@@ -1,6 +1,6 @@
 """The command line's shared parts: the Typer app and its command group, one-line errors, and the
 options and checks every command module uses (``frontends.cli_rules``, ``cli_match``, ``cli_train``,
-``cli_serve`` register their commands on :data:`app` when imported; ``cli.py`` imports them all).
+``cli_models``, ``cli_serve`` register their commands on :data:`app` when imported; ``cli.py`` imports them all).
 
 Any bad input (position, move, record, option) prints one ``error: ...`` line to stderr and exits with
 status 2 (:func:`fail`, :func:`cli_errors`); Ctrl-C and SIGTERM print ``interrupted`` and exit with 130
@@ -172,6 +172,49 @@ def jfen_lines(fen: str | None, fen_file: Path | None, source: str | None):
             if line.strip():
                 yield n, line
 
+
+
+DriftEndsOption = Annotated[Optional[str], typer.Option(help="The --value-drift target of a position whose game ends "
+                                                        "within K plies: 'result' (the game's result) or 'drop' "
+                                                        "(no target); default: 'result' (train.learning.supervised.DriftTarget).")]
+
+
+def drift_target(value_drift: int, value_eval: str | None, drift_ends: str | None, model: str,
+                 value_eval_target: int | None = None, result_stones: int = 0, result_from: int = 0):
+    """``--value-drift K`` (or ``--value-eval-target K``: ``mode = "value"``), ``--value-eval``,
+    ``--drift-ends`` and ``--value-result-stones S`` / ``--value-result-from F`` (the result alone where the
+    side with fewer stones has F..S) as a checked ``train.learning.drift.DriftTarget`` for a ``model`` net,
+    ``None`` for neither target (the result); a one-line error naming the options otherwise."""
+    if value_eval_target is not None and value_drift:
+        fail("--value-eval-target: not with --value-drift (one value target)")
+    if not value_drift and value_eval_target is None:
+        if result_stones or result_from:
+            fail("--value-result-stones/--value-result-from: they narrow an evaluator's target; give --value-drift "
+                 "or --value-eval-target")
+        return None
+    from train.learning.drift import DriftTarget
+
+    options = {k: v for k, v in (("evaluator", value_eval), ("ends", drift_ends)) if v is not None}
+    flag = "--value-eval-target" if value_eval_target is not None else "--value-drift"
+    try:
+        if value_eval_target is not None:
+            drift = DriftTarget(value_eval_target, mode="value", result_stones=result_stones, result_from=result_from,
+                                **options)
+        else:  # DriftTarget's defaults for what is not given
+            drift = DriftTarget(value_drift, result_stones=result_stones, result_from=result_from, **options)
+        drift.check(model)
+    except ValueError as exc:
+        band = "/--value-result-stones/--value-result-from" if result_stones or result_from else ""
+        fail(f"{flag}/--value-eval/--drift-ends{band}: {exc}")
+    return drift
+
+
+ResultStonesOption = Annotated[int, typer.Option(min=0, max=98, help="Upper net: the value target is the result "
+                                                 "alone where the side with fewer stones has from "
+                                                 "--value-result-from to this many (0: nowhere; as "
+                                                 "selfplay.value_result_stones).")]
+ResultFromOption = Annotated[int, typer.Option(min=0, max=98, help="The fewest stones of --value-result-stones' "
+                                               "band (as selfplay.value_result_from).")]
 
 
 ImportOption = Annotated[

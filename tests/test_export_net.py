@@ -99,3 +99,14 @@ def test_bad_settings_get_one_line(model_dir, tmp_path, setting, message):
                             "--games-dir", str(tmp_path / "gate")])
     assert r.exit_code == 2, r.output
     assert message in r.output and "Traceback" not in r.output and len(r.output.strip().splitlines()) == 1
+
+
+def test_the_lineage_command_has_no_path_of_this_machine(tmp_path, monkeypatch):
+    """``export-net`` records its command in the model card: an absolute path becomes relative to the
+    working directory inside it, else its file name."""
+    from frontends.cli_models import _portable
+
+    monkeypatch.chdir(tmp_path)
+    assert _portable(str(tmp_path / "runs" / "u.safetensors")) == "runs/u.safetensors"
+    assert _portable("/elsewhere/nets/u.safetensors") == "u.safetensors"
+    assert _portable("runs/u.safetensors") == "runs/u.safetensors" and _portable("--seed") == "--seed"

@@ -649,17 +649,22 @@ def test_gen_records_and_pretrain(tmp_path):
     net = tmp_path / "drift.safetensors"
     result = runner.invoke(app, ["pretrain", str(out), "--model", "upper", "--steps", "2", "--batch-size", "8",
                                  "--out", str(net), "--json", "--value-drift", "2", "--value-eval", "eval.expert",
+                                 "--value-result-stones", "29", "--value-result-from", "10",
                                  "--set", "learner.trainable=value", "--init", str(tmp_path / "upper.safetensors"),
                                  *common])
     assert result.exit_code == 0, result.output
     _, _, extra = load(net, expected_kind="upper")
-    assert extra["value_target"] == "drift:2:eval.expert" and extra["trainable"] == "value"
+    assert extra["value_target"] == "drift:2:eval.expert:result_stones=29:result_from=10"
+    assert extra["trainable"] == "value"
     init_bytes = (tmp_path / "upper.safetensors").read_bytes()
     assert extra["init"] == {"file": "upper.safetensors", "sha256": hashlib.sha256(init_bytes).hexdigest()}
     for args, field in ((["--model", "slm", "--value-drift", "2"], "--value-drift"),
                         (["--model", "upper", "--value-drift", "3"], "--value-drift"),
                         (["--model", "upper", "--value-drift", "2", "--value-eval", "eval.nope"], "--value-eval"),
                         (["--model", "upper", "--value-drift", "2", "--drift-ends", "end"], "--drift-ends"),
+                        (["--model", "upper", "--value-result-stones", "29"], "--value-result-stones"),
+                        (["--model", "upper", "--value-drift", "2", "--value-result-stones", "9",
+                          "--value-result-from", "10"], "--value-result-from"),
                         (["--model", "lower", "--set", "learner.trainable=value"], "trainable")):
         result = runner.invoke(app, ["pretrain", str(out), "--steps", "1", "--out", str(tmp_path / "x.safetensors"),
                                      *args, *common])
