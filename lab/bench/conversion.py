@@ -17,7 +17,10 @@ directories (any players) by how they ended: the reason and each side's stones (
 ``--leaders`` plays nothing and, for records of any players (``jfa`` against ``jfa`` as well), scores
 the side with more stones at the first battle position where a side has ``at`` or fewer, by the size
 of its lead (:data:`LEAD_BANDS`, :func:`leader_results`): whether a stone lead there is worth anything
-between these players. ``SPEC`` is checked but unused by the three counts."""
+between these players. ``--fliers`` plays nothing and, for records of any players, scores the side
+that first has ``at`` stones or fewer (default 14: it flies first) by the other side's stones
+(:data:`OTHER_BANDS`, :func:`first_fliers`), in all and for each player. ``SPEC`` is checked but unused
+by the four counts."""
 
 from __future__ import annotations
 
@@ -25,8 +28,11 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.board import FLY_THRESHOLD
+
 OPPONENT = "expert"
 LEAD_BANDS = ((1, 4), (5, 14), (15, 29), (30, 98))  # --leaders: the leader's stone lead, inclusive
+OTHER_BANDS = ((15, 29), (30, 44), (45, 98))  # --fliers: the other side's stones, inclusive
 
 
 @dataclass(frozen=True)
@@ -93,6 +99,31 @@ def leader_results(arena_dir: str, at: int = 16) -> list[tuple[int, float]]:
         white, black = (int(c) for c in replay[ply].counts)
         if white != black:
             out.append((abs(white - black), a_points(record.result, "w" if white > black else "b")))
+    return out
+
+
+def first_fliers(arena_dir: str, at: int = FLY_THRESHOLD) -> list[tuple[str, int, float]]:
+    """``(player, other, score)`` for each record of ``arena_dir/games/*.json`` (sorted by name; any
+    players) whose first battle position with a side at ``at`` stones or fewer (:func:`threshold_ply`;
+    ``at`` 14: that side flies, jiu-rules 3.1) has only one such side: that side's player, the other
+    side's stones and the first side's score in the recorded game (1 won, 0.5 drawn, 0 lost). Raises
+    ``ValueError`` for ``at`` outside 0..98, ``FileNotFoundError`` when the directory has no ``games``
+    folder."""
+    from core.records import read_json
+    from train.matches.arena import a_points
+
+    _check_stones("at", at)
+    out = []
+    for path in game_files(arena_dir):
+        record = read_json(path)
+        replay = record.replay()
+        ply = threshold_ply(replay, at)
+        if ply is None:
+            continue
+        counts = [int(c) for c in replay[ply].counts]
+        if max(counts) > at:
+            side = counts.index(min(counts))
+            out.append(((record.white, record.black)[side], max(counts), a_points(record.result, "wb"[side])))
     return out
 
 
@@ -163,6 +194,28 @@ def play_on(spec: str, position: Position, seed: int = 1):
     return play_game(*players, record.ruleset, *seeds, opening=record.moves[: position.ply])
 
 
+def _print_fliers(fliers: list[tuple[str, int, float]], at: int) -> None:
+    """``--fliers``: the first side's score by the other side's stones (:data:`OTHER_BANDS`), in all and
+    for each player as that side, with Wilson 95% intervals."""
+    from train.matches.stats import wilson_interval
+
+    players = sorted({p for p, _, _ in fliers})
+    print(f"{len(fliers)} games where one side first has {at} stones or fewer; its score by the other's stones:")
+    for k, name in enumerate(players, 1):
+        print(f"  player {k}: {name}")
+    for lo, hi in OTHER_BANDS:
+        rows = [("all", [s for _, o, s in fliers if lo <= o <= hi])]
+        rows += [(f"player {k}", [s for p, o, s in fliers if p == name and lo <= o <= hi])
+                 for k, name in enumerate(players, 1)] if len(players) > 1 else []
+        for who, scores in rows:
+            if scores:
+                a, b = wilson_interval(sum(scores), len(scores))
+                print(f"  other {lo}-{hi}, {who}: {sum(scores):g}/{len(scores)} = {sum(scores) / len(scores):.1%} "
+                      f"[{a:.1%}, {b:.1%}]")
+            else:
+                print(f"  other {lo}-{hi}, {who}: no game")
+
+
 def main(argv: list[str] | None = None) -> None:
     import catalog
     from knowledge.agents import validate_agent_spec
@@ -172,7 +225,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("spec")
     parser.add_argument("arena_dirs", nargs="+", metavar="arena_dir")
-    parser.add_argument("--at", type=int, default=16)
+    parser.add_argument("--at", type=int, default=None, help="default 16 (--fliers: 14)")
     parser.add_argument("--lead", type=int, default=15)
     parser.add_argument("--losses", action="store_true")
     parser.add_argument("--limit", type=int, default=None)
@@ -184,6 +237,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--leaders", action="store_true",
                         help="play nothing: score the side with more stones at the first position where a side "
                              "has --at or fewer, by its lead (any players)")
+    parser.add_argument("--fliers", action="store_true",
+                        help="play nothing: score the side that first has --at (default 14: it flies) or fewer "
+                             "stones, by the other side's stones, in all and by player (any players)")
     parser.add_argument("--seeds", default="1", metavar="SEED,SEED,...")
     parser.add_argument("--import", dest="modules", action="append", default=[], metavar="MODULE")
     args = parser.parse_args(argv)
@@ -196,9 +252,13 @@ def main(argv: list[str] | None = None) -> None:
     if not seeds or not all(0 <= x < 2**31 - 1 for x in seeds):
         parser.error(f"--seeds: {args.seeds!r} is not a comma-separated list of integers in 0..2147483646")
     catalog.import_plugins(args.modules)
+    if args.at is None:
+        args.at = FLY_THRESHOLD if args.fliers else 16
     try:
         validate_agent_spec(args.spec)
-        if args.leaders:
+        if args.fliers:
+            fliers = [r for d in args.arena_dirs for r in first_fliers(d, args.at)]
+        elif args.leaders:
             _check_stones("lead", args.lead)
             results = [r for d in args.arena_dirs for r in leader_results(d, args.at)]
         elif args.draws:  # no replay to the threshold: the options are checked all the same
@@ -212,6 +272,9 @@ def main(argv: list[str] | None = None) -> None:
             trailing = select(reached, args.lead, behind=True)
     except (SpecError, ValueError, FileNotFoundError) as exc:
         parser.error(str(exc))
+    if args.fliers:
+        _print_fliers(fliers, args.at)
+        return
     if args.leaders:
         print(f"{len(results)} games with a leader when a side first has {args.at} stones or fewer; "
               f"the leader's score by its lead:")

@@ -415,6 +415,41 @@ def test_leader_results_by_a_direct_scan(greedy_vs_expert, tmp_path):
         leader_results(str(root), 99)
 
 
+def test_first_fliers_by_a_direct_scan(greedy_vs_expert, tmp_path):
+    """lab.bench.conversion.first_fliers: for each threshold, at the first battle position (not terminal)
+    where a side has at most ``at`` stones, scanned here, and only one side does: that side's player,
+    the other's stones and the first side's score in the record (the copy with the names swapped too)."""
+    import json
+
+    from core.board import PHASE_BATTLE
+    from lab.bench.conversion import first_fliers
+
+    root, record = greedy_vs_expert
+    swapped = tmp_path / "arena"
+    (swapped / "games").mkdir(parents=True)
+    data = json.loads((root / "games" / "0000.json").read_text())
+    data["players"] = {"white": data["players"]["black"], "black": data["players"]["white"]}
+    (swapped / "games" / "0000.json").write_text(json.dumps(data))
+    replay = record.replay()
+    seen = 0
+    for at in (98, 80, 60, 40, 30, 20, 14, 0):
+        plies = [i for i, s in enumerate(replay) if s.phase == PHASE_BATTLE and not s.is_terminal()
+                 and min(s.counts) <= at]
+        for directory, names in ((root, (record.white, record.black)), (swapped, (record.black, record.white))):
+            expected = []
+            if plies:
+                white, black = (int(c) for c in replay[plies[0]].counts)
+                if max(white, black) > at:
+                    first = 0 if white <= at else 1
+                    expected = [(names[first], max(white, black), 1.0 if record.result == "wb"[first]
+                                 else 0.0 if record.result in ("w", "b") else 0.5)]
+                    seen += 1
+            assert first_fliers(str(directory), at) == expected
+    assert seen >= 4  # the record reaches several thresholds with one side below
+    with pytest.raises(ValueError):
+        first_fliers(str(root), 99)
+
+
 def test_conversion_play_on_continues_the_record(greedy_vs_expert):
     """lab.bench.conversion.play_on: the game from the position keeps the record's moves up to the ply
     and ends; bad thresholds and a directory without games are refused."""
