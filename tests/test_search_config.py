@@ -43,9 +43,15 @@ def test_agent_toml_errors_name_the_file(tmp_path, text, message):
 
 
 def test_the_shipped_model_is_played_with_the_shipped_preset():
+    """``models/default/agent.toml`` names the ``shipped`` preset; the fields it gives beside it (an
+    export's ``--set search.*``) win, every other field is the preset's."""
+    import tomllib
+
     from search.agents import MODELS_DIR
 
-    assert model_search_config(MODELS_DIR / "default") == preset("shipped")
+    table = tomllib.loads((MODELS_DIR / "default" / "agent.toml").read_text(encoding="utf-8"))["search"]
+    assert table.pop("preset") == "shipped"
+    assert model_search_config(MODELS_DIR / "default") == preset("shipped").model_copy(update=table)
 
 
 def test_a_recipe_round_trips_and_pickles():
