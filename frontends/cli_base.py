@@ -173,7 +173,6 @@ def jfen_lines(fen: str | None, fen_file: Path | None, source: str | None):
                 yield n, line
 
 
-
 DriftEndsOption = Annotated[Optional[str], typer.Option(help="The --value-drift target of a position whose game ends "
                                                         "within K plies: 'result' (the game's result) or 'drop' "
                                                         "(no target); default: 'result' (train.learning.supervised.DriftTarget).")]
