@@ -32,7 +32,7 @@ from core.board import FLY_THRESHOLD
 
 OPPONENT = "expert"
 LEAD_BANDS = ((1, 4), (5, 14), (15, 29), (30, 98))  # --leaders: the leader's stone lead, inclusive
-OTHER_BANDS = ((15, 29), (30, 44), (45, 98))  # --fliers: the other side's stones, inclusive
+OTHER_BANDS = ((0, 29), (30, 44), (45, 98))  # --fliers: the other side's stones, inclusive (above --at)
 
 
 @dataclass(frozen=True)
@@ -207,13 +207,14 @@ def _print_fliers(fliers: list[tuple[str, int, float]], at: int) -> None:
         rows = [("all", [s for _, o, s in fliers if lo <= o <= hi])]
         rows += [(f"player {k}", [s for p, o, s in fliers if p == name and lo <= o <= hi])
                  for k, name in enumerate(players, 1)] if len(players) > 1 else []
+        band = f"{max(lo, at + 1)}-{hi}"
         for who, scores in rows:
             if scores:
                 a, b = wilson_interval(sum(scores), len(scores))
-                print(f"  other {lo}-{hi}, {who}: {sum(scores):g}/{len(scores)} = {sum(scores) / len(scores):.1%} "
+                print(f"  other {band}, {who}: {sum(scores):g}/{len(scores)} = {sum(scores) / len(scores):.1%} "
                       f"[{a:.1%}, {b:.1%}]")
             else:
-                print(f"  other {lo}-{hi}, {who}: no game")
+                print(f"  other {band}, {who}: no game")
 
 
 def main(argv: list[str] | None = None) -> None:
