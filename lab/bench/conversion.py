@@ -79,27 +79,32 @@ def threshold_ply(replay, at: int) -> int | None:
                 None)
 
 
+def _threshold_counts(arena_dir: str, at: int):
+    """``(record, (white, black))`` for each record of ``arena_dir/games/*.json`` (sorted by name; any
+    players) that reaches a battle position with a side at ``at`` stones or fewer: the stone counts at
+    the first (:func:`threshold_ply`). Raises ``ValueError`` for ``at`` outside 0..98 (before any file is
+    read), ``FileNotFoundError`` when the directory has no ``games`` folder."""
+    from core.records import read_json
+
+    _check_stones("at", at)
+    for path in game_files(arena_dir):
+        record = read_json(path)
+        replay = record.replay()
+        ply = threshold_ply(replay, at)
+        if ply is not None:
+            yield record, tuple(int(c) for c in replay[ply].counts)
+
+
 def leader_results(arena_dir: str, at: int = 16) -> list[tuple[int, float]]:
     """``(lead, score)`` for each record of ``arena_dir/games/*.json`` (sorted by name; any players) whose
     first battle position with a side at ``at`` stones or fewer (:func:`threshold_ply`) has a leader:
     that side's lead in stones (1..98) and its score in the recorded game (1 won, 0.5 drawn, 0 lost).
     Raises ``ValueError`` for ``at`` outside 0..98, ``FileNotFoundError`` when the directory has no
     ``games`` folder."""
-    from core.records import read_json
     from train.matches.arena import a_points
 
-    _check_stones("at", at)
-    out = []
-    for path in game_files(arena_dir):
-        record = read_json(path)
-        replay = record.replay()
-        ply = threshold_ply(replay, at)
-        if ply is None:
-            continue
-        white, black = (int(c) for c in replay[ply].counts)
-        if white != black:
-            out.append((abs(white - black), a_points(record.result, "w" if white > black else "b")))
-    return out
+    return [(abs(white - black), a_points(record.result, "w" if white > black else "b"))
+            for record, (white, black) in _threshold_counts(arena_dir, at) if white != black]
 
 
 def first_fliers(arena_dir: str, at: int = FLY_THRESHOLD) -> list[tuple[str, int, float]]:
@@ -109,18 +114,10 @@ def first_fliers(arena_dir: str, at: int = FLY_THRESHOLD) -> list[tuple[str, int
     side's stones and the first side's score in the recorded game (1 won, 0.5 drawn, 0 lost). Raises
     ``ValueError`` for ``at`` outside 0..98, ``FileNotFoundError`` when the directory has no ``games``
     folder."""
-    from core.records import read_json
     from train.matches.arena import a_points
 
-    _check_stones("at", at)
     out = []
-    for path in game_files(arena_dir):
-        record = read_json(path)
-        replay = record.replay()
-        ply = threshold_ply(replay, at)
-        if ply is None:
-            continue
-        counts = [int(c) for c in replay[ply].counts]
+    for record, counts in _threshold_counts(arena_dir, at):
         if max(counts) > at:
             side = counts.index(min(counts))
             out.append(((record.white, record.black)[side], max(counts), a_points(record.result, "wb"[side])))
