@@ -240,7 +240,7 @@ def export_net(
     nets: Annotated[list[Path], typer.Argument(help="Net files (.safetensors) to export.")],
     out: Annotated[Path, typer.Option(help="Model directory; each net is written as <kind>.safetensors.")] = Path("models/default"),
     half: Annotated[bool, typer.Option("--half/--float32", help="Store weights as float16 (half the size).")] = True,
-    settings: Annotated[Optional[list[str]], typer.Option("--set", metavar="TABLE.KEY=VALUE", help="A play setting of the candidate over OUT/agent.toml (repeatable): search.FIELD=VALUE (a search.config.SearchConfig field) or agent.FIELD=VALUE (final_victim_eval, layout_sims).")] = None,
+    settings: Annotated[Optional[list[str]], typer.Option("--set", metavar="TABLE.KEY=VALUE", help="A play setting of the candidate over OUT/agent.toml (repeatable): search.FIELD=VALUE (a search.config.SearchConfig field) or agent.FIELD=VALUE (final_victim_eval, layout_sims, precision).")] = None,
     games_dir: Annotated[Optional[Path], typer.Option(help="Where the candidate and the export gate's games go (default: runs/export-<OUT name>-<hash of the nets and settings>; the same command resumes them).")] = None,
     workers: Annotated[int, typer.Option(min=1, max=MAX_WORKERS, help="Worker processes of the export gate.")] = 2,
     games_in_flight: Annotated[int, typer.Option(help="Games each worker plays at once in the export gate.")] = 8,

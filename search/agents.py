@@ -360,7 +360,7 @@ class _NetOptions(SearchOptions):
         return value
 
 
-MODEL_AGENT_FIELDS = ("final_victim_eval", "layout_sims")
+MODEL_AGENT_FIELDS = ("final_victim_eval", "layout_sims", "precision")
 """The net agents' own options a model directory's ``agent.toml`` may set in its ``[agent]`` table
 (``search.config``): how its nets are played beyond the search."""
 

@@ -53,6 +53,12 @@ def test_model_agent_plays_a_directory_as_jfa_plays_the_shipped_one(model_dir):
     (model_dir / "agent.toml").write_text('[search]\npreset = "paper"\n[agent]\nlayout_sims = 0\n')
     with pytest.raises(AgentFileError, match=r"agent.toml: field 'agent.layout_sims'"):
         model_agent(model_dir)
+    (model_dir / "agent.toml").write_text('[search]\npreset = "paper"\n[agent]\nprecision = "auto"\n')
+    assert model_agent(model_dir).options.precision == "auto"
+    assert model_agent(model_dir, precision="float32").options.precision == "float32"
+    (model_dir / "agent.toml").write_text('[search]\npreset = "paper"\n[agent]\nprecision = "half"\n')
+    with pytest.raises(AgentFileError, match=r"agent.toml: field 'agent.precision'"):
+        model_agent(model_dir)
 
 
 @pytest.mark.parametrize("init", [{"file": "upper-parent.safetensors", "sha256": "ab" * 32},
