@@ -12,6 +12,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from core.board import STONES_PER_SIDE
 from core.errors import JiuError
 from core.options import parse_key_values
 
@@ -61,7 +62,7 @@ class Ruleset(BaseModel):
 
     chain_revisit: Literal["forbid", "allow"] = "forbid"
     fly_jump_rule: Literal["strong-side-multi", "all-multi", "none"] = "strong-side-multi"
-    loss_below: int = Field(4, ge=1, le=98)
+    loss_below: int = Field(4, ge=1, le=STONES_PER_SIDE)
     repetition_draw: int = Field(3, ge=0, le=MAX_REPETITION_DRAW)
     max_battle_plies: int = Field(1000, ge=1, le=MAX_BATTLE_PLIES)
     adjudicate: Literal["none", "stones"] = "none"

@@ -19,6 +19,8 @@ from typing import Annotated, Optional
 import typer
 from typer.core import TyperGroup
 
+from core.board import STONES_PER_SIDE
+
 try:  # recent Typer vendors Click as typer._click; older Typer uses Click itself
     from typer._click import exceptions as click_errors
 except ImportError:  # pragma: no cover - depends on the installed Typer
@@ -208,11 +210,11 @@ def drift_target(value_drift: int, value_eval: str | None, drift_ends: str | Non
     return drift
 
 
-ResultStonesOption = Annotated[int, typer.Option(min=0, max=98, help="Upper net: the value target is the result "
+ResultStonesOption = Annotated[int, typer.Option(min=0, max=STONES_PER_SIDE, help="Upper net: the value target is the result "
                                                  "alone where the side with fewer stones has from "
                                                  "--value-result-from to this many (0: nowhere; as "
                                                  "selfplay.value_result_stones).")]
-ResultFromOption = Annotated[int, typer.Option(min=0, max=98, help="The fewest stones of --value-result-stones' "
+ResultFromOption = Annotated[int, typer.Option(min=0, max=STONES_PER_SIDE, help="The fewest stones of --value-result-stones' "
                                                "band (as selfplay.value_result_from).")]
 
 
