@@ -19,8 +19,6 @@ from typing import Annotated, Optional
 import typer
 from typer.core import TyperGroup
 
-from core.board import STONES_PER_SIDE
-
 try:  # recent Typer vendors Click as typer._click; older Typer uses Click itself
     from typer._click import exceptions as click_errors
 except ImportError:  # pragma: no cover - depends on the installed Typer
@@ -114,6 +112,9 @@ app.add_typer(bench_app, name="bench")
 
 MAX_WORKERS = 256  # every --workers (processes on one machine)
 MAX_SEED = 2**32 - 1  # every --seed: NumPy's seed range (the random-game kernel seeds NumPy with it)
+# core.board.STONES_PER_SIDE (a side's stones), written out: importing core would load the whole engine,
+# Numba included, before every command (tests/test_cli.py holds the two equal).
+STONES_MAX = 98
 RuleOption = Annotated[
     Optional[list[str]],
     typer.Option("--rule", "-r", help="Ruleset option KEY=VALUE (repeatable), e.g. -r loss_below=14."),
@@ -210,11 +211,11 @@ def drift_target(value_drift: int, value_eval: str | None, drift_ends: str | Non
     return drift
 
 
-ResultStonesOption = Annotated[int, typer.Option(min=0, max=STONES_PER_SIDE, help="Upper net: the value target is the result "
+ResultStonesOption = Annotated[int, typer.Option(min=0, max=STONES_MAX, help="Upper net: the value target is the result "
                                                  "alone where the side with fewer stones has from "
                                                  "--value-result-from to this many (0: nowhere; as "
                                                  "selfplay.value_result_stones).")]
-ResultFromOption = Annotated[int, typer.Option(min=0, max=STONES_PER_SIDE, help="The fewest stones of --value-result-stones' "
+ResultFromOption = Annotated[int, typer.Option(min=0, max=STONES_MAX, help="The fewest stones of --value-result-stones' "
                                                "band (as selfplay.value_result_from).")]
 
 

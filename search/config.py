@@ -27,9 +27,8 @@ Presets (:data:`PRESETS`, :func:`preset`):
   taken relative to the root's (``value_center``), ``c_puct`` 0.25 (so that at 16 simulations those
   values, not the priors, decide the visits), the Gumbel root search (which visits every kept path at the
   root), 16 simulations on 2 threads, and square victims chosen by the expert's one-ply value
-  (``eval.expert``) among the capture pruner's 8 best sets. ``models/default/agent.toml`` adds what its
-  export gate shipped beside it (since 2026-12-06 ``endgame_value_mix`` 0.25 at ``endgame_stones`` 29,
-  for its net's value trained on the result there).
+  (``eval.expert``) among the capture pruner's 8 best sets. ``models/default/agent.toml`` adds the fields its
+  export gates shipped beside it (``python cli.py agents jfa`` lists the resulting defaults).
 
 ``agent.toml`` (:func:`model_search_config`): a model directory says how its nets are played with a
 ``[search]`` table, ``preset = "NAME"`` (default ``paper``) plus any :class:`SearchConfig` field::

@@ -104,6 +104,19 @@ def test_bad_line_in_a_stream_is_named_after_earlier_output():
     assert "line 2" in result.output
 
 
+def test_the_command_line_starts_without_the_engine():
+    """Building the command line imports no part of ``core`` (the engine loads with the command that
+    needs it), so its stone bound is written out: it must be ``core.board.STONES_PER_SIDE``."""
+    from core.board import STONES_PER_SIDE
+    from frontends.cli_base import STONES_MAX
+
+    assert STONES_MAX == STONES_PER_SIDE
+    code = "import sys, frontends.cli_base; print(sorted(m for m in sys.modules if m == 'core' or m.startswith('core.')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parent.parent)
+    assert out.stdout.strip() == "[]"
+
+
 def test_subprocess_exit_status_and_no_traceback():
     proc = subprocess.run([sys.executable, "cli.py", "apply", START_JFEN, "zz"], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)

@@ -45,11 +45,10 @@ def test_agent_toml_errors_name_the_file(tmp_path, text, message):
 def test_the_shipped_model_is_played_with_the_shipped_preset():
     """``models/default/agent.toml`` names the ``shipped`` preset; the fields it gives beside it (an
     export's ``--set search.*``) win, every other field is the preset's."""
-    import tomllib
-
     from search.agents import MODELS_DIR
+    from search.config import read_agent_file
 
-    table = tomllib.loads((MODELS_DIR / "default" / "agent.toml").read_text(encoding="utf-8"))["search"]
+    table = dict(read_agent_file(MODELS_DIR / "default")[1]["search"])
     assert table.pop("preset") == "shipped"
     assert model_search_config(MODELS_DIR / "default") == preset("shipped").model_copy(update=table)
 

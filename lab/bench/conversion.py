@@ -28,11 +28,11 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.board import FLY_THRESHOLD
+from core.board import FLY_THRESHOLD, STONES_PER_SIDE
 
 OPPONENT = "expert"
-LEAD_BANDS = ((1, 4), (5, 14), (15, 29), (30, 98))  # --leaders: the leader's stone lead, inclusive
-OTHER_BANDS = ((0, 29), (30, 44), (45, 98))  # --fliers: the other side's stones, inclusive (above --at)
+LEAD_BANDS = ((1, 4), (5, 14), (15, 29), (30, STONES_PER_SIDE))  # --leaders: the leader's stone lead, inclusive
+OTHER_BANDS = ((0, 29), (30, 44), (45, STONES_PER_SIDE))  # --fliers: the other side's stones, inclusive (above --at)
 
 
 @dataclass(frozen=True)
@@ -63,8 +63,6 @@ def game_files(arena_dir: str) -> list[Path]:
 
 def _check_stones(name: str, value: int) -> None:
     """``ValueError`` naming ``name`` unless ``value`` is a stone count, 0..98."""
-    from core.board import STONES_PER_SIDE
-
     if not 0 <= value <= STONES_PER_SIDE:
         raise ValueError(f"{name}: must be in 0..{STONES_PER_SIDE}, got {value!r}")
 
