@@ -513,6 +513,67 @@ def test_value_stages_rows_from_an_arena(greedy_vs_expert):
         stage_rows(upper, [str(root / "games")])
 
 
+def test_sibling_values_positions_by_a_direct_scan(greedy_vs_expert):
+    """lab.bench.sibling_values.flight_positions: every ``every``-th battle position from ply 200 where the
+    side with fewer has at most ``stones``, found here by scanning the replay; limits and bad arguments."""
+    from core.board import PHASE_BATTLE
+    from lab.bench.sibling_values import flight_positions
+
+    root, record = greedy_vs_expert
+    if record.result not in ("w", "b"):
+        pytest.skip("the game was drawn")
+    replay = record.replay()
+    for stones in (98, 40):
+        want = [i for i in range(200, len(replay) - 1, 7) if replay[i].phase == PHASE_BATTLE
+                and not replay[i].is_terminal() and min(replay[i].counts) <= stones]
+        found = flight_positions([str(root)], stones=stones, records=1, every=7, limit=1000)
+        assert [ply for _, ply, _ in found] == want
+        assert all(s == replay[ply] for _, ply, s in found)
+        assert [ply for _, ply, _ in flight_positions([str(root)], stones=stones, every=7, limit=2)] == want[:2]
+    for bad in ({"records": 0}, {"every": 0}, {"limit": 0}, {"stones": 99}, {"stones": -1}):
+        with pytest.raises(ValueError):
+            flight_positions([str(root)], **bad)
+    with pytest.raises(FileNotFoundError):
+        flight_positions([str(root / "games")])
+
+
+def test_sibling_values_rows_and_summary(greedy_vs_expert):
+    """lab.bench.sibling_values: a short run's rows (flags 0/1, spreads >= 0, the search's children), the
+    summary of hand-made rows, the score of a result, and a child's values checked against the net and
+    the expert evaluated here."""
+    from knowledge.evaluation import ExpertEvaluator
+    from lab.bench.sibling_values import child_values, flight_positions, result_score, sibling_rows, sibling_summary
+    from nets.evaluator import NetEvaluator
+    from search.agents import load_net
+
+    assert [result_score(r, side) for r in ("w", "b", "d") for side in (0, 1)] == [1.0, 0.0, 0.0, 1.0, 0.5, 0.5]
+    hand = np.array([[4, 0.1, 0.0, 1, 1, 0, 1], [3, 0.3, 0.2, 0, 0, 1, 0]], dtype=np.float64)
+    r = sibling_summary(hand)
+    assert r["positions"] == 2 and r["children"] == 3.5 and r["net_spread"] == pytest.approx(0.2)
+    assert r["expert_spread_mean"] == pytest.approx(0.1) and r["agree"] == 0.5 and r["chose_prior"] == 0.5
+    with pytest.raises(ValueError):
+        sibling_summary(np.zeros((0, 7)))
+
+    root, record = greedy_vs_expert
+    if record.result not in ("w", "b"):
+        pytest.skip("the game was drawn")
+    upper = "models/default/upper.safetensors"
+    positions = flight_positions([str(root)], stones=98, records=1, every=40, limit=2)
+    rows = sibling_rows("jfa:simulations=4", upper, positions)
+    assert rows.shape[1] == 7 and len(rows) <= len(positions)
+    assert np.all(rows[:, 0] >= 2) and np.all(rows[:, 1:3] >= 0) and np.all(np.isin(rows[:, 3:], (0.0, 1.0)))
+
+    s = positions[0][2]
+    children = [s.apply(m) for m in list(s.legal_moves())[:3]]
+    net = NetEvaluator(None, load_net(upper, "upper"), max_batch=8, inference_threads=0)
+    expert = ExpertEvaluator(plies=2)
+    net_v, expert_v = child_values(s, children, net, expert)
+    for c, n, e in zip(children, net_v, expert_v):
+        sign = 1.0 if c.side == s.side else -1.0
+        assert n == pytest.approx(sign * float(net.evaluate([c])[0].value), abs=1e-5)
+        assert e == pytest.approx(sign * expert.value(c))
+
+
 def test_draw_endings_by_hand(tmp_path, greedy_vs_expert):
     """lab.bench.conversion.draw_endings: a game cut by a ply cap is listed with its end and the stones
     of each side in its last position, a decided game is not; a directory without games is refused."""
