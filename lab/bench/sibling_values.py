@@ -146,8 +146,9 @@ def playout_pair(twin: str, record, ply: int, side: int, moves: tuple[str, str],
 def playouts(spec: str, upper: str, twin: str, positions: list[tuple], limit: int) -> np.ndarray:
     """``float64 (N, 3)`` rows ``(fewer side's stones, score after the net's best child, score after the
     twin's move)`` for up to ``limit`` of ``positions`` where the value of ``upper`` ranks first another of
-    ``spec``'s root children than the move ``twin`` plays (:func:`playout_pair`). Raises ``ValueError``
-    for ``limit`` below 1."""
+    ``spec``'s root children than the move ``twin`` plays (:func:`playout_pair`), skipping positions with
+    fewer than 2 root children or a child that ends the game. Prints ``pair 3/100`` as each is played.
+    Raises ``ValueError`` for ``limit`` below 1."""
     from knowledge.agents import make_agent
     from nets.evaluator import NetEvaluator
     from search.agents import load_net, think
