@@ -1,21 +1,23 @@
 """How the upper net's value and the expert's two-ply value rank the moves a net agent's battle search
-chooses among, in the flight stage: whether the net's value tells those moves apart better than the
-knowledge-only twin does (docs/results.md, "The twin target at equal simulations").
+chooses among, in the flight stage: whether the net tells those moves apart better than the
+knowledge-only twin does (docs/results.md, "What the net's value knows in the flight stage").
 
-``python -m lab.bench.sibling_values ARENA_DIR [ARENA_DIR ...] [--agent jfa] [--stones 29] [--records 60]
-[--every 10] [--positions 300] [--playouts 0]`` takes every ``every``-th battle position from ply 200 of
-the first ``records`` decided games of each arena directory where the side with fewer has ``stones``
-or fewer (up to ``positions`` of them), searches each with ``--agent`` (a ``jfa`` or ``hbm`` spec), and
-values every root child for the side to move with the agent's upper net and with
+``python -m lab.bench.sibling_values ARENA_DIR [ARENA_DIR ...] [--agent jfa] [--upper PATH] [--stones 29]
+[--records 60] [--every 10] [--positions 300] [--playouts 0] [--rank value] [--simulations 16]`` takes
+every ``every``-th battle position from ply 200 of the first ``records`` decided games of each arena
+directory where the side with fewer has ``stones`` or fewer (up to ``positions`` of them;
+:func:`flight_positions`), searches each with ``--agent`` (a ``jfa`` or ``hbm`` spec), and values every
+root child for the side to move with the upper net ``--upper`` (default: the shipped one) and with
 ``eval.expert:plies=2`` (:func:`sibling_rows`). It prints the spread of each value over the siblings
 (max - min), how often the two values' best children agree, and how often the search chose the net's
 best child, the expert's best and the prior's best (:func:`sibling_summary`).
 
-``--playouts N`` then takes up to ``N`` of those positions where the net's best child is not the move
-the agent's knowledge-only twin (``lab.bench.move_time.twin_spec`` at the agent's simulations) plays,
-plays the game on from both moves with the twin on both sides (:func:`playout_pair`), and prints the
-score of each move for the side to move, with the pairs whose results differ: whether following the
-net's value there would win more games than the twin's choice."""
+``--playouts N`` then takes up to ``N`` of those positions where the net's best child (``--rank value``:
+by the upper net's value; ``prior``: by the search's prior) is not the move the agent's knowledge-only
+twin plays (``lab.bench.move_time.twin_spec`` at ``--simulations``), plays the game on from both moves
+with the twin on both sides (:func:`playouts`), and prints the score of each move for the side to move,
+with the pairs whose results differ: whether following the net there would win more games than the
+twin's choice."""
 
 from __future__ import annotations
 
@@ -143,18 +145,24 @@ def playout_pair(twin: str, record, ply: int, side: int, moves: tuple[str, str],
     return a, b
 
 
-def playouts(spec: str, upper: str, twin: str, positions: list[tuple], limit: int) -> np.ndarray:
+RANKS = ("value", "prior")  # playouts: the net's child ranked first by the upper net's value, or by the search's prior
+
+
+def playouts(spec: str, upper: str, twin: str, positions: list[tuple], limit: int, rank: str = "value") -> np.ndarray:
     """``float64 (N, 3)`` rows ``(fewer side's stones, score after the net's best child, score after the
-    twin's move)`` for up to ``limit`` of ``positions`` where the value of ``upper`` ranks first another of
-    ``spec``'s root children than the move ``twin`` plays (:func:`playout_pair`), skipping positions with
-    fewer than 2 root children or a child that ends the game. Prints ``pair 3/100`` as each is played.
-    Raises ``ValueError`` for ``limit`` below 1."""
+    twin's move)`` for up to ``limit`` of ``positions`` where the net's best child among ``spec``'s root
+    children (``rank`` ``"value"``: by the value of ``upper``; ``"prior"``: by the search's prior) is not
+    the move ``twin`` plays (:func:`playout_pair`), skipping positions with fewer than 2 root children or
+    a child that ends the game. Prints ``pair 3/100`` as each is played. Raises ``ValueError`` for
+    ``limit`` below 1 or another ``rank`` (:data:`RANKS`)."""
     from knowledge.agents import make_agent
     from nets.evaluator import NetEvaluator
     from search.agents import load_net, think
 
     if limit < 1:
         raise ValueError(f"playouts must be >= 1, got {limit!r}")
+    if rank not in RANKS:
+        raise ValueError(f"rank must be one of {', '.join(RANKS)}, got {rank!r}")
     agent, twin_agent = make_agent(spec, seed=1), make_agent(twin, seed=1)
     net = NetEvaluator(None, load_net(upper, "upper"), max_batch=64, inference_threads=0)
     rows = []
@@ -163,7 +171,10 @@ def playouts(spec: str, upper: str, twin: str, positions: list[tuple], limit: in
         children = [s.apply(m) for m in result.moves] if result is not None else []
         if len(children) < 2 or any(c.is_terminal() for c in children):
             continue
-        values = [(1.0 if c.side == s.side else -1.0) * float(e.value) for c, e in zip(children, net.evaluate(children))]
+        if rank == "value":
+            values = [(1.0 if c.side == s.side else -1.0) * float(e.value) for c, e in zip(children, net.evaluate(children))]
+        else:
+            values = result.priors
         net_move = str(result.moves[int(np.argmax(values))])
         twin_move = str(think(twin_agent, s)[0])
         if net_move == twin_move:
@@ -188,6 +199,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--every", type=int, default=10)
     parser.add_argument("--positions", type=int, default=300)
     parser.add_argument("--playouts", type=int, default=0)
+    parser.add_argument("--rank", choices=RANKS, default="value",
+                        help="--playouts: the net's best child by the upper net's value (default) or by the search's prior")
     parser.add_argument("--simulations", type=int, default=16, help="the twin's simulations (default 16, jfa's)")
     args = parser.parse_args(argv)
     try:
@@ -207,17 +220,17 @@ def main(argv: list[str] | None = None) -> None:
         from train.matches.stats import wilson_interval
 
         try:
-            rows = playouts(args.agent, upper, twin, positions, args.playouts)
+            rows = playouts(args.agent, upper, twin, positions, args.playouts, args.rank)
         except ValueError as exc:
             parser.error(str(exc))
         if not len(rows):
-            print("no position where the net's best child is not the twin's move")
+            print(f"no position where the {args.rank}'s best child is not the twin's move")
             return
         better, worse = int((rows[:, 1] > rows[:, 2]).sum()), int((rows[:, 1] < rows[:, 2]).sum())
         lo, hi = wilson_interval(float(rows[:, 1].sum()), len(rows))
-        print(f"{len(rows)} positions played on by {twin}: the net's best child scores {rows[:, 1].mean():.3f} "
+        print(f"{len(rows)} positions played on by {twin}: the {args.rank}'s best child scores {rows[:, 1].mean():.3f} "
               f"[{lo:.3f}, {hi:.3f}], the twin's move {rows[:, 2].mean():.3f}; results differ in {better + worse}: "
-              f"{better} for the net's child, {worse} for the twin's")
+              f"{better} for the {args.rank}'s child, {worse} for the twin's")
 
 
 if __name__ == "__main__":

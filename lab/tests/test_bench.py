@@ -542,7 +542,8 @@ def test_sibling_values_rows_and_summary(greedy_vs_expert):
     summary of hand-made rows, the score of a result, and a child's values checked against the net and
     the expert evaluated here."""
     from knowledge.evaluation import ExpertEvaluator
-    from lab.bench.sibling_values import child_values, flight_positions, result_score, sibling_rows, sibling_summary
+    from lab.bench.sibling_values import (child_values, flight_positions, playouts, result_score, sibling_rows,
+                                          sibling_summary)
     from nets.evaluator import NetEvaluator
     from search.agents import load_net
 
@@ -553,6 +554,9 @@ def test_sibling_values_rows_and_summary(greedy_vs_expert):
     assert r["expert_spread_mean"] == pytest.approx(0.1) and r["agree"] == 0.5 and r["chose_prior"] == 0.5
     with pytest.raises(ValueError):
         sibling_summary(np.zeros((0, 7)))
+    for bad in ({"limit": 0}, {"rank": "visits"}):
+        with pytest.raises(ValueError):
+            playouts("jfa", "models/default/upper.safetensors", "expert", [], **{"limit": 1, **bad})
 
     root, record = greedy_vs_expert
     if record.result not in ("w", "b"):
