@@ -1247,6 +1247,23 @@ def test_match_progress_lines_are_throttled():
     with pytest.raises(ValueError, match="min_gap"):
         LineProgress(min_gap=float("nan"))
 
+def test_the_card_lists_gates_that_played_and_counts_the_others():
+    """train.learning.modeldir.gate_lines: a gate that played games gets its line; the iterations accepted
+    without a game (gate.max_games = 0) are one line, however many."""
+    from train.learning.modeldir import gate_lines
+
+    none = "no gate (gate.max_games = 0)"
+    gates = [{"iteration": i, "kind": "upper", "accepted": True, "games": 0, "wins": 0, "draws": 0, "losses": 0,
+              "decision": none} for i in range(1, 96)]
+    assert gate_lines(gates) == [f"- 95 iteration(s) without a gate game, 95 accepted (i1-i95; {none})"]
+    played = {"iteration": 7, "kind": "upper", "accepted": False, "games": 8, "wins": 2, "draws": 1, "losses": 5,
+              "decision": "SPRT H0"}
+    lines = gate_lines([gates[0], played, gates[1]])
+    assert lines == ["- gate i7 upper: rejected (+2 =1 -5; SPRT H0)",
+                     f"- 2 iteration(s) without a gate game, 2 accepted (i1-i2; {none})"]
+    assert gate_lines([]) == []
+
+
 def test_export_and_continue_from_a_model_directory(cycle_run, tmp_path):
     from nets.io import load
     from train.learning.modeldir import export_run, read_model_config

@@ -262,9 +262,7 @@ def export_run(run_dir: str | os.PathLike, model_dir: str | os.PathLike, command
              "", f"- command: `{command or '(library call)'}`", f"- run: `{paths.root}`, started from "
              f"{'`' + state.init_from + '`' if state.init_from else 'pretraining on records'}",
              "- nets: " + ", ".join(f"{k} from iteration {v['best_iteration']}" for k, v in nets.items())]
-    for g in gates:
-        lines.append(f"- gate i{g['iteration']} {g['kind']}: {'accepted' if g['accepted'] else 'rejected'} "
-                     f"(+{g.get('wins') or 0:g} ={g.get('draws') or 0:g} -{g.get('losses') or 0:g}; {g.get('decision')})")
+    lines += gate_lines(gates)
     for r in export_gate or []:
         lines.append(f"- export gate {r['kind']} i{r['iteration']} vs the directory's previous net: "
                      f"{export_gate_text(r)}")
@@ -273,6 +271,22 @@ def export_run(run_dir: str | os.PathLike, model_dir: str | os.PathLike, command
         lines.append(f"- learning curve: {c['player']} Elo {c['elo']:+.0f} [{c['ci95'][0]:+.0f}, {c['ci95'][1]:+.0f}]"
                      f" ({c.get('anchor')} = 0)")
     return written + _append_lineage(out, entry, lines)
+
+
+def gate_lines(gates: list[dict[str, Any]]) -> list[str]:
+    """The model card's lines for a run's in-run gates (:func:`_gates` rows): one per gate that played
+    games, ``- gate i3 upper: accepted (+5 =1 -2; decision)``, and one line counting the iterations
+    accepted without a game (``gate.max_games = 0``), so that a long run without gates adds one line."""
+    played = [g for g in gates if g.get("games") or (g.get("wins") or 0) + (g.get("draws") or 0) + (g.get("losses") or 0)]
+    lines = [f"- gate i{g['iteration']} {g['kind']}: {'accepted' if g['accepted'] else 'rejected'} "
+             f"(+{g.get('wins') or 0:g} ={g.get('draws') or 0:g} -{g.get('losses') or 0:g}; {g.get('decision')})"
+             for g in played]
+    unplayed = [g for g in gates if not any(g is p for p in played)]
+    if unplayed:
+        accepted = sum(1 for g in unplayed if g.get("accepted"))
+        lines.append(f"- {len(unplayed)} iteration(s) without a gate game, {accepted} accepted "
+                     f"(i{unplayed[0]['iteration']}-i{unplayed[-1]['iteration']}; {unplayed[-1].get('decision')})")
+    return lines
 
 
 def _append_lineage(out: Path, entry: dict[str, Any], lines: list[str]) -> list[Path]:
