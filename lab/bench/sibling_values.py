@@ -156,6 +156,7 @@ def playouts(spec: str, upper: str, twin: str, positions: list[tuple], limit: in
     a child that ends the game. Prints ``pair 3/100`` as each is played. Raises ``ValueError`` for
     ``limit`` below 1 or another ``rank`` (:data:`RANKS`)."""
     from knowledge.agents import make_agent
+    from knowledge.evaluation import ExpertEvaluator
     from nets.evaluator import NetEvaluator
     from search.agents import load_net, think
 
@@ -165,16 +166,14 @@ def playouts(spec: str, upper: str, twin: str, positions: list[tuple], limit: in
         raise ValueError(f"rank must be one of {', '.join(RANKS)}, got {rank!r}")
     agent, twin_agent = make_agent(spec, seed=1), make_agent(twin, seed=1)
     net = NetEvaluator(None, load_net(upper, "upper"), max_batch=64, inference_threads=0)
+    expert = ExpertEvaluator(plies=2)
     rows = []
     for record, ply, s in positions:
         _, result = think(agent, s)
         children = [s.apply(m) for m in result.moves] if result is not None else []
         if len(children) < 2 or any(c.is_terminal() for c in children):
             continue
-        if rank == "value":
-            values = [(1.0 if c.side == s.side else -1.0) * float(e.value) for c, e in zip(children, net.evaluate(children))]
-        else:
-            values = result.priors
+        values = child_values(s, children, net, expert)[0] if rank == "value" else result.priors
         net_move = str(result.moves[int(np.argmax(values))])
         twin_move = str(think(twin_agent, s)[0])
         if net_move == twin_move:

@@ -277,11 +277,13 @@ def gate_lines(gates: list[dict[str, Any]]) -> list[str]:
     """The model card's lines for a run's in-run gates (:func:`_gates` rows): one per gate that played
     games, ``- gate i3 upper: accepted (+5 =1 -2; decision)``, and one line counting the iterations
     accepted without a game (``gate.max_games = 0``), so that a long run without gates adds one line."""
-    played = [g for g in gates if g.get("games") or (g.get("wins") or 0) + (g.get("draws") or 0) + (g.get("losses") or 0)]
+    def played(g: dict[str, Any]) -> bool:
+        return bool(g.get("games") or (g.get("wins") or 0) + (g.get("draws") or 0) + (g.get("losses") or 0))
+
     lines = [f"- gate i{g['iteration']} {g['kind']}: {'accepted' if g['accepted'] else 'rejected'} "
              f"(+{g.get('wins') or 0:g} ={g.get('draws') or 0:g} -{g.get('losses') or 0:g}; {g.get('decision')})"
-             for g in played]
-    unplayed = [g for g in gates if not any(g is p for p in played)]
+             for g in gates if played(g)]
+    unplayed = [g for g in gates if not played(g)]
     if unplayed:
         accepted = sum(1 for g in unplayed if g.get("accepted"))
         lines.append(f"- {len(unplayed)} iteration(s) without a gate game, {accepted} accepted "
