@@ -61,6 +61,28 @@ def game_files(arena_dir: str) -> list[Path]:
     return sorted(games.glob("*.json"))
 
 
+def decided_records(arena_dirs: list[str], records: int):
+    """An iterator over the first ``records`` decided game records (``result`` ``"w"`` or ``"b"``) of each
+    arena directory, in :func:`game_files` order, read as it goes; every directory is checked first
+    (``FileNotFoundError`` for one without a ``games`` folder)."""
+    from core.records import read_json
+
+    files = [game_files(d) for d in arena_dirs]
+
+    def read():
+        for paths in files:
+            taken = 0
+            for path in paths:
+                if taken >= records:
+                    break
+                record = read_json(path)
+                if record.result in ("w", "b"):
+                    taken += 1
+                    yield record
+
+    return read()
+
+
 def _check_stones(name: str, value: int) -> None:
     """``ValueError`` naming ``name`` unless ``value`` is a stone count, 0..98."""
     if not 0 <= value <= STONES_PER_SIDE:

@@ -25,42 +25,30 @@ import argparse
 
 import numpy as np
 
-MIN_PLY = 200  # positions from this ply on, as lab.bench.value_stages
-
-
 def flight_positions(arena_dirs: list[str], stones: int = 29, records: int = 60, every: int = 10,
                      limit: int = 300) -> list[tuple]:
     """Up to ``limit`` tuples ``(record, ply, state)``: every ``every``-th non-terminal battle position from
-    ply :data:`MIN_PLY` of the first ``records`` decided games (``result`` ``"w"`` or ``"b"``) of each arena
+    ply ``lab.bench.value_stages.FROM_PLY`` of the first ``records`` decided games (``result`` ``"w"`` or ``"b"``) of each arena
     directory where the side with fewer has ``stones`` or fewer, ``state`` the position after ``ply``
     moves. Raises ``ValueError`` for ``records``, ``every`` or ``limit`` below 1 or ``stones`` outside
     0..98, ``FileNotFoundError`` for a directory without a ``games`` folder."""
     from core.board import PHASE_BATTLE, STONES_PER_SIDE
-    from core.records import read_json
-    from lab.bench.conversion import game_files
+    from lab.bench.conversion import decided_records
+    from lab.bench.value_stages import FROM_PLY
 
     if min(records, every, limit) < 1:
         raise ValueError(f"records, every and limit must be >= 1, got {records!r}, {every!r}, {limit!r}")
     if not 0 <= stones <= STONES_PER_SIDE:
         raise ValueError(f"stones must be in 0..{STONES_PER_SIDE}, got {stones!r}")
-    files = [game_files(d) for d in arena_dirs]  # every directory checked before any work
     out = []
-    for paths in files:
-        taken = 0
-        for path in paths:
-            if taken >= records or len(out) >= limit:
-                break
-            record = read_json(path)
-            if record.result not in ("w", "b"):
-                continue
-            taken += 1
-            replay = record.replay()
-            for ply in range(MIN_PLY, len(replay) - 1, every):
-                s = replay[ply]
-                if s.phase == PHASE_BATTLE and not s.is_terminal() and min(int(s.counts[0]), int(s.counts[1])) <= stones:
-                    out.append((record, ply, s))
-                    if len(out) >= limit:
-                        break
+    for record in decided_records(arena_dirs, records):  # every directory checked before any work
+        replay = record.replay()
+        for ply in range(FROM_PLY, len(replay) - 1, every):
+            s = replay[ply]
+            if s.phase == PHASE_BATTLE and not s.is_terminal() and min(int(s.counts[0]), int(s.counts[1])) <= stones:
+                out.append((record, ply, s))
+                if len(out) >= limit:
+                    return out
     return out
 
 
@@ -125,22 +113,14 @@ def sibling_summary(rows: np.ndarray) -> dict[str, float]:
             "chose_expert": float(rows[:, 5].mean()), "chose_prior": float(rows[:, 6].mean())}
 
 
-def result_score(result: str, side: int) -> float:
-    """A game record's ``result`` (``"w"``, ``"b"``, else a draw) scored for ``side`` (0 White, 1 Black):
-    1.0, 0.0 or 0.5."""
-    if result not in ("w", "b"):
-        return 0.5
-    return 1.0 if (result == "w") == (side == 0) else 0.0
-
-
 def playout_pair(twin: str, record, ply: int, side: int, moves: tuple[str, str], seed: int = 3) -> tuple[float, float]:
     """For each of the two ``moves`` (notation) played after ``record``'s first ``ply`` moves, the score
-    for ``side`` (the side to move there; :func:`result_score`) of the game played on with ``twin`` on
+    for ``side`` (the side to move there; ``train.matches.arena.a_points``) of the game played on with ``twin`` on
     both sides (White seed ``seed``, Black ``seed + 1``; ``train.matches.arena.play_game``)."""
-    from train.matches.arena import play_game
+    from train.matches.arena import a_points, play_game
 
     opening = list(record.moves[:ply])
-    a, b = (result_score(play_game(twin, twin, record.ruleset, seed, seed + 1, opening=opening + [m]).result, side)
+    a, b = (a_points(play_game(twin, twin, record.ruleset, seed, seed + 1, opening=opening + [m]).result, "wb"[side])
             for m in moves)
     return a, b
 

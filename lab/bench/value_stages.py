@@ -18,6 +18,7 @@ import numpy as np
 
 STAGES = ((60, 98), (30, 59), (17, 29), (14, 16), (10, 13), (0, 9))  # stones of the side with fewer, inclusive
 MIX_GRID = np.linspace(0.0, 1.0, 21)
+FROM_PLY = 200  # positions from this ply on (the battle; lab.bench.sibling_values takes the same)
 
 
 def stage_rows(upper: str, arena_dirs: list[str], records: int = 60, every: int = 6) -> np.ndarray:
@@ -26,32 +27,23 @@ def stage_rows(upper: str, arena_dirs: list[str], records: int = 60, every: int 
     Raises ``ValueError`` for ``records`` or ``every`` below 1, ``FileNotFoundError`` for a directory
     without a ``games`` folder."""
     from core.board import PHASE_BATTLE
-    from core.records import read_json
     from knowledge.evaluation import ExpertEvaluator
-    from lab.bench.conversion import game_files
+    from lab.bench.conversion import decided_records
     from nets.evaluator import NetEvaluator
     from search.agents import load_net
 
     if records < 1 or every < 1:
         raise ValueError(f"records and every must be >= 1, got {records!r} and {every!r}")
-    files = [game_files(d) for d in arena_dirs]  # every directory checked before any work
+    decided = decided_records(arena_dirs, records)  # every directory checked before any work
     net = NetEvaluator(None, load_net(upper, "upper"), max_batch=64, inference_threads=0)
     expert = ExpertEvaluator(plies=2)
     rows = []
-    for paths in files:
-        taken = 0
-        for path in paths:
-            if taken >= records:
-                break
-            record = read_json(path)
-            if record.result not in ("w", "b"):
-                continue
-            taken += 1
-            winner = 0 if record.result == "w" else 1
-            states = [s for s in record.replay()[200:-1:every] if s.phase == PHASE_BATTLE and not s.is_terminal()]
-            for s, e in zip(states, net.evaluate(states)):
-                rows.append((min(int(s.counts[0]), int(s.counts[1])), float(e.value), expert.value(s),
-                             1.0 if s.side == winner else -1.0))
+    for record in decided:
+        winner = 0 if record.result == "w" else 1
+        states = [s for s in record.replay()[FROM_PLY:-1:every] if s.phase == PHASE_BATTLE and not s.is_terminal()]
+        for s, e in zip(states, net.evaluate(states)):
+            rows.append((min(int(s.counts[0]), int(s.counts[1])), float(e.value), expert.value(s),
+                         1.0 if s.side == winner else -1.0))
     return np.asarray(rows, dtype=np.float64).reshape(-1, 4)
 
 

@@ -539,15 +539,16 @@ def test_sibling_values_positions_by_a_direct_scan(greedy_vs_expert):
 
 def test_sibling_values_rows_and_summary(greedy_vs_expert):
     """lab.bench.sibling_values: a short run's rows (flags 0/1, spreads >= 0, the search's children), the
-    summary of hand-made rows, the score of a result, and a child's values checked against the net and
+    summary of hand-made rows, and a child's values checked against the net and
     the expert evaluated here."""
     from knowledge.evaluation import ExpertEvaluator
-    from lab.bench.sibling_values import (child_values, flight_positions, playouts, result_score, sibling_rows,
-                                          sibling_summary)
+    from lab.bench.sibling_values import child_values, flight_positions, playouts, sibling_rows, sibling_summary
     from nets.evaluator import NetEvaluator
     from search.agents import load_net
 
-    assert [result_score(r, side) for r in ("w", "b", "d") for side in (0, 1)] == [1.0, 0.0, 0.0, 1.0, 0.5, 0.5]
+    from train.matches.arena import a_points  # how playout_pair scores a result for the side to move
+
+    assert [a_points(r, "wb"[side]) for r in ("w", "b", "draw") for side in (0, 1)] == [1.0, 0.0, 0.0, 1.0, 0.5, 0.5]
     hand = np.array([[4, 0.1, 0.0, 1, 1, 0, 1], [3, 0.3, 0.2, 0, 0, 1, 0]], dtype=np.float64)
     r = sibling_summary(hand)
     assert r["positions"] == 2 and r["children"] == 3.5 and r["net_spread"] == pytest.approx(0.2)
