@@ -35,20 +35,24 @@ import numpy as np
 from core.board import NUM_POINTS
 
 BOOTSTRAP = 2000  # resamples of the positions for the standard error of a share
+ROUNDING = 1e-9  # a between-position variance below this share of the position means' variance is 0
 
 
 def variance_share(x: np.ndarray) -> dict:
     """One-way random-effects analysis of ``x`` (``float64[P, R]``: ``R`` >= 2 outcomes of each of
     ``P`` >= 2 positions): ``{"within"`` (the mean of the positions' sample variances, ddof 1),
     ``"between"`` (the variance of the positions' expected values, estimated as the variance of the
-    position means less ``within / R``, floored at 0), ``"share"`` (``between / (between + within)``,
+    position means less ``within / R``, floored at 0; a difference below ``ROUNDING`` times the
+    means' variance is rounding error and counts as 0), ``"share"`` (``between / (between + within)``,
     the intraclass correlation ICC(1); ``None`` when both are 0)``}``. Raises ``ValueError`` for fewer
     than 2 positions or outcomes."""
     x = np.asarray(x, np.float64)
     if x.ndim != 2 or x.shape[0] < 2 or x.shape[1] < 2:
         raise ValueError(f"variance_share needs at least 2 positions x 2 outcomes, got shape {x.shape}")
     within = float(x.var(axis=1, ddof=1).mean())
-    between = max(0.0, float(x.mean(axis=1).var(ddof=1)) - within / x.shape[1])
+    means = float(x.mean(axis=1).var(ddof=1))
+    between = means - within / x.shape[1]
+    between = between if between > ROUNDING * means else 0.0
     total = between + within
     return {"within": within, "between": between, "share": between / total if total > 0 else None}
 

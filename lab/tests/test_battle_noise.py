@@ -6,18 +6,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lab.bench.battle_noise import between_correlation, run_battle_noise, variance_share
+from lab.bench.battle_noise import ROUNDING, between_correlation, run_battle_noise, variance_share
 from tests.strategies import played_positions
 
 
 def _naive_share(rows):
     """One-way random-effects ANOVA written out: mean within-row sample variance, variance of the row
-    means less within / R (floored at 0), and their ratio."""
+    means less within / R (0 when below ROUNDING times the means' variance), and their ratio."""
     r = len(rows[0])
     means = [sum(row) / r for row in rows]
     within = sum(sum((x - m) ** 2 for x in row) / (r - 1) for row, m in zip(rows, means)) / len(rows)
     grand = sum(means) / len(means)
-    between = max(0.0, sum((m - grand) ** 2 for m in means) / (len(means) - 1) - within / r)
+    spread = sum((m - grand) ** 2 for m in means) / (len(means) - 1)
+    between = spread - within / r
+    between = between if between > ROUNDING * spread else 0.0
     total = between + within
     return within, between, (between / total if total > 0 else None)
 
