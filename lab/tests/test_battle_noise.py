@@ -3,7 +3,7 @@ analyses of variance, and the rollouts (and their horizons) against the rollout 
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from lab.bench.battle_noise import ROUNDING, between_correlation, run_battle_noise, variance_share
@@ -55,6 +55,7 @@ def _naive_between_correlation(xs, ys, n):
 @given(st.integers(2, 5).flatmap(lambda r: st.lists(
     st.lists(st.tuples(st.sampled_from([0.0, 0.5, 1.0]), st.integers(-9, 9)), min_size=r, max_size=r),
     min_size=2, max_size=8)), st.sampled_from([None, 1, 4]))
+@example(rows=[[(0.0, 0), (0.5, 1)], [(0.0, 0), (0.0, 0)], [(0.0, 0), (0.0, 0)]], n=None)  # rounding / rounding
 def test_between_correlation_against_naive_loops(rows, n):
     ys = [[float(a) for a, _ in row] for row in rows]
     xs = [[float(b) for _, b in row] for row in rows]
