@@ -50,9 +50,9 @@ def variance_share(x: np.ndarray) -> dict:
     if x.ndim != 2 or x.shape[0] < 2 or x.shape[1] < 2:
         raise ValueError(f"variance_share needs at least 2 positions x 2 outcomes, got shape {x.shape}")
     within = float(x.var(axis=1, ddof=1).mean())
-    means = float(x.mean(axis=1).var(ddof=1))
-    between = means - within / x.shape[1]
-    between = between if between > ROUNDING * means else 0.0
+    spread = float(x.mean(axis=1).var(ddof=1))  # the variance of the position means
+    between = spread - within / x.shape[1]
+    between = between if between > ROUNDING * spread else 0.0
     total = between + within
     return {"within": within, "between": between, "share": between / total if total > 0 else None}
 

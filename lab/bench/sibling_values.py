@@ -52,21 +52,25 @@ def flight_positions(arena_dirs: list[str], stones: int = 29, records: int = 60,
     return out
 
 
-def child_values(state, children: list, net, expert) -> tuple[np.ndarray, np.ndarray]:
+def child_values(state, children: list, net, expert=None) -> tuple[np.ndarray, np.ndarray | None]:
     """``(net, expert)``, each ``float64 (len(children),)``: every child position's value for
     ``state``'s side to move in ``[-1, 1]``, by ``net`` (a ``nets.evaluator.NetEvaluator``) and by
-    ``expert`` (a ``knowledge.evaluation.ExpertEvaluator``); a terminal child gets its result from both."""
+    ``expert`` (a ``knowledge.evaluation.ExpertEvaluator``; ``None``: not computed, and ``None``
+    returned in its place); a terminal child gets its result from both."""
     net_v = np.empty(len(children))
-    expert_v = np.empty(len(children))
+    expert_v = np.empty(len(children)) if expert is not None else None
     live = [i for i, c in enumerate(children) if not c.is_terminal()]
     evals = net.evaluate([children[i] for i in live]) if live else []
     for i, e in zip(live, evals):
         sign = 1.0 if children[i].side == state.side else -1.0
         net_v[i] = sign * float(e.value)
-        expert_v[i] = sign * expert.value(children[i])
+        if expert_v is not None:
+            expert_v[i] = sign * expert.value(children[i])
     for i, c in enumerate(children):
         if c.is_terminal():
-            net_v[i] = expert_v[i] = c.returns()[state.side]
+            net_v[i] = c.returns()[state.side]
+            if expert_v is not None:
+                expert_v[i] = net_v[i]
     return net_v, expert_v
 
 
@@ -136,7 +140,6 @@ def playouts(spec: str, upper: str, twin: str, positions: list[tuple], limit: in
     a child that ends the game. Prints ``pair 3/100`` as each is played. Raises ``ValueError`` for
     ``limit`` below 1 or another ``rank`` (:data:`RANKS`)."""
     from knowledge.agents import make_agent
-    from knowledge.evaluation import ExpertEvaluator
     from nets.evaluator import NetEvaluator
     from search.agents import load_net, think
 
@@ -146,14 +149,13 @@ def playouts(spec: str, upper: str, twin: str, positions: list[tuple], limit: in
         raise ValueError(f"rank must be one of {', '.join(RANKS)}, got {rank!r}")
     agent, twin_agent = make_agent(spec, seed=1), make_agent(twin, seed=1)
     net = NetEvaluator(None, load_net(upper, "upper"), max_batch=64, inference_threads=0)
-    expert = ExpertEvaluator(plies=2)
     rows = []
     for record, ply, s in positions:
         _, result = think(agent, s)
         children = [s.apply(m) for m in result.moves] if result is not None else []
         if len(children) < 2 or any(c.is_terminal() for c in children):
             continue
-        values = child_values(s, children, net, expert)[0] if rank == "value" else result.priors
+        values = child_values(s, children, net)[0] if rank == "value" else result.priors
         net_move = str(result.moves[int(np.argmax(values))])
         twin_move = str(think(twin_agent, s)[0])
         if net_move == twin_move:

@@ -577,6 +577,8 @@ def test_sibling_values_rows_and_summary(greedy_vs_expert):
         sign = 1.0 if c.side == s.side else -1.0
         assert n == pytest.approx(sign * float(net.evaluate([c])[0].value), abs=1e-5)
         assert e == pytest.approx(sign * expert.value(c))
+    net_only, none = child_values(s, children, net)  # no expert: its values are not computed
+    assert none is None and net_only == pytest.approx(net_v, abs=1e-5)
 
 
 def test_draw_endings_by_hand(tmp_path, greedy_vs_expert):
