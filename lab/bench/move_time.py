@@ -5,7 +5,8 @@ twin, docs/results.md).
 ``python -m lab.bench.move_time ARENA_DIR SPEC [SPEC ...] [--records 6] [--per-record 8] [--every 15]``
 takes every ``every``-th battle position (from ply 200) of the first ``records`` game records of an
 arena directory, at most ``per_record`` a record, and prints each spec's mean seconds per move on them
-(``select``, seed 1), in the order given; repeat a spec to see the noise of the machine.
+(``select``, seed 1, the specs interleaved, :func:`mean_seconds`), in the order given; repeat a spec to see
+the noise of the machine.
 
 ``python -m lab.bench.move_time ARENA_DIR JFA_SPEC --twin 64,128,256`` derives the spec's knowledge-only
 twin (:func:`twin_spec`: the expert lays out; the same battle search with uniform priors, the leaf value
@@ -34,27 +35,39 @@ def positions(arena_dir: str, records: int, per_record: int, every: int) -> list
     return out
 
 
-def mean_seconds(spec: str, states: list) -> float:
-    """The mean wall seconds of ``spec``'s ``select`` over ``states`` (float64 seconds), after one untimed
-    ``select`` of the first state (a cold first search, loading nets and compiled kernels, would count
-    against whichever spec is timed first)."""
+def mean_seconds(specs: list[str], states: list) -> list[float]:
+    """The mean wall seconds of each spec's ``select`` over ``states`` (float64 seconds, in the order of
+    ``specs``). The agents are timed interleaved and staggered: in each round every agent searches once,
+    in an order rotated by one a round, and agent ``i`` goes through the states from the ``i * len(states)
+    // len(specs)``-th on. Interleaving lets a change in the machine's load fall on every spec alike;
+    staggering keeps two agents off the same position in a round, since agents in one process share the
+    expert's caches (``ExpertKnowledge``'s one-ply scores) and the second to search a position would
+    find the first's work there. Each agent first makes one untimed ``select`` of the state it times last
+    (a cold first search, loading nets and compiled kernels, would count against it)."""
     import catalog  # noqa: F401 - registers the agents
     from knowledge.agents import make_agent
 
-    agent = make_agent(spec, seed=1)
-    times = []
+    n, count = len(states), len(specs)
+    start = [i * n // count for i in range(count)]
+    agents = []
+    times = np.zeros((count, n))
     try:
-        if states:
-            agent.select(states[0])
-        for s in states:
-            t0 = time.perf_counter()
-            agent.select(s)
-            times.append(time.perf_counter() - t0)
+        for i, spec in enumerate(specs):
+            agents.append(make_agent(spec, seed=1))
+            if n:
+                agents[-1].select(states[(start[i] - 1) % n])
+        for j in range(n):
+            for k in range(count):
+                i = (j + k) % count
+                t0 = time.perf_counter()
+                agents[i].select(states[(start[i] + j) % n])
+                times[i, (start[i] + j) % n] = time.perf_counter() - t0
     finally:
-        close = getattr(agent, "close", None)
-        if callable(close):
-            close()
-    return float(np.mean(times))
+        for agent in agents:
+            close = getattr(agent, "close", None)
+            if callable(close):
+                close()
+    return [float(t.mean()) if n else 0.0 for t in times]
 
 
 TWIN_VALUE = "eval.expert:plies=2"  # the twin's leaf value when the net agent's search has no value plugin
@@ -93,7 +106,7 @@ def twin_spec(spec: str, simulations: int) -> str:
 def equal_time_simulations(seconds: float, points: list[tuple[int, float]]) -> int:
     """The simulations at which a search takes ``seconds`` per move, interpolated linearly between the
     measured ``points`` ``[(simulations, seconds), ...]`` (extrapolated from the two nearest beyond them),
-    rounded to a multiple of 8, at least 8. Raises ``ValueError`` for fewer than two points."""
+    rounded to the nearest integer, at least 1. Raises ``ValueError`` for fewer than two points."""
     if len(points) < 2:
         raise ValueError("equal_time_simulations: needs at least two (simulations, seconds) points")
     pts = sorted(points)
@@ -102,7 +115,7 @@ def equal_time_simulations(seconds: float, points: list[tuple[int, float]]) -> i
             break
     (s0, t0), (s1, t1) = lo, hi
     sims = s0 + (seconds - t0) * (s1 - s0) / (t1 - t0) if t1 != t0 else float(s1)
-    return max(8, int(round(sims / 8)) * 8)
+    return max(1, int(round(sims)))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -133,17 +146,15 @@ def main(argv: list[str] | None = None) -> None:
     states = positions(args.arena_dir, args.records, args.per_record, args.every)
     print(f"{len(states)} battle positions")
     if grid:
-        agent = mean_seconds(args.specs[0], states)
-        print(f"{agent:.4f} s  {args.specs[0]}")
-        points = []
-        for n in grid:
-            points.append((n, mean_seconds(twins[n], states)))
-            print(f"{points[-1][1]:.4f} s  twin at {n} simulations")
-        print(twin_spec(args.specs[0], equal_time_simulations(agent, points)))
+        seconds = mean_seconds([args.specs[0], *(twins[n] for n in grid)], states)
+        print(f"{seconds[0]:.4f} s  {args.specs[0]}")
+        points = list(zip(grid, seconds[1:]))
+        for n, t in points:
+            print(f"{t:.4f} s  twin at {n} simulations")
+        print(twin_spec(args.specs[0], equal_time_simulations(seconds[0], points)))
         return
-    for spec in args.specs:
-        print(f"{mean_seconds(spec, states):.4f} s  {spec}")
-
+    for spec, t in zip(args.specs, mean_seconds(args.specs, states)):
+        print(f"{t:.4f} s  {spec}")
 
 if __name__ == "__main__":
     main()

@@ -309,29 +309,38 @@ def test_equal_time_simulations_by_hand():
     assert equal_time_simulations(0.09, points) == 96  # between the first two
     assert equal_time_simulations(0.18, points) == 192  # between the last two
     assert equal_time_simulations(0.36, points) == 384  # beyond: the last two extended
-    assert equal_time_simulations(0.001, points) == 8  # at least 8
+    assert equal_time_simulations(0.0915, points) == 98  # 97.6, to the nearest integer
+    assert equal_time_simulations(0.0001, points) == 1  # at least 1
     with pytest.raises(ValueError):
         equal_time_simulations(0.1, points[:1])
 
 
-def test_mean_seconds_warms_up_untimed(monkeypatch):
-    """lab.bench.move_time.mean_seconds: one untimed select of the first state before the timed ones
-    (a cold first search counts against no spec), and the agent is closed."""
+def test_mean_seconds_warms_up_untimed_and_interleaves(monkeypatch):
+    """lab.bench.move_time.mean_seconds: each agent makes one untimed select of the state it times last
+    (a cold first search counts against no spec); then in each round every agent searches once, the
+    order rotated by one a round, agent i from the (i * states // specs)-th state on, so no two search
+    the same state in a round; every agent is closed; the means come back in the order of the specs."""
     import knowledge.agents
     from lab.bench import move_time
 
     calls = []
 
     class Counting:
+        def __init__(self, spec):
+            self.spec = spec
+
         def select(self, state):
-            calls.append(state)
+            calls.append((self.spec, state))
 
         def close(self):
-            calls.append("closed")
+            calls.append((self.spec, "closed"))
 
-    monkeypatch.setattr(knowledge.agents, "make_agent", lambda spec, seed=None: Counting())
-    assert move_time.mean_seconds("greedy", ["a", "b", "c"]) >= 0
-    assert calls == ["a", "a", "b", "c", "closed"]
+    monkeypatch.setattr(knowledge.agents, "make_agent", lambda spec, seed=None: Counting(spec))
+    means = move_time.mean_seconds(["x", "y"], ["a", "b", "c", "d"])
+    assert len(means) == 2 and all(m >= 0 for m in means)
+    assert calls == [("x", "d"), ("y", "b"),  # the untimed warm-ups: each agent's last state
+                     ("x", "a"), ("y", "c"), ("y", "d"), ("x", "b"), ("x", "c"), ("y", "a"), ("y", "b"), ("x", "d"),
+                     ("x", "closed"), ("y", "closed")]
 
 
 @pytest.fixture(scope="module")
