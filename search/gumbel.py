@@ -82,13 +82,17 @@ def next_root_child(tree: Tree, h: Halving, cfg: SearchConfig) -> int:
 
 def gumbel_choice(tree: Tree, h: Halving, cfg: SearchConfig) -> tuple[int, np.ndarray]:
     """``(chosen, improved)`` at the end of the search: the index among the root's children of the
-    survivor (a search stopped mid-phase: the best of the most visited remaining ones) and the improved
-    policy ``softmax(logits + sigma(completed q))`` over every root child (float32[k], sums to 1)."""
+    survivor and the improved policy ``softmax(logits + sigma(completed q))`` over every root child
+    (float32[k], sums to 1). The survivor is the best by ``g + logits + sigma(q)`` among the remaining
+    children with the most simulations started in this search: more than one remain when the search
+    stops mid-phase, or right at the end of the last phase before the final halving. Visits that a
+    reused subtree brought (``SearchConfig.reuse_tree``) do not count: the halving gives every remaining
+    child the same simulations, and the score decides between them (Danihelka et al. 2022, section 4)."""
     first = h.first
     sigma = completed_sigma(tree, first, h.k, cfg)
     score = h.noise + h.logits + sigma
-    top = max(int(tree.N[c]) for c in h.remaining)  # a search stopped mid-phase: the most visited
-    chosen = max((c for c in h.remaining if tree.N[c] == top), key=lambda c: score[c - first]) - first
+    top = max(h.started[c] for c in h.remaining)  # a search stopped mid-phase: the most searched
+    chosen = max((c for c in h.remaining if h.started[c] == top), key=lambda c: score[c - first]) - first
     z = h.logits + sigma
     improved = np.exp(z - z.max())
     return chosen, (improved / improved.sum()).astype(np.float32)

@@ -503,3 +503,41 @@ def test_gumbel_child_sequence_matches_a_naive_sequential_halving(seed, k, m, si
         n0 += 1
         w0 -= q[c]
     assert got == want
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**16), k=st.integers(2, 8), m=st.integers(2, 8), sims=st.integers(2, 80))
+def test_gumbel_choice_ignores_the_visits_a_reused_subtree_brought(seed, k, m, sims):
+    """``gumbel_choice`` on a root whose children already hold visits from a reused subtree (different
+    counts, their own values): sequential halving run one simulation at a time, then the choice is the
+    best by ``g + log P + sigma(completed q)`` among the remaining children with the most simulations
+    started in this search, written out here; the reused visits decide nothing. (Choosing by the
+    tree's visit counts took the child the previous search had looked at most.)"""
+    from search.gumbel import completed_sigma, gumbel_choice, next_root_child, start_halving
+    from search.tree import Tree
+
+    rng = np.random.default_rng(seed)
+    q = rng.uniform(-1, 1, k)
+    reused = rng.integers(0, 30, k)  # visits the previous search left under each child
+    config = SearchConfig(root_selection="gumbel", gumbel_m=m, gumbel_scale=1.0, seed=seed)
+    tree = Tree(k + 1)
+    tree.first_child[0], tree.n_children[0], tree.flag[0] = 1, k, EXPANDED
+    tree.P[1:k + 1] = rng.dirichlet(np.ones(k)).astype(np.float32)
+    tree.N[1:k + 1] = reused
+    tree.W[1:k + 1] = reused * rng.uniform(-1, 1, k)
+    tree.N[0] = 1 + reused.sum()
+    tree.W[0] = -tree.W[1:k + 1].sum()
+    h = start_halving(tree, config, np.random.default_rng(seed), sims)
+    started = np.zeros(k, dtype=int)
+    for _ in range(sims):
+        c = next_root_child(tree, h, config)
+        started[c - 1] += 1
+        tree.N[c] += 1
+        tree.W[c] += q[c - 1]
+        tree.N[0] += 1
+        tree.W[0] -= q[c - 1]
+    chosen, _ = gumbel_choice(tree, h, config)
+    score = h.noise + h.logits + completed_sigma(tree, 1, k, config)
+    most = max(started[c - 1] for c in h.remaining)
+    want = max((c - 1 for c in h.remaining if started[c - 1] == most), key=lambda i: score[i])
+    assert chosen == want
