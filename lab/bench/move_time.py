@@ -156,5 +156,6 @@ def main(argv: list[str] | None = None) -> None:
     for spec, t in zip(args.specs, mean_seconds(args.specs, states)):
         print(f"{t:.4f} s  {spec}")
 
+
 if __name__ == "__main__":
     main()
