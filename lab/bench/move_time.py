@@ -61,7 +61,7 @@ def mean_seconds(specs: list[str], states: list) -> list[float]:
                 i = (j + k) % count
                 t0 = time.perf_counter()
                 agents[i].select(states[(start[i] + j) % n])
-                times[i, (start[i] + j) % n] = time.perf_counter() - t0
+                times[i, j] = time.perf_counter() - t0
     finally:
         for agent in agents:
             close = getattr(agent, "close", None)
