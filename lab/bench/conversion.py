@@ -3,7 +3,7 @@ the endgames where ``jfa``'s searches lose most of their games against ``expert`
 "Where the searches lose to `expert`").
 
 ``python -m lab.bench.conversion SPEC ARENA_DIR [ARENA_DIR ...] [--at 16] [--lead 15] [--losses] [--limit N]
-[--seeds 1]`` reads the game records of arena directories of some agent against ``expert``, takes from each the first
+[--seeds 1] [--tally | --draws | --leaders | --fliers | --colours]`` reads the game records of arena directories of some agent against ``expert``, takes from each the first
 battle position where a side has ``at`` stones or fewer (:func:`conversion_positions`; ``at`` 16: two
 captures before the flight threshold of jiu-rules section 3.1) if the non-expert side then leads by
 ``lead`` stones or more, and plays the game on from there with ``SPEC`` in that side's colour against
@@ -19,8 +19,11 @@ the side with more stones at the first battle position where a side has ``at`` o
 of its lead (:data:`LEAD_BANDS`, :func:`leader_results`): whether a stone lead there is worth anything
 between these players. ``--fliers`` plays nothing and, for records of any players, scores the side
 that first has ``at`` stones or fewer (default 14: it flies first) by the other side's stones
-(:data:`OTHER_BANDS`, :func:`first_fliers`), in all and for each player. ``SPEC`` is checked but unused
-by the four counts."""
+(:data:`OTHER_BANDS`, :func:`first_fliers`), in all and for each player. ``--colours`` plays nothing and,
+for records where ``SPEC`` is a player (its name as recorded), gives its score and its mean stone lead
+at battle plies 60 and 120 and at the first position where a side has ``at`` or fewer, by its colour
+(:func:`colour_leads`): where in the battle an agent gains or loses against another, White and Black
+apart. ``SPEC`` is checked but unused by the other four counts."""
 
 from __future__ import annotations
 
@@ -33,6 +36,7 @@ from core.board import FLY_THRESHOLD, STONES_PER_SIDE
 OPPONENT = "expert"
 LEAD_BANDS = ((1, 4), (5, 14), (15, 29), (30, STONES_PER_SIDE))  # --leaders: the leader's stone lead, inclusive
 OTHER_BANDS = ((0, 29), (30, 44), (45, STONES_PER_SIDE))  # --fliers: the other side's stones, inclusive (above --at)
+LEAD_PLIES = (60, 120)  # --colours: the battle plies at which the agent's stone lead is taken
 
 
 @dataclass(frozen=True)
@@ -211,6 +215,56 @@ def play_on(spec: str, position: Position, seed: int = 1):
     return play_game(*players, record.ruleset, *seeds, opening=record.moves[: position.ply])
 
 
+def colour_leads(arena_dir: str, spec: str, at: int = 16,
+                 plies: tuple[int, ...] = LEAD_PLIES) -> list[tuple[int, list[int | None], float]]:
+    """``(side, leads, score)`` for each record of ``arena_dir/games/*.json`` (sorted by name) with the
+    player ``spec`` (its name as recorded; White when it plays both sides): its colour ``side`` (0 White,
+    1 Black); its stone lead (its stones minus the other side's) at each battle ply of ``plies`` (battle
+    ply 0 is the battle's first position) and then at the first battle position where a side has at
+    most ``at`` stones (:func:`threshold_ply`), ``None`` where the game never gets there; and its score
+    in the recorded game (1 won, 0.5 drawn, 0 lost). Raises ``ValueError`` for ``at`` outside 0..98 or a
+    negative ply, ``FileNotFoundError`` when the directory has no ``games`` folder."""
+    from core.board import PHASE_BATTLE
+    from core.records import read_json
+    from train.matches.arena import a_points
+
+    _check_stones("at", at)
+    if any(p < 0 for p in plies):
+        raise ValueError(f"plies: must be battle plies of at least 0, got {list(plies)}")
+    out = []
+    for path in game_files(arena_dir):
+        record = read_json(path)
+        if spec not in (record.white, record.black):
+            continue
+        side = 0 if record.white == spec else 1
+        replay = record.replay()
+        first = next((i for i, s in enumerate(replay) if s.phase == PHASE_BATTLE), len(replay))
+        marks = [first + p for p in plies] + [threshold_ply(replay, at)]
+        leads = [None if i is None or i >= len(replay)
+                 else int(replay[i].counts[side]) - int(replay[i].counts[1 - side]) for i in marks]
+        out.append((side, leads, a_points(record.result, "wb"[side])))
+    return out
+
+
+def _print_colours(rows: list[tuple[int, list[int | None], float]], at: int) -> None:
+    """``--colours``: by the agent's colour, its games, score and mean stone lead (with the share of
+    games it leads and trails) at each mark of :func:`colour_leads`."""
+    labels = [f"battle ply {p}" for p in LEAD_PLIES] + [f"a side first at {at} or fewer"]
+    for side, colour in enumerate(("White", "Black")):
+        mine = [(leads, score) for s, leads, score in rows if s == side]
+        if not mine:
+            print(f"as {colour}: no game")
+            continue
+        print(f"as {colour}: {len(mine)} games, score {sum(s for _, s in mine) / len(mine):.1%}; its stone lead at")
+        for k, label in enumerate(labels):
+            leads = [leads[k] for leads, _ in mine if leads[k] is not None]
+            if leads:
+                print(f"  {label}: mean {sum(leads) / len(leads):+.1f} over {len(leads)} games, "
+                      f"ahead in {sum(x > 0 for x in leads) / len(leads):.0%}, behind in {sum(x < 0 for x in leads) / len(leads):.0%}")
+            else:
+                print(f"  {label}: no game gets there")
+
+
 def _print_fliers(fliers: list[tuple[str, int, float]], at: int) -> None:
     """``--fliers``: the first side's score by the other side's stones (:data:`OTHER_BANDS`), in all and
     for each player as that side, with Wilson 95% intervals."""
@@ -258,6 +312,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--fliers", action="store_true",
                         help="play nothing: score the side that first has --at (default 14: it flies) or fewer "
                              "stones, by the other side's stones, in all and by player (any players)")
+    parser.add_argument("--colours", action="store_true",
+                        help="play nothing: SPEC's score and stone lead at battle plies 60 and 120 and when a side "
+                             "first has --at or fewer, by SPEC's colour (records where SPEC is a player)")
     parser.add_argument("--seeds", default="1", metavar="SEED,SEED,...")
     parser.add_argument("--import", dest="modules", action="append", default=[], metavar="MODULE")
     args = parser.parse_args(argv)
@@ -276,6 +333,8 @@ def main(argv: list[str] | None = None) -> None:
         validate_agent_spec(args.spec)
         if args.fliers:
             fliers = [r for d in args.arena_dirs for r in first_fliers(d, args.at)]
+        elif args.colours:
+            coloured = [r for d in args.arena_dirs for r in colour_leads(d, args.spec, args.at)]
         elif args.leaders:
             _check_stones("lead", args.lead)
             results = [r for d in args.arena_dirs for r in leader_results(d, args.at)]
@@ -292,6 +351,9 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(str(exc))
     if args.fliers:
         _print_fliers(fliers, args.at)
+        return
+    if args.colours:
+        _print_colours(coloured, args.at)
         return
     if args.leaders:
         print(f"{len(results)} games with a leader when a side first has {args.at} stones or fewer; "

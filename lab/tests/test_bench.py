@@ -609,3 +609,42 @@ def test_draw_endings_by_hand(tmp_path, greedy_vs_expert):
     assert draw_endings(str(tmp_path)) == [(f"{tmp_path.name}/0001", "ply-cap", max(white, black), min(white, black))]
     with pytest.raises(FileNotFoundError, match="no games folder"):
         draw_endings(str(tmp_path / "games"))
+
+
+def test_colour_leads_by_a_direct_scan(greedy_vs_expert, tmp_path):
+    """lab.bench.conversion.colour_leads: the named player's colour, its stone lead at the battle plies
+    asked (counted here from the battle's first position) and at the first position where a side has at
+    most ``at`` stones (scanned here), ``None`` past the game's end, and its score; a record without the
+    player gives nothing, one where it plays both sides counts it as White; bad arguments raise."""
+    import json
+
+    from core.board import PHASE_BATTLE
+    from lab.bench.conversion import colour_leads
+
+    root, record = greedy_vs_expert
+    replay = record.replay()
+    first = [i for i, s in enumerate(replay) if s.phase == PHASE_BATTLE][0]
+    length = len(replay) - first
+    plies = (0, 7, length - 1, length)
+    at = 60
+    reached = [i for i, s in enumerate(replay) if s.phase == PHASE_BATTLE and not s.is_terminal() and min(s.counts) <= at]
+    points = {"w": (1.0, 0.0), "b": (0.0, 1.0)}.get(record.result, (0.5, 0.5))
+    for name, side in (("greedy", 0), ("expert", 1)):
+        def lead(i):
+            return int(replay[i].counts[side]) - int(replay[i].counts[1 - side])
+        expected = [lead(first + p) if first + p < len(replay) else None for p in plies]
+        expected.append(lead(reached[0]) if reached else None)
+        assert colour_leads(str(root), name, at=at, plies=plies) == [(side, expected, points[side])]
+    assert expected[-2] is None  # one ply past the last position
+    assert colour_leads(str(root), "random", at=at) == []
+    both = tmp_path / "arena"
+    (both / "games").mkdir(parents=True)
+    data = json.loads((root / "games" / "0000.json").read_text())
+    data["players"] = {"white": "expert", "black": "expert"}
+    (both / "games" / "0000.json").write_text(json.dumps(data))
+    ((side, leads, score),) = colour_leads(str(both), "expert", at=at, plies=(0,))
+    assert (side, score) == (0, points[0]) and leads[0] == int(replay[first].counts[0]) - int(replay[first].counts[1])
+    with pytest.raises(ValueError, match="at"):
+        colour_leads(str(root), "greedy", at=99)
+    with pytest.raises(ValueError, match="plies"):
+        colour_leads(str(root), "greedy", plies=(-1,))
