@@ -4,8 +4,9 @@ the endgames where ``jfa``'s searches lose most of their games against ``expert`
 
 ``python -m lab.bench.conversion SPEC ARENA_DIR [ARENA_DIR ...] [--at 16] [--lead 15] [--losses] [--limit N]
 [--seeds 1] [--tally | --draws | --leaders | --fliers | --colours]`` reads the game records of arena
-directories of some agent against ``expert``, takes from each the first battle position where a side has ``at`` stones or fewer (:func:`conversion_positions`; ``at`` 16: two
-captures before the flight threshold of jiu-rules section 3.1) if the non-expert side then leads by
+directories of some agent against ``expert``, takes from each the first battle position where a side
+has ``at`` stones or fewer (:func:`conversion_positions`; ``at`` 16: two captures before the flight
+threshold of jiu-rules section 3.1) if the non-expert side then leads by
 ``lead`` stones or more, and plays the game on from there with ``SPEC`` in that side's colour against
 ``expert`` (:func:`play_on`, one process), once for each seed of ``--seeds`` (comma-separated; the
 agent gets the seed, ``expert`` the seed plus one). It prints one line per game (``game 3/60``), then
