@@ -1,0 +1,104 @@
+"""Teacher targets for a smaller upper net: the battle positions of game records, labelled with a
+teacher upper net's own policy and value (knowledge distillation, Hinton et al. 2015, at temperature 1).
+
+Each battle position of the records with at least two legal paths becomes one ``upper`` sample
+(``train.learning.supervised.samples_from_record``: the planes and the upper actions of every legal
+path); its policy target is replaced by the teacher's softmax over those actions and its value target
+by the teacher's value (``tanh`` output, side to move). The samples go into one shard per record file
+(``train.learning.samples.write_shard``, atomic; a shard that exists is kept, so a killed run resumes),
+for ``python cli.py pretrain --model upper --shards OUT --set nets.blocks=B --set nets.channels=C``.
+
+Usage::
+
+    python -m lab.distill TEACHER RECORDS... --out OUT [--batch 512]
+
+``TEACHER``: an upper net file (``nets.io``). ``RECORDS``: record files or directories
+(``train.learning.supervised.record_files``). Bad input: one ``error: ...`` line, exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from train.learning.samples import Samples, write_shard
+
+
+def teacher_targets(model: torch.nn.Module, samples: Samples, batch: int = 512) -> Samples:
+    """``samples`` (``upper``) with the policy target replaced by ``model``'s softmax over each sample's
+    listed actions and ``z`` by its value. ``model``: an ``UpperNet`` (``forward(planes (B, 14, 14, 14)
+    float32) -> (logits (B, 48804), value (B,))``) in eval mode. ``batch``: positions per forward pass,
+    at least 1. Raises ``ValueError`` for a non-``upper`` sample set or a bad ``batch``."""
+    if samples.kind != "upper":
+        raise ValueError(f"teacher targets need upper samples, got {samples.kind!r}")
+    if batch < 1:
+        raise ValueError(f"batch must be at least 1, got {batch}")
+    n = len(samples)
+    pi_val = np.empty_like(samples.pi_val)
+    z = np.empty(n, np.float32)
+    off, idx = samples.pi_off, samples.pi_idx
+    with torch.inference_mode():
+        for lo in range(0, n, batch):
+            hi = min(n, lo + batch)
+            logits, value = model(torch.from_numpy(samples.planes[lo:hi].astype(np.float32)))
+            logits = logits.double().numpy()
+            z[lo:hi] = value.float().numpy()
+            for i in range(lo, hi):
+                a, b = off[i], off[i + 1]
+                x = logits[i - lo, idx[a:b]]
+                e = np.exp(x - x.max())
+                pi_val[a:b] = e / e.sum()
+    return Samples("upper", samples.planes, z, samples.pi_off, samples.pi_idx, pi_val,
+                   meta={**samples.meta, "target": "teacher"})
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m lab.distill", description=__doc__.split("\n\n")[0])
+    parser.add_argument("teacher", type=Path)
+    parser.add_argument("records", nargs="+", type=Path)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--batch", type=int, default=512)
+    args = parser.parse_args(argv)
+    from core.errors import JiuError
+    from core.records import read_record
+    from nets.io import load
+    from train.learning.samples import concat
+    from train.learning.supervised import record_files, samples_from_record
+
+    if args.batch < 1:
+        print(f"error: --batch must be at least 1, got {args.batch}", file=sys.stderr)
+        return 2
+    try:
+        model, _, _ = load(args.teacher, expected_kind="upper")
+        files = record_files(args.records)
+    except (ValueError, JiuError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if not files:
+        print("error: records: no record files found", file=sys.stderr)
+        return 2
+    start, total = time.monotonic(), 0
+    for k, f in enumerate(files, 1):
+        shard = args.out / f"{k:05d}-{f.stem}.npz"
+        if shard.exists():
+            continue
+        try:
+            parts = [samples_from_record(r, "upper") for r in read_record(f)]
+        except JiuError as exc:
+            print(f"error: {f}: {exc}", file=sys.stderr)
+            return 2
+        samples = teacher_targets(model, concat(parts) if len(parts) != 1 else parts[0], args.batch)
+        write_shard(shard, samples)
+        total += len(samples)
+        print(f"record {k}/{len(files)}: {len(samples)} samples ({total} in {time.monotonic() - start:.0f} s)",
+              flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
