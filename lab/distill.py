@@ -1,19 +1,24 @@
-"""Teacher targets for a smaller upper net: the battle positions of game records, labelled with a
-teacher upper net's own policy and value (knowledge distillation, Hinton et al. 2015, at temperature 1).
+"""Teacher targets for a smaller upper net: battle positions labelled with a teacher upper net's own
+policy and value (knowledge distillation, Hinton et al. 2015, at temperature 1).
 
-Each battle position of the records with at least two legal paths becomes one ``upper`` sample
-(``train.learning.supervised.samples_from_record``: the planes and the upper actions of every legal
-path); its policy target is replaced by the teacher's softmax over those actions and its value target
-by the teacher's value (``tanh`` output, side to move). The samples go into one shard per record file
-(``train.learning.samples.write_shard``, atomic; a shard that exists is kept, so a killed run resumes),
-for ``python cli.py pretrain --model upper --shards OUT --set nets.blocks=B --set nets.channels=C``.
+The positions come from game records and from sample shards. Each battle position of the records with
+at least two legal paths becomes one ``upper`` sample (``train.learning.supervised.samples_from_record``:
+the planes and the upper actions of every legal path); a shard's ``upper`` samples (a self-play run's
+``RUN/shards/upper``) keep their planes and the actions their policy lists (the searched root's
+children). Either way the policy target is replaced by the teacher's softmax over those actions and the
+value target by the teacher's value (``tanh`` output, side to move). The samples go into one shard per
+record file or input shard (``train.learning.samples.write_shard``, atomic; a shard that exists is kept,
+so a killed run resumes), for ``python cli.py pretrain --model upper --shards OUT --set nets.blocks=B
+--set nets.channels=C``.
 
 Usage::
 
-    python -m lab.distill TEACHER RECORDS... --out OUT [--batch 512]
+    python -m lab.distill TEACHER [RECORDS...] [--shards PATH...] --out OUT [--batch 512]
 
 ``TEACHER``: an upper net file (``nets.io``). ``RECORDS``: record files or directories
-(``train.learning.supervised.record_files``). Bad input: one ``error: ...`` line, exit status 2.
+(``train.learning.supervised.record_files``). ``--shards``: shard files, directories or glob patterns
+(``train.learning.samples.shard_paths``); shards of other kinds are skipped. Bad input: one
+``error: ...`` line, exit status 2.
 """
 
 from __future__ import annotations
@@ -60,14 +65,15 @@ def teacher_targets(model: torch.nn.Module, samples: Samples, batch: int = 512) 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m lab.distill", description=__doc__.split("\n\n")[0])
     parser.add_argument("teacher", type=Path)
-    parser.add_argument("records", nargs="+", type=Path)
+    parser.add_argument("records", nargs="*", type=Path)
+    parser.add_argument("--shards", nargs="+", default=[])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--batch", type=int, default=512)
     args = parser.parse_args(argv)
     from core.errors import JiuError
     from core.records import read_record
     from nets.io import load
-    from train.learning.samples import concat
+    from train.learning.samples import concat, read_shard, shard_paths
     from train.learning.supervised import record_files, samples_from_record
 
     if args.batch < 1:
@@ -75,27 +81,33 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         model, _, _ = load(args.teacher, expected_kind="upper")
-        files = record_files(args.records)
+        inputs = [("record", f) for f in record_files(args.records)]
+        inputs += [("shard", f) for f in shard_paths(args.shards)]
     except (ValueError, JiuError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    if not files:
-        print("error: records: no record files found", file=sys.stderr)
+    if not inputs:
+        print("error: records: no record files or shards given", file=sys.stderr)
         return 2
     start, total = time.monotonic(), 0
-    for k, f in enumerate(files, 1):
-        shard = args.out / f"{k:05d}-{f.stem}.npz"
-        if shard.exists():
+    for k, (what, f) in enumerate(inputs, 1):
+        out = args.out / f"{k:05d}-{f.stem}.npz"
+        if out.exists():
             continue
         try:
-            parts = [samples_from_record(r, "upper") for r in read_record(f)]
-        except JiuError as exc:
+            if what == "record":
+                parts = [samples_from_record(r, "upper") for r in read_record(f)]
+                samples = concat(parts, kind="upper")
+            else:
+                samples = read_shard(f)
+        except (ValueError, JiuError) as exc:
             print(f"error: {f}: {exc}", file=sys.stderr)
             return 2
-        samples = teacher_targets(model, concat(parts) if len(parts) != 1 else parts[0], args.batch)
-        write_shard(shard, samples)
+        if samples.kind != "upper" or not len(samples):
+            continue
+        write_shard(out, teacher_targets(model, samples, args.batch))
         total += len(samples)
-        print(f"record {k}/{len(files)}: {len(samples)} samples ({total} in {time.monotonic() - start:.0f} s)",
+        print(f"{what} {k}/{len(inputs)}: {len(samples)} samples ({total} in {time.monotonic() - start:.0f} s)",
               flush=True)
     return 0
 

@@ -76,6 +76,29 @@ def test_cli_writes_one_shard_per_record_and_resumes(tmp_path, record, teacher, 
     assert main([str(net_file), str(games), "--out", str(out)]) == 0  # resumed: nothing left to do
     assert capsys.readouterr().out == ""
     assert main([str(net_file), str(tmp_path / "none"), "--out", str(out)]) == 2
+    assert main([str(net_file), "--out", str(out)]) == 2  # no input
     assert "error: " in capsys.readouterr().err
     assert main([str(net_file), str(games), "--out", str(out), "--batch", "0"]) == 2
     assert main([str(games / "g0.json"), str(games), "--out", str(out)]) == 2
+
+
+def test_cli_relabels_shards_and_skips_other_kinds(tmp_path, record, teacher):
+    from nets.io import save
+    from train.learning.samples import write_shard
+
+    net_file = tmp_path / "teacher.safetensors"
+    save(teacher, teacher.config, net_file)
+    samples = samples_from_record(record, "upper")
+    written = Samples("upper", samples.planes, np.full(len(samples), 0.5, np.float32), samples.pi_off,
+                      samples.pi_idx, np.ones_like(samples.pi_val))  # targets the teacher must replace
+    shards = tmp_path / "run" / "shards"
+    write_shard(shards / "upper" / "i0001-g0000.npz", written)
+    write_shard(shards / "lower" / "i0001-g0000.npz", samples_from_record(record, "lower"))
+    out = tmp_path / "out"
+    assert main([str(net_file), "--shards", str(shards), "--out", str(out)]) == 0
+    got = [read_shard(f) for f in sorted(out.glob("*.npz"))]
+    assert len(got) == 1
+    want = teacher_targets(teacher, samples)
+    assert np.array_equal(got[0].pi_idx, samples.pi_idx)
+    assert np.allclose(got[0].pi_val, want.pi_val, atol=1e-6) and np.allclose(got[0].z, want.z, atol=1e-6)
+    assert main([str(net_file), "--shards", str(tmp_path / "nothing-*.npz"), "--out", str(out)]) == 2

@@ -351,14 +351,11 @@ class ShardPathError(ShardError):
     samples of the kinds asked for."""
 
 
-def read_shards(paths: Sequence[str | os.PathLike],
-                kinds: Sequence[str] = ("slm", "upper", "lower")) -> dict[str, Samples]:
-    """The samples of ``kinds`` in shard files, directories of shards (``*.npz``, in name order, and those
-    of their subdirectories) and glob patterns of them (``RUN/shards/upper/i0005-*.npz``), one
-    :class:`Samples` per kind found (a capture's ``group`` stays apart from other shards' by
-    :func:`concat`); shards of other kinds are skipped. Raises :class:`ShardPathError` when a path does not
-    exist, a pattern matches nothing or no shard of ``kinds`` is found, :class:`ShardError` (naming the
-    file) for an unreadable shard."""
+def shard_paths(paths: Sequence[str | os.PathLike]) -> list[Path]:
+    """The shard files named by ``paths``: shard files, directories of shards (``*.npz``, in name order,
+    and those of their subdirectories) and glob patterns of them (``RUN/shards/upper/i0005-*.npz``), in
+    order. Raises :class:`ShardPathError` when a path does not exist or is neither, or a pattern matches
+    nothing."""
     import glob
 
     expanded: list[Path] = []
@@ -378,6 +375,17 @@ def read_shards(paths: Sequence[str | os.PathLike],
             files.append(p)
         else:
             raise ShardPathError(f"shards: {p} is neither a shard ({SHARD_SUFFIX}) nor a directory")
+    return files
+
+
+def read_shards(paths: Sequence[str | os.PathLike],
+                kinds: Sequence[str] = ("slm", "upper", "lower")) -> dict[str, Samples]:
+    """The samples of ``kinds`` in the shards named by ``paths`` (:func:`shard_paths`), one
+    :class:`Samples` per kind found (a capture's ``group`` stays apart from other shards' by
+    :func:`concat`); shards of other kinds are skipped. Raises :class:`ShardPathError` as
+    :func:`shard_paths` does or when no shard of ``kinds`` is found, :class:`ShardError` (naming the
+    file) for an unreadable shard."""
+    files = shard_paths(paths)
     parts: dict[str, list[Samples]] = {}
     for f in files:
         s = read_shard(f)
