@@ -235,7 +235,11 @@ def pretrain(
         parts.append(read_shards(shards, (model,))[model])
     games = read_records(records, ruleset) if records else []
     if records and not games:
-        fail("no records found in " + ", ".join(str(r) for r in records))
+        from train.learning.samples import shard_files
+
+        held = [str(r) for r in records if shard_files(r)]
+        hint = f" ({', '.join(held)} holds sample shards: give each with its own --shards)" if held else ""
+        fail("no records found in " + ", ".join(str(r) for r in records) + hint)
     from train.learning.samples import concat
     from train.matches.arena import new_progress
 

@@ -45,6 +45,8 @@ def files(tmp_path_factory):
     rules = Ruleset(fly_jump_rule="none", max_battle_plies=50)
     moves, _, _ = random_game_moves(3, rules.vector)
     (d / "recs").mkdir()
+    (d / "run" / "shards" / "upper").mkdir(parents=True)  # a run's shards, two levels down from d
+    (d / "run" / "shards" / "upper" / "i0001-g0000.npz").write_bytes(b"")
     write_json(GameRecord.from_moves(moves, rules), d / "recs" / "game.json")
     _bad_config_net(d / "badconfig.safetensors")
     _bad_config_net(d / "huge.safetensors", {"kind": "upper", "blocks": 6, "channels": 10**6, "value_hidden": 64})
@@ -116,6 +118,8 @@ CASES = [
     ("J", ["pretrain", "--model", "lower"], "nothing to train on: give RECORDS or --shards"),
     ("J", ["pretrain", "--model", "lower", "--shards", "{d}/config.json"], "shards: {d}/config.json is neither a shard"),
     ("J", ["pretrain", "--model", "lower", "--shards", "{d}/nothing-*.npz"], "shards: no file matches"),
+    ("J", ["pretrain", "--model", "upper", "{d}/run/shards/upper"],
+     "{d}/run/shards/upper holds sample shards: give each with its own --shards"),
     ("J", ["random-game", "--record", "/proc/no/such/dir/g.json"], "/proc/no"),
     ("J", ["diagnose", "models/default", "--victim-reference", "eval.nope"], "--victim-reference: unknown evaluator"),
     ("J", ["diagnose", "models/default", "--victim-reference", "eval.expert:plies=9"], "--victim-reference: eval.expert: plies"),
