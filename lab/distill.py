@@ -38,26 +38,30 @@ def teacher_targets(model: torch.nn.Module, samples: Samples, batch: int = 512) 
     """``samples`` (``upper``) with the policy target replaced by ``model``'s softmax over each sample's
     listed actions and ``z`` by its value. ``model``: an ``UpperNet`` (``forward(planes (B, 14, 14, 14)
     float32) -> (logits (B, 48804), value (B,))``) in eval mode. ``batch``: positions per forward pass,
-    at least 1. Raises ``ValueError`` for a non-``upper`` sample set or a bad ``batch``."""
+    at least 1. Raises ``ValueError`` for a non-``upper`` sample set, a sample without listed actions
+    or a bad ``batch``."""
     if samples.kind != "upper":
         raise ValueError(f"teacher targets need upper samples, got {samples.kind!r}")
     if batch < 1:
         raise ValueError(f"batch must be at least 1, got {batch}")
     n = len(samples)
+    off, idx = samples.pi_off, samples.pi_idx
+    counts = np.diff(off)
+    if n and counts.min() < 1:
+        raise ValueError("teacher targets need at least one listed action per sample")
     pi_val = np.empty_like(samples.pi_val)
     z = np.empty(n, np.float32)
-    off, idx = samples.pi_off, samples.pi_idx
     with torch.inference_mode():
         for lo in range(0, n, batch):
             hi = min(n, lo + batch)
             logits, value = model(torch.from_numpy(samples.planes[lo:hi].astype(np.float32)))
-            logits = logits.double().numpy()
             z[lo:hi] = value.float().numpy()
-            for i in range(lo, hi):
-                a, b = off[i], off[i + 1]
-                x = logits[i - lo, idx[a:b]]
-                e = np.exp(x - x.max())
-                pi_val[a:b] = e / e.sum()
+            # one segment of listed actions per sample (CSR): softmax within each segment
+            rows = np.repeat(np.arange(hi - lo), counts[lo:hi])
+            x = logits.double().numpy()[rows, idx[off[lo]:off[hi]]]
+            starts = off[lo:hi] - off[lo]
+            e = np.exp(x - np.maximum.reduceat(x, starts)[rows])
+            pi_val[off[lo]:off[hi]] = e / np.add.reduceat(e, starts)[rows]
     return Samples("upper", samples.planes, z, samples.pi_off, samples.pi_idx, pi_val,
                    meta={**samples.meta, "target": "teacher"})
 

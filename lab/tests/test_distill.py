@@ -54,6 +54,11 @@ def test_bad_input(record, teacher):
         teacher_targets(teacher, samples, batch=0)
     with pytest.raises(ValueError, match="upper"):
         teacher_targets(teacher, Samples.empty("slm"))
+    off = samples.pi_off.copy()
+    off[1] = 0  # the first sample lists no action
+    bare = Samples("upper", samples.planes, samples.z, off, samples.pi_idx, samples.pi_val)
+    with pytest.raises(ValueError, match="at least one listed action"):
+        teacher_targets(teacher, bare)
 
 
 def test_cli_writes_one_shard_per_record_and_resumes(tmp_path, record, teacher, capsys):
