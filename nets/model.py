@@ -24,6 +24,11 @@ a bilinear term ``<q(o), k(e)> / sqrt(FLIGHT_KEY_DIM)`` with ``q``, ``k`` two 1x
 features (``FLIGHT_KEY_DIM = 16`` channels each). ``"fc"``: 1x1 conv block to 2 channels and one fully
 connected layer to all 48,804 logits (19M weights: paper scale only).
 
+**Training** needs a position's logits only at its listed actions (the loss's softmax is restricted to
+them, ``nets.losses.policy_value_terms``): ``forward_listed(planes, actions (B, L))`` returns those
+``(B, L)`` logits and the value, and the conv upper head computes just them (each action's channel
+weights at its origin, plus a flight's bilinear term), not the 48,804 of each position.
+
 **Lower (DQN, JFA Fig. 4)**: two inputs, the planes of the state *after* the candidate capture and the
 upper action index (0..48,803). The board goes through the trunk; the action through an
 ``nn.Embedding(48804, action_embedding)``; the embedding is broadcast over the 14 x 14 board as
@@ -132,7 +137,16 @@ class ValueHead(nn.Module):
         return torch.tanh(self.fc2(F.relu(self.fc1(x), inplace=True))).squeeze(1)
 
 
-class FCPolicyHead(nn.Module):
+class PolicyHead(nn.Module):
+    """A policy head: ``forward(h (B, channels, 14, 14)) -> logits (B, A)``."""
+
+    def listed(self, h: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        """The logits at ``actions`` ``int64 (B, L)`` (indices in ``0..A-1``): ``(B, L)``, equal to
+        ``self(h).gather(1, actions)`` (the training loss's softmax over each sample's listed actions)."""
+        return self(h).gather(1, actions)
+
+
+class FCPolicyHead(PolicyHead):
     """AlphaZero policy head: 1x1 conv block to 2 channels, then one fully connected layer."""
 
     def __init__(self, channels: int, actions: int):
@@ -144,7 +158,7 @@ class FCPolicyHead(nn.Module):
         return self.fc(self.conv(h).flatten(1))
 
 
-class SLMConvPolicyHead(nn.Module):
+class SLMConvPolicyHead(PolicyHead):
     """1x1 conv block, then a 1x1 conv to one logit per point (= layout action)."""
 
     def __init__(self, channels: int):
@@ -156,7 +170,7 @@ class SLMConvPolicyHead(nn.Module):
         return self.out(self.conv(h)).flatten(1)
 
 
-class UpperConvPolicyHead(nn.Module):
+class UpperConvPolicyHead(PolicyHead):
     """1x1 conv block, 1x1 conv to 249 logits per point plus a bilinear origin/destination term on the
     flight channels; flattened by :func:`flatten_upper` (module docstring)."""
 
@@ -182,6 +196,33 @@ class UpperConvPolicyHead(nn.Module):
     def forward(self, h: torch.Tensor) -> torch.Tensor:
         return flatten_upper(self.per_point(h))
 
+    def listed(self, h: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        """:meth:`PolicyHead.listed` computing only the listed logits: each action's channel weights
+        dotted with the head's features at its origin, plus its bias and, for a flight, the bilinear
+        term with its destination (the index map of :func:`flatten_upper`), so the other 48,804 - L
+        logits of each position cost nothing."""
+        f = self.conv(h)
+        b, c = f.shape[:2]
+        a = actions
+        step = a < JUMP_BASE
+        flight = a >= FLIGHT_BASE
+        jump = a - JUMP_BASE
+        fl = a - FLIGHT_BASE
+        origin = torch.where(step, a // STEP_CHANNELS,
+                             torch.where(flight, fl // FLIGHT_CHANNELS, jump // JUMP_CHANNELS))
+        dest = torch.where(flight, fl % FLIGHT_CHANNELS, torch.zeros_like(a))
+        channel = torch.where(step, a % STEP_CHANNELS,
+                              torch.where(flight, STEP_CHANNELS + JUMP_CHANNELS + dest,
+                                          STEP_CHANNELS + jump % JUMP_CHANNELS))
+        rows = torch.arange(b, device=a.device)[:, None].expand_as(a)
+        feat = f.reshape(b, c, NUM_POINTS).transpose(1, 2)  # (B, o, c)
+        weight = self.out.weight.reshape(UPPER_CHANNELS, c)
+        logits = (feat[rows, origin] * weight[channel]).sum(-1) + self.out.bias[channel]
+        q = self.query(f).reshape(b, FLIGHT_KEY_DIM, NUM_POINTS).transpose(1, 2)  # (B, o, D)
+        k = self.key(f).reshape(b, FLIGHT_KEY_DIM, NUM_POINTS).transpose(1, 2)
+        bilinear = (q[rows, origin] * k[rows, dest]).sum(-1) / math.sqrt(FLIGHT_KEY_DIM)
+        return logits + torch.where(flight, bilinear, torch.zeros_like(bilinear))
+
 
 class PolicyValueNet(nn.Module):
     """Trunk + policy head + value head: ``forward(planes) -> (logits (B, A), value (B,))``."""
@@ -198,6 +239,12 @@ class PolicyValueNet(nn.Module):
     def forward(self, planes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         h = self.trunk(planes)
         return self.policy(h), self.value(h)
+
+    def forward_listed(self, planes: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(logits (B, L), value (B,))``: :meth:`forward` with the logits at ``actions`` ``int64 (B, L)``
+        only (:meth:`PolicyHead.listed`)."""
+        h = self.trunk(planes)
+        return self.policy.listed(h, actions), self.value(h)
 
 
 class SLMNet(PolicyValueNet):

@@ -252,6 +252,64 @@ def test_augmentation_keeps_policy_mass_on_the_transformed_actions(states, phase
             np.testing.assert_allclose(batch.planes[i], state_planes(image), atol=1e-3)
 
 
+@pytest.mark.parametrize("kind", ["slm", "upper"])
+def test_batch_policy_rows_match_each_sample_mapped_by_its_symmetry(states, kind):
+    """The padded sparse rows against a per-sample reference: row ``i`` lists sample ``indices[i]``'s
+    actions through its symmetry's action map, in order, with their values, then padding."""
+    samples = _policy_samples(kind, states, np.random.default_rng(5)).build()
+    rng = np.random.default_rng(6)
+    indices = rng.integers(len(samples), size=40)  # repeats included
+    batch = make_batch(samples, indices, np.random.default_rng(7), symmetries=(0, 1, 2, 3))
+    width = max(samples.pi_off[i + 1] - samples.pi_off[i] for i in indices)
+    assert batch.pi_idx.shape == batch.pi_val.shape == batch.legal.shape == (len(indices), width)
+    assert batch.pi_idx.dtype == np.int64 and batch.pi_val.dtype == np.float32 and batch.legal.dtype == bool
+    policy_kind = "layout" if kind == "slm" else "upper"
+    for row, i in enumerate(indices):
+        lo, hi = samples.pi_off[i], samples.pi_off[i + 1]
+        n = hi - lo
+        want = action_map(int(batch.symmetries[row]), policy_kind)[samples.pi_idx[lo:hi]]
+        np.testing.assert_array_equal(batch.pi_idx[row, :n], want)
+        np.testing.assert_array_equal(batch.pi_val[row, :n], samples.pi_val[lo:hi])
+        assert batch.legal[row, :n].all() and not batch.legal[row, n:].any()
+        assert not batch.pi_idx[row, n:].any() and not batch.pi_val[row, n:].any()
+        # the dense views: the same mass on the same actions
+        assert set(np.flatnonzero(batch.mask[row]).tolist()) == set(want.tolist())
+        np.testing.assert_array_equal(batch.pi[row, want], samples.pi_val[lo:hi])
+        assert batch.pi[row].sum() == pytest.approx(samples.pi_val[lo:hi].sum())
+
+
+@pytest.mark.parametrize("kind", ["slm", "upper"])
+def test_learner_policy_loss_on_listed_actions_matches_the_dense_loss(states, kind):
+    """The learner's loss over each sample's gathered logits against the dense reference (the softmax
+    over all actions with the unlisted ones masked out): the same terms and the same gradients."""
+    from nets.losses import policy_value_terms
+
+    cfg = micro_config("learner.schedule=constant")
+    samples = _policy_samples(kind, states, np.random.default_rng(3)).build()
+    batch = make_batch(samples, np.arange(min(24, len(samples))), np.random.default_rng(4), symmetries=(0, 1, 2, 3))
+    learner = Learner(cfg.nets.net_config(kind), cfg.learner, seed=0)
+    learner.model.train()
+
+    def grads(loss):
+        learner.model.zero_grad(set_to_none=True)
+        loss.backward()
+        return [p.grad.clone() for p in learner.model.parameters() if p.grad is not None]
+
+    torch.manual_seed(0)
+    terms = learner.losses(batch)
+    got = grads(terms["value"] + terms["policy"])
+    torch.manual_seed(0)
+    logits, v = learner.model(torch.from_numpy(batch.planes))
+    ref = policy_value_terms(logits, v, torch.from_numpy(batch.pi), torch.from_numpy(batch.z),
+                             torch.from_numpy(batch.mask))
+    want = grads(ref.value + ref.policy)
+    assert float(terms["policy"]) == pytest.approx(float(ref.policy), rel=1e-5)
+    assert float(terms["value"]) == pytest.approx(float(ref.value), rel=1e-5)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-6)
+
+
 def test_augmentation_maps_lower_actions(states):
     s = states[-1]
     b = SampleBuilder("lower")

@@ -222,15 +222,17 @@ class Learner:
                 value = dqn_loss(q, z, kind=self.cfg.dqn_loss)
             terms = {"value": value, "policy": zero, "target_entropy": zero}
         else:
+            # the softmax over each sample's listed actions: only their logits, the padding masked out
+            actions = self._tensor(batch.pi_idx)
             if self.cfg.trainable == "policy":  # a frozen trunk and value head need no graph
                 with torch.no_grad():
                     h = self.model.trunk(x)
                     v = self.model.value(h)
-                logits = self.model.policy(h)
+                listed = self.model.policy.listed(h, actions)
             else:
-                logits, v = self.model(x)
-            pi = self._tensor(batch.pi)
-            t = policy_value_terms(logits, v, pi, z, self._tensor(batch.mask))
+                listed, v = self.model.forward_listed(x, actions)
+            pi = self._tensor(batch.pi_val)
+            t = policy_value_terms(listed, v, pi, z, self._tensor(batch.legal))
             terms = {"value": t.value, "policy": t.policy, "target_entropy": target_entropy(pi)}
         l2 = l2_penalty(self.model, self.cfg.l2_penalty)
         terms["l2"] = l2

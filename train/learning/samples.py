@@ -6,7 +6,8 @@ A **sample** is one training example of one net kind:
   the kind's action space (196 layout or 48,804 upper actions) and ``z``, the value target for the side to
   move. The sparse policy lists every action the search could choose (the root's children after pruning,
   or every legal action for supervised samples) with its target probability, zeros included: those
-  indices are also the **legal mask** of the loss (``nets.losses.policy_value_terms``).
+  indices are also the **legal mask** of the loss (``nets.losses.policy_value_terms``), and the indices
+  at which the learner computes logits (``nets.model`` "Training"). They are unique within a sample.
 - ``lower``: the planes of the position *after* a capture (victims removed), the upper action of the
   capturing move's path and ``z``, the target Q for the player who captured; optionally ``group``, the
   capture the sample belongs to (every candidate victim set of one capture shares it; ``-1``: none), which
@@ -34,7 +35,8 @@ last call (the pipeline keeps one across iterations);
 :func:`make_batch` draws a batch and augments it with the board symmetries (``nets.symmetry``): each
 sample gets a symmetry drawn from the allowed ones; its planes go through ``transform_planes`` and its
 action indices through the action maps (``action_map(sym, 'layout'|'upper')``), so policy mass stays on
-the transformed actions.
+the transformed actions. A batch keeps the policies sparse: one row per sample over its listed
+actions, padded to the batch's longest list (:class:`Batch`).
 """
 
 from __future__ import annotations
@@ -511,16 +513,37 @@ def iteration_tail(window: Samples, files: Sequence[Path], iteration: int) -> Sa
 # ============================================================================ batches
 @dataclass
 class Batch:
-    """A training batch (float32 planes). ``pi``/``mask`` ``(B, A)`` for slm/upper; ``action`` for lower."""
+    """A training batch (float32 planes ``(B, 14, 14, 14)``, ``z`` ``(B,)``). ``slm``/``upper``: the policy
+    targets in padded sparse form, one row per sample over its listed actions (``L``: the batch's
+    longest list): ``pi_idx`` ``int64 (B, L)`` action indices, ``pi_val`` ``float32 (B, L)`` target
+    probabilities, ``legal`` ``bool (B, L)``, False on the padding (whose index is 0 and value 0);
+    :attr:`pi` and :attr:`mask` are the dense ``(B, A)`` views, built on access. ``lower``: ``action``."""
 
     kind: str
     planes: np.ndarray
     z: np.ndarray
-    pi: np.ndarray | None = None
-    mask: np.ndarray | None = None
+    pi_idx: np.ndarray | None = None
+    pi_val: np.ndarray | None = None
+    legal: np.ndarray | None = None
     action: np.ndarray | None = None
     symmetries: np.ndarray | None = None
     group: np.ndarray | None = None  # lower, when every sample has a capture: int64 (B,) in 0..G-1
+
+    def _dense(self, values: np.ndarray, dtype) -> np.ndarray:
+        out = np.zeros((len(self.z), KIND_ACTIONS[self.kind]), dtype)
+        rows, cols = np.nonzero(self.legal)
+        out[rows, self.pi_idx[rows, cols]] = values[rows, cols]
+        return out
+
+    @property
+    def pi(self) -> np.ndarray:
+        """The policy targets as ``float32 (B, A)`` (0 off the listed actions)."""
+        return self._dense(self.pi_val, np.float32)
+
+    @property
+    def mask(self) -> np.ndarray:
+        """The listed actions (the loss's legal mask) as ``bool (B, A)``."""
+        return self._dense(self.legal, bool)
 
 
 def make_batch(samples: Samples, indices: np.ndarray, rng: np.random.Generator | None = None,
@@ -553,19 +576,23 @@ def make_batch(samples: Samples, indices: np.ndarray, rng: np.random.Generator |
                 sel = syms == s
                 action[sel] = action_map(int(s), policy_kind)[action[sel]]
         return Batch(samples.kind, planes, z, action=action, symmetries=syms, group=group)
-    n_actions = KIND_ACTIONS[samples.kind]
-    starts, ends = samples.pi_off[indices], samples.pi_off[indices + 1]
-    lengths = (ends - starts).astype(np.int64)
+    starts = samples.pi_off[indices]
+    lengths = (samples.pi_off[indices + 1] - starts).astype(np.int64)
     rows = np.repeat(np.arange(b), lengths)
-    flat = np.concatenate([np.arange(a, e) for a, e in zip(starts, ends)]) if b else np.zeros(0, np.int64)
+    first = np.cumsum(lengths) - lengths  # each row's first entry in the batch's flat list
+    col = np.arange(len(rows)) - first[rows]  # the entry's column within its row
+    flat = starts[rows] + col  # the entry's position in the samples' CSR arrays
     idx = samples.pi_idx[flat].astype(np.int64)
     sym_of = syms[rows]
     for s in np.unique(sym_of):
         if s != 0:
             sel = sym_of == s
             idx[sel] = action_map(int(s), policy_kind)[idx[sel]]
-    pi = np.zeros((b, n_actions), np.float32)
-    mask = np.zeros((b, n_actions), bool)
-    np.add.at(pi, (rows, idx), samples.pi_val[flat])
-    mask[rows, idx] = True
-    return Batch(samples.kind, planes, z, pi=pi, mask=mask, symmetries=syms)
+    width = int(lengths.max()) if b else 0
+    pi_idx = np.zeros((b, width), np.int64)
+    pi_val = np.zeros((b, width), np.float32)
+    legal = np.zeros((b, width), bool)
+    pi_idx[rows, col] = idx
+    pi_val[rows, col] = samples.pi_val[flat]
+    legal[rows, col] = True
+    return Batch(samples.kind, planes, z, pi_idx=pi_idx, pi_val=pi_val, legal=legal, symmetries=syms)
