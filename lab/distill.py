@@ -6,14 +6,16 @@ at least two legal paths becomes one ``upper`` sample (``train.learning.supervis
 the planes and the upper actions of every legal path); a shard's ``upper`` samples (a self-play run's
 ``RUN/shards/upper``) keep their planes and the actions their policy lists (the searched root's
 children). Either way the policy target is replaced by the teacher's softmax over those actions and the
-value target by the teacher's value (``tanh`` output, side to move). The samples go into one shard per
-record file or input shard (``train.learning.samples.write_shard``, atomic; a shard that exists is kept,
-so a killed run resumes), for ``python cli.py pretrain --model upper --shards OUT --set nets.blocks=B
---set nets.channels=C``.
+value target by the teacher's value (``tanh`` output, side to move). The samples go into one shard
+per ``--chunk`` record files (converted in ``--workers`` processes by ``train.learning.supervised.
+samples_from_records``) or per input shard (``train.learning.samples.write_shard``, atomic; a shard
+that exists is kept, so a killed run resumes when given the same inputs and ``--chunk``), for ``python
+cli.py pretrain --model upper --shards OUT --set nets.blocks=B --set nets.channels=C``.
 
 Usage::
 
-    python -m lab.distill TEACHER [RECORDS...] [--shards PATH...] --out OUT [--batch 512]
+    python -m lab.distill TEACHER [RECORDS...] [--shards PATH...] --out OUT [--batch 512] [--chunk 32]
+        [--workers 0]
 
 ``TEACHER``: an upper net file (``nets.io``). ``RECORDS``: record files or directories
 (``train.learning.supervised.record_files``). ``--shards``: shard files, directories or glob patterns
@@ -73,20 +75,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shards", nargs="+", default=[])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--batch", type=int, default=512)
+    parser.add_argument("--chunk", type=int, default=32)
+    parser.add_argument("--workers", type=int, default=0)
     args = parser.parse_args(argv)
     from core.errors import JiuError
     from core.records import read_record
     from nets.io import load
-    from train.learning.samples import concat, read_shard, shard_paths
-    from train.learning.supervised import record_files, samples_from_record
+    from train.learning.samples import read_shard, shard_paths
+    from train.learning.supervised import record_files, samples_from_records
 
-    if args.batch < 1:
-        print(f"error: --batch must be at least 1, got {args.batch}", file=sys.stderr)
-        return 2
+    for name, value, low in (("batch", args.batch, 1), ("chunk", args.chunk, 1), ("workers", args.workers, 0)):
+        if value < low:
+            print(f"error: --{name} must be at least {low}, got {value}", file=sys.stderr)
+            return 2
     try:
         model, _, _ = load(args.teacher, expected_kind="upper")
-        inputs = [("record", f) for f in record_files(args.records)]
-        inputs += [("shard", f) for f in shard_paths(args.shards)]
+        files = record_files(args.records)
+        inputs = [("records", files[i:i + args.chunk]) for i in range(0, len(files), args.chunk)]
+        inputs += [("shard", [f]) for f in shard_paths(args.shards)]
     except (ValueError, JiuError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -94,18 +100,18 @@ def main(argv: list[str] | None = None) -> int:
         print("error: records: no record files or shards given", file=sys.stderr)
         return 2
     start, total = time.monotonic(), 0
-    for k, (what, f) in enumerate(inputs, 1):
-        out = args.out / f"{k:05d}-{f.stem}.npz"
+    for k, (what, group) in enumerate(inputs, 1):
+        out = args.out / f"{k:05d}-{group[0].stem}.npz"
         if out.exists():
             continue
         try:
-            if what == "record":
-                parts = [samples_from_record(r, "upper") for r in read_record(f)]
-                samples = concat(parts, kind="upper")
+            if what == "records":
+                records = [r for f in group for r in read_record(f)]
+                samples = samples_from_records(records, "upper", workers=args.workers)
             else:
-                samples = read_shard(f)
+                samples = read_shard(group[0])
         except (ValueError, JiuError) as exc:
-            print(f"error: {f}: {exc}", file=sys.stderr)
+            print(f"error: {group[0] if len(group) == 1 else f'{group[0]} .. {group[-1]}'}: {exc}", file=sys.stderr)
             return 2
         if samples.kind != "upper" or not len(samples):
             continue

@@ -84,6 +84,30 @@ def test_cli_writes_one_shard_per_record_and_resumes(tmp_path, record, teacher, 
     assert main([str(net_file), "--out", str(out)]) == 2  # no input
     assert "error: " in capsys.readouterr().err
     assert main([str(net_file), str(games), "--out", str(out), "--batch", "0"]) == 2
+    assert main([str(net_file), str(games), "--out", str(out), "--chunk", "0"]) == 2
+    assert main([str(net_file), str(games), "--out", str(out), "--workers", "-1"]) == 2
+
+
+def test_cli_chunks_records_and_converts_them_in_workers(tmp_path, record, teacher):
+    from core.records import write_record
+    from nets.io import save
+    from train.learning.samples import concat
+
+    net_file = tmp_path / "teacher.safetensors"
+    save(teacher, teacher.config, net_file)
+    games = tmp_path / "games"
+    games.mkdir()
+    for i in range(3):
+        write_record(record, games / f"g{i}.json")
+    out = tmp_path / "out"
+    assert main([str(net_file), str(games), "--out", str(out), "--chunk", "2", "--workers", "2"]) == 0
+    shards = sorted(out.glob("*.npz"))
+    assert [f.name for f in shards] == ["00001-g0.npz", "00002-g2.npz"]  # games 0-1, then game 2
+    one = teacher_targets(teacher, samples_from_record(record, "upper"))
+    for f, copies in zip(shards, (2, 1)):
+        got, want = read_shard(f), concat([one] * copies, kind="upper")
+        assert np.array_equal(got.pi_idx, want.pi_idx) and np.array_equal(got.pi_off, want.pi_off)
+        assert np.allclose(got.pi_val, want.pi_val, atol=1e-6) and np.allclose(got.z, want.z, atol=1e-6)
     assert main([str(games / "g0.json"), str(games), "--out", str(out)]) == 2
 
 
