@@ -2104,3 +2104,17 @@ def test_learner_group_loss_draws_whole_captures_and_learns_a_ranking(states, lo
         learner.train(plain.build(), 1, 2, np.random.default_rng(0))
     with pytest.raises(ConfigError, match="lower_eval"):
         micro_config("model=lower", f"learner.dqn_loss={loss}")
+
+
+@pytest.mark.integration
+def test_learner_step_bench_times_both_forms_and_refuses_bad_arguments(capsys):
+    from bench.learner_step import _cli, main
+
+    out = main(1, ((1, 8),))
+    row = out["1x8"]
+    assert row["listed_s"] > 0 and row["dense_s"] > 0
+    assert row["dense/listed"] == pytest.approx(row["dense_s"] / row["listed_s"], rel=0.05)
+    for bad in (["0"], ["3x"], ["2x0"], ["many"]):
+        assert _cli(bad) == 2
+    err = capsys.readouterr().err
+    assert err.count("error: ") == 4 and "Traceback" not in err
