@@ -200,10 +200,14 @@ class UpperConvPolicyHead(PolicyHead):
         """:meth:`PolicyHead.listed` computing only the listed logits: each action's channel weights
         dotted with the head's features at its origin, plus its bias and, for a flight, the bilinear
         term with its destination (the index map of :func:`flatten_upper`), so the other 48,804 - L
-        logits of each position cost nothing."""
+        logits of each position cost nothing. Raises ``ValueError`` for an index outside ``0..48803``
+        (a negative one would otherwise wrap around silently)."""
+        a = actions
+        if a.numel() and (int(a.min()) < 0 or int(a.max()) >= NUM_UPPER_ACTIONS):
+            raise ValueError(f"listed: upper actions must be in 0..{NUM_UPPER_ACTIONS - 1}, "
+                             f"got {int(a.min())}..{int(a.max())}")
         f = self.conv(h)
         b, c = f.shape[:2]
-        a = actions
         step = a < JUMP_BASE
         flight = a >= FLIGHT_BASE
         jump = a - JUMP_BASE

@@ -241,6 +241,9 @@ def test_listed_logits_equal_the_full_logits_gathered(kind, head):
     full, v2 = net(x)
     torch.testing.assert_close(got, full.gather(1, actions), rtol=1e-10, atol=1e-10)
     torch.testing.assert_close(v, v2)
+    for bad in (-1, n):  # out of range: an error, not a wrapped-around index
+        with pytest.raises((ValueError, IndexError, RuntimeError)):
+            net.forward_listed(x, torch.full((5, 2), bad))
     weight = torch.rand(5, 40, dtype=torch.float64)
 
     def grads(listed: bool) -> list[torch.Tensor]:
