@@ -7,8 +7,8 @@ the planes and the upper actions of every legal path); a shard's ``upper`` sampl
 ``RUN/shards/upper``) keep their planes and the actions their policy lists (the searched root's
 children). Either way the policy target is replaced by the teacher's softmax over those actions and the
 value target by the teacher's value (``tanh`` output, side to move). The samples go into one shard
-per ``--chunk`` record files (converted in ``--workers`` processes by ``train.learning.supervised.
-samples_from_records``) or per input shard (``train.learning.samples.write_shard``, atomic; a shard
+per ``--chunk`` record files (converted by ``train.learning.supervised.samples_from_records`` on one
+pool of ``--workers`` processes, started once) or per input shard (``train.learning.samples.write_shard``, atomic; a shard
 that exists is kept, so a killed run resumes when given the same inputs and ``--chunk``), for ``python
 cli.py pretrain --model upper --shards OUT --set nets.blocks=B --set nets.channels=C``.
 
@@ -82,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     from core.records import read_record
     from nets.io import load
     from train.learning.samples import read_shard, shard_paths
+    from train.jobs.workers import make_runner
     from train.learning.supervised import record_files, samples_from_records
 
     for name, value, low in (("batch", args.batch, 1), ("chunk", args.chunk, 1), ("workers", args.workers, 0)):
@@ -100,25 +101,30 @@ def main(argv: list[str] | None = None) -> int:
         print("error: records: no record files or shards given", file=sys.stderr)
         return 2
     start, total = time.monotonic(), 0
-    for k, (what, group) in enumerate(inputs, 1):
-        out = args.out / f"{k:05d}-{group[0].stem}.npz"
-        if out.exists():
-            continue
-        try:
-            if what == "records":
-                records = [r for f in group for r in read_record(f)]
-                samples = samples_from_records(records, "upper", workers=args.workers)
-            else:
-                samples = read_shard(group[0])
-        except (ValueError, JiuError) as exc:
-            print(f"error: {group[0] if len(group) == 1 else f'{group[0]} .. {group[-1]}'}: {exc}", file=sys.stderr)
-            return 2
-        if samples.kind != "upper" or not len(samples):
-            continue
-        write_shard(out, teacher_targets(model, samples, args.batch))
-        total += len(samples)
-        print(f"{what} {k}/{len(inputs)}: {len(samples)} samples ({total} in {time.monotonic() - start:.0f} s)",
-              flush=True)
+    runner = make_runner(args.workers)  # one pool for every chunk
+    try:
+        for k, (what, group) in enumerate(inputs, 1):
+            out = args.out / f"{k:05d}-{group[0].stem}.npz"
+            if out.exists():
+                continue
+            try:
+                if what == "records":
+                    records = [r for f in group for r in read_record(f)]
+                    samples = samples_from_records(records, "upper", runner=runner)
+                else:
+                    samples = read_shard(group[0])
+            except (ValueError, JiuError) as exc:
+                where = group[0] if len(group) == 1 else f"{group[0]} .. {group[-1]}"
+                print(f"error: {where}: {exc}", file=sys.stderr)
+                return 2
+            if samples.kind != "upper" or not len(samples):
+                continue
+            write_shard(out, teacher_targets(model, samples, args.batch))
+            total += len(samples)
+            print(f"{what} {k}/{len(inputs)}: {len(samples)} samples ({total} in {time.monotonic() - start:.0f} s)",
+                  flush=True)
+    finally:
+        runner.close()
     return 0
 
 

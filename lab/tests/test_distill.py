@@ -88,10 +88,23 @@ def test_cli_writes_one_shard_per_record_and_resumes(tmp_path, record, teacher, 
     assert main([str(net_file), str(games), "--out", str(out), "--workers", "-1"]) == 2
 
 
-def test_cli_chunks_records_and_converts_them_in_workers(tmp_path, record, teacher):
+def test_cli_chunks_records_and_converts_them_in_workers(tmp_path, record, teacher, monkeypatch):
+    import train.jobs.workers as workers
     from core.records import write_record
     from nets.io import save
     from train.learning.samples import concat
+
+    made, closed = [], []
+
+    def spy(n, *args, **kwargs):  # one pool for all chunks, closed at the end
+        runner = real(n, *args, **kwargs)
+        close = runner.close
+        runner.close = lambda *a, **k: (closed.append(n), close(*a, **k))
+        made.append(n)
+        return runner
+
+    real = workers.make_runner
+    monkeypatch.setattr(workers, "make_runner", spy)
 
     net_file = tmp_path / "teacher.safetensors"
     save(teacher, teacher.config, net_file)
@@ -103,6 +116,7 @@ def test_cli_chunks_records_and_converts_them_in_workers(tmp_path, record, teach
     assert main([str(net_file), str(games), "--out", str(out), "--chunk", "2", "--workers", "2"]) == 0
     shards = sorted(out.glob("*.npz"))
     assert [f.name for f in shards] == ["00001-g0.npz", "00002-g2.npz"]  # games 0-1, then game 2
+    assert made == [2] and closed == [2]
     one = teacher_targets(teacher, samples_from_record(record, "upper"))
     for f, copies in zip(shards, (2, 1)):
         got, want = read_shard(f), concat([one] * copies, kind="upper")

@@ -144,12 +144,14 @@ def _record_samples(record, kind: str, teacher, teacher_mix: float, drift: Drift
 
 def samples_from_records(records: Sequence, kind: str, progress: Callable[[int], None] | None = None,
                          teacher: str | None = None, teacher_mix: float = 0.5, workers: int = 0,
-                         cache_dir: str | os.PathLike | None = None, drift: DriftTarget | None = None) -> Samples:
+                         cache_dir: str | os.PathLike | None = None, drift: DriftTarget | None = None,
+                         runner=None) -> Samples:
     """The ``kind`` samples of many records, concatenated in order.
 
     ``teacher``: a ``battle_prior`` plugin spec (``upper`` only; :func:`samples_from_record`), built once
     per worker; ``drift``: the drift value target (``upper`` only), its evaluator built once per worker.
-    ``workers > 0`` converts records in that many processes (``train.jobs.workers``).
+    ``workers > 0`` converts records in that many processes (``train.jobs.workers``); ``runner``: a
+    ``train.jobs.workers`` runner to use instead (not closed here, so one pool serves many calls).
     ``cache_dir``: one shard per record (``<key>.npz``, the key a digest of the record, the kind, the
     teacher and the value target), reused when it exists, so an interrupted or repeated conversion only
     does what is missing."""
@@ -171,11 +173,14 @@ def samples_from_records(records: Sequence, kind: str, progress: Callable[[int],
 
     from train.jobs.workers import make_runner
 
-    runner = make_runner(workers)
+    own = runner is None
+    if own:
+        runner = make_runner(workers)
     try:
         runner.run(_samples_task, tasks, done)
     finally:
-        runner.close()
+        if own:
+            runner.close()
     return concat(parts, kind)
 
 
