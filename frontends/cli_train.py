@@ -194,6 +194,7 @@ def pretrain(
     teacher_mix: Annotated[float, typer.Option(min=0.0, max=1.0, help="Weight of --teacher in the policy target (the played move has the rest).")] = 0.5,
     workers: Annotated[int, typer.Option(min=0, max=MAX_WORKERS, help="Processes converting records to samples (0: in this process).")] = 0,
     samples_cache: Annotated[Optional[Path], typer.Option(help="Directory of per-record sample shards, reused when present (resumable conversion).")] = None,
+    checkpoint_every: Annotated[int, typer.Option(min=0, max=10**8, help="Steps between checkpoints in OUT.ckpt/ (net, optimiser, batch generator); the same command resumes there after a kill (0: none).")] = 250,
     value_drift: Annotated[int, typer.Option(min=0, max=1000, help="Upper net: value target = the drift of --value-eval's margin over this many plies of the record (even; 0: the result).")] = 0,
     value_eval: Annotated[Optional[str], typer.Option(help="Evaluator (with a margin) of the --value-drift target "
                                                       "(default: the search's battle leaf value).")] = None,
@@ -208,7 +209,8 @@ def pretrain(
     """Supervised pretraining on records: policy target = the played move (one-hot, blended with a
     --teacher prior if given), value target = the result, or with --value-drift K the change of the
     expert's two-ply value over the next K plies, or with --value-eval-target K that value K plies on
-    (with --set learner.trainable=value only the value head learns)."""
+    (with --set learner.trainable=value only the value head learns). A killed run resumes from its last
+    checkpoint (--checkpoint-every) when the same command is given again."""
     from train.learning.config import KINDS, check_trainable, load_config
     from train.learning.supervised import check_teacher, read_records, samples_from_records
     from train.learning.supervised import pretrain as run_pretrain
@@ -263,7 +265,7 @@ def pretrain(
                 step_task, completed=i + 1, score=f"loss {losses['total']:.4f}")
         summary = run_pretrain(samples, cfg.nets.net_config(model), cfg.learner, target, steps, batch_size, lr,
                                seed=seed, symmetries=cfg.replay.symmetries, init=init, callback=step_done,
-                               device=device if device is not None else cfg.device,
+                               device=device if device is not None else cfg.device, checkpoint_every=checkpoint_every,
                                extra={"records": len(games), "shards": [str(p) for p in shards or []],
                                       "teacher": teacher, "teacher_mix": teacher_mix if teacher else None,
                                       "value_target": drift.spec() if drift is not None else "result",
@@ -273,7 +275,8 @@ def pretrain(
         typer.echo(json.dumps(summary))
     else:
         source = f"{len(games)} records" + (f" and {len(shards)} shard path(s)" if shards else "")
-        typer.echo(f"{model}: {source}, {summary['samples']} samples, {steps} steps in {summary['seconds']:.1f} s;"
+        resumed = f" (resumed at step {summary['resumed_from']})" if summary["resumed_from"] else ""
+        typer.echo(f"{model}: {source}, {summary['samples']} samples, {steps} steps{resumed} in {summary['seconds']:.1f} s;"
                    f" loss {summary.get('first_loss', float('nan')):.4f} -> {summary.get('last_loss', float('nan')):.4f}")
         typer.echo(f"wrote {target}")
 

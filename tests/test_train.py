@@ -771,6 +771,52 @@ def test_pretrain_on_shards_keeps_captures_and_widens_the_start_net(tmp_path, st
     assert result.exit_code == 2 and "no slm shard found" in result.stderr
 
 
+def test_pretrain_resumes_from_its_checkpoint_to_the_uninterrupted_net(tmp_path, states):
+    """``pretrain(checkpoint_every=N)`` killed mid-run and called again ends with the very weights of an
+    uninterrupted run (the optimiser state and the batch generator resumed); a checkpoint of other
+    arguments is refused, a locked one is busy, and the checkpoint is gone once the net is written."""
+    from nets.io import load
+    from train.jobs.rundir import DirectoryInUse, lock_dir
+    from train.learning.supervised import SupervisedError, checkpoint_dir, pretrain
+
+    rng = np.random.default_rng(1)
+    b = SampleBuilder("upper")
+    for s in [s for s in states if s.phase == 1][:24]:
+        acts = rng.choice(48804, size=5, replace=False).astype(np.int64)
+        b.add_policy(state_planes(s), acts, rng.dirichlet(np.ones(5)).astype(np.float32), float(rng.uniform(-1, 1)))
+    samples = b.build()
+    cfg = load_config(None, ["nets.blocks=1", "nets.channels=8"])
+    args = dict(net_config=cfg.nets.net_config("upper"), learner_cfg=cfg.learner, steps=7, batch_size=8, seed=3)
+    whole = pretrain(samples, out=tmp_path / "whole.safetensors", **args)
+
+    class Kill(Exception):
+        pass
+
+    def kill_at(step):
+        def cb(i, losses):
+            if i == step:
+                raise Kill
+        return cb
+
+    out = tmp_path / "resumed.safetensors"
+    with pytest.raises(Kill):
+        pretrain(samples, out=out, checkpoint_every=3, callback=kill_at(4), **args)
+    ckpt = checkpoint_dir(out)
+    assert json.loads((ckpt / "state.json").read_text())["done"] == 3 and not out.exists()
+    with pytest.raises(SupervisedError, match="lr differs"):
+        pretrain(samples, out=out, checkpoint_every=3, **{**args, "lr": 0.01})
+    with lock_dir(ckpt), pytest.raises(DirectoryInUse):
+        pretrain(samples, out=out, checkpoint_every=3, **args)
+    seen = []
+    again = pretrain(samples, out=out, checkpoint_every=3, callback=lambda i, losses: seen.append(i), **args)
+    assert again["resumed_from"] == 3 and seen == [3, 4, 5, 6] and not ckpt.exists()
+    assert again["first_loss"] == whole["first_loss"] and again["last_loss"] == whole["last_loss"]
+    a, b = load(tmp_path / "whole.safetensors")[0].state_dict(), load(out)[0].state_dict()
+    assert all(torch.equal(a[name], b[name]) for name in a)
+    changed = pretrain(samples, out=tmp_path / "other.safetensors", **{**args, "seed": 4})
+    assert changed["last_loss"] != whole["last_loss"]  # the comparison above can fail
+
+
 def test_supervised_targets_are_the_played_moves(tmp_path):
     from core.notation import parse_move
     from core.records import GameRecord

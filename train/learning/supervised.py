@@ -254,52 +254,145 @@ def pretrain(
     extra: dict[str, Any] | None = None,
     callback=None,
     device: str = "cpu",
+    checkpoint_every: int = 0,
 ) -> dict[str, Any]:
     """Train on ``samples`` for ``steps`` steps (constant ``lr``; the learner's optimiser, L2 and clip) and
     save the net to ``out`` (no optimiser state: self-play starts a fresh optimiser and schedule).
     ``init``: a net file to continue (default: a fresh net seeded with ``seed``; with
     ``net_config.tactics`` a net without the tactical planes is widened first,
     ``nets.io.load``). ``device``: where the learner trains (``train.learning.learner``; the file is
-    written from CPU tensors either way). Returns the losses of the first and last steps and the mean,
-    ``seconds`` and ``samples``."""
+    written from CPU tensors either way). ``callback(step_index, losses)`` after each step.
+
+    ``0 < checkpoint_every < steps``: every that many steps the net, its optimiser state and the batch
+    generator's state go to :func:`checkpoint_dir` ``(out)`` (locked while training, atomic files), and a
+    later call with the same samples and arguments resumes there, ending with the net an uninterrupted
+    run saves; the directory is removed when ``out`` is written. Raises :class:`SupervisedError` for a
+    checkpoint of other samples or arguments, ``train.jobs.rundir.DirectoryInUse`` while another process
+    trains into it.
+
+    Returns the mean losses of the first and last steps (``first_loss``, ``last_loss``, ``last_value``
+    ...), ``seconds`` (this call), ``samples`` and ``resumed_from`` (the step a checkpoint gave, or 0)."""
+    import contextlib
+    import shutil
+
     import torch
 
+    from train.jobs.rundir import atomic_write_json, lock_dir
     from train.learning.learner import Learner
 
     kind = net_config.kind
     if samples.kind != kind:
         raise SupervisedError(f"pretrain: {samples.kind} samples for a {kind} net")
+    if checkpoint_every < 0:
+        raise SupervisedError(f"checkpoint_every must be at least 0, got {checkpoint_every}")
     cfg = learner_cfg.model_copy(update={"schedule": "constant", "lr": lr})
-    if init is not None:
-        learner = Learner.from_checkpoint(init, cfg, lr=lr, kind=kind, tactics=net_config.tactics, device=device)
-        learner.step = 0
-    else:
-        learner = Learner(net_config, cfg, seed=seed, lr=lr, device=device)
-    torch.manual_seed(seed)
-    rng = np.random.default_rng(seed)
-    history: list[dict[str, float]] = []
     t0 = time.perf_counter()
+    ckpt = checkpoint_dir(out) if 0 < checkpoint_every < steps and len(samples) > 0 else None
+    k = max(1, min(10, steps // 4 or 1))  # steps averaged into the first and last losses
+    head: list[dict[str, float]] = []
+    tail: list[dict[str, float]] = []
+    done = 0
+    with lock_dir(ckpt) if ckpt is not None else contextlib.nullcontext():
+        state = _read_checkpoint(ckpt) if ckpt is not None else None
+        ident = _pretrain_identity(samples, net_config, cfg, steps, batch_size, lr, seed, symmetries, init)
+        if state is not None:
+            for key, value in ident.items():
+                if state["identity"].get(key) != value:
+                    raise SupervisedError(f"{ckpt}: a checkpoint of another run ({key} differs); remove it or "
+                                          "give another --out")
+            learner = Learner.from_checkpoint(ckpt / state["net"], cfg, lr=lr, kind=kind,
+                                              tactics=net_config.tactics, device=device)
+            rng = np.random.default_rng()
+            rng.bit_generator.state = state["rng"]
+            done, head, tail = int(state["done"]), state["head"], state["tail"]
+        else:
+            if init is not None:
+                learner = Learner.from_checkpoint(init, cfg, lr=lr, kind=kind, tactics=net_config.tactics,
+                                                  device=device)
+            else:
+                learner = Learner(net_config, cfg, seed=seed, lr=lr, device=device)
+            rng = np.random.default_rng(seed)
+        learner.step = 0
+        torch.manual_seed(seed)
+        resumed_from = done
 
-    def cb(i, losses):
-        history.append(losses)
-        if callback is not None:
-            callback(i, losses)
+        def cb(i, losses):
+            if len(head) < k:
+                head.append(losses)
+            tail.append(losses)
+            del tail[:-k]
+            if callback is not None:
+                callback(offset + i, losses)
 
-    summary: dict[str, Any] = {"kind": kind, "samples": len(samples), "steps": steps}
-    if steps > 0 and len(samples) > 0:
-        learner.train(samples, steps, batch_size, rng, symmetries, callback=cb)
-    k = max(1, min(10, len(history) // 4 or 1))
-    if history:
-        summary["first_loss"] = float(np.mean([h["total"] for h in history[:k]]))
-        summary["last_loss"] = float(np.mean([h["total"] for h in history[-k:]]))
-        for term in ("value", "policy", "l2"):
-            summary[f"last_{term}"] = float(np.mean([h[term] for h in history[-k:]]))
-    learner.step = 0
-    learner.save(out, extra={"pretrain": {"samples": len(samples), "steps": steps, "lr": lr}, **(extra or {})},
-                 optimizer=False)
+        while done < steps and len(samples) > 0:
+            offset = done
+            n = steps - done if ckpt is None else min(checkpoint_every, steps - done)
+            learner.train(samples, n, batch_size, rng, symmetries, callback=cb)
+            done += n
+            if ckpt is not None and done < steps:
+                name = f"net-{done:09d}.safetensors"
+                learner.save(ckpt / name, optimizer=True)
+                atomic_write_json(ckpt / CHECKPOINT_STATE, {"identity": ident, "done": done, "net": name,
+                                                            "rng": rng.bit_generator.state, "head": head,
+                                                            "tail": tail})
+                for old in ckpt.glob("net-*"):  # the checkpoints before this one
+                    if not old.name.startswith(name.split(".")[0]):
+                        old.unlink(missing_ok=True)
+        summary: dict[str, Any] = {"kind": kind, "samples": len(samples), "steps": steps,
+                                   "resumed_from": resumed_from}
+        if head:
+            summary["first_loss"] = float(np.mean([h["total"] for h in head]))
+            summary["last_loss"] = float(np.mean([h["total"] for h in tail]))
+            for term in ("value", "policy", "l2"):
+                summary[f"last_{term}"] = float(np.mean([h[term] for h in tail]))
+        learner.step = 0
+        learner.save(out, extra={"pretrain": {"samples": len(samples), "steps": steps, "lr": lr}, **(extra or {})},
+                     optimizer=False)
+    if ckpt is not None:
+        shutil.rmtree(ckpt, ignore_errors=True)
     summary["seconds"] = time.perf_counter() - t0
     summary["out"] = str(out)
     return summary
+
+
+CHECKPOINT_STATE = "state.json"
+
+
+def checkpoint_dir(out: str | os.PathLike) -> Path:
+    """Where :func:`pretrain` keeps the checkpoints of a run writing ``out``: ``<out>.ckpt/`` beside it."""
+    out = Path(out)
+    return out.with_name(out.name + ".ckpt")
+
+
+def _read_checkpoint(ckpt: Path) -> dict[str, Any] | None:
+    import json
+
+    try:
+        state = json.loads((ckpt / CHECKPOINT_STATE).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise SupervisedError(f"{ckpt / CHECKPOINT_STATE}: unreadable checkpoint ({exc}); remove it") from None
+    if not isinstance(state, dict) or not (ckpt / str(state.get("net", ""))).is_file():
+        raise SupervisedError(f"{ckpt}: an incomplete checkpoint; remove it")
+    return state
+
+
+def _pretrain_identity(samples: Samples, net_config, cfg, steps: int, batch_size: int, lr: float, seed: int,
+                       symmetries: Sequence[int], init) -> dict[str, Any]:
+    """What a checkpoint must match to be resumed: the samples (count and a digest of their targets), the
+    net, the learner settings and the arguments."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for part in (samples.z, samples.pi_off, samples.pi_idx, samples.pi_val, samples.action, samples.group):
+        if part is not None:
+            digest.update(np.ascontiguousarray(part).tobytes())
+    init_digest = None if init is None else hashlib.sha256(Path(init).read_bytes()).hexdigest()
+    return {"samples": len(samples), "targets": digest.hexdigest(), "steps": int(steps),
+            "batch_size": int(batch_size), "lr": float(lr), "seed": int(seed),
+            "symmetries": [int(x) for x in symmetries], "init": init_digest,
+            "net": net_config.model_dump(mode="json"), "learner": cfg.model_dump(mode="json")}
 
 
 # ============================================================================ record generation
