@@ -817,6 +817,44 @@ def test_pretrain_resumes_from_its_checkpoint_to_the_uninterrupted_net(tmp_path,
     assert changed["last_loss"] != whole["last_loss"]  # the comparison above can fail
 
 
+@pytest.mark.integration
+def test_pretrain_killed_by_sigkill_resumes_with_the_same_command(tmp_path, states):
+    """``python cli.py pretrain --checkpoint-every N`` killed with SIGKILL after its first checkpoint: the
+    same command resumes at that checkpoint (not at step 0) and writes the net an uninterrupted run
+    writes (to float tolerance: the subprocess and this process may split work over other threads)."""
+    from nets.io import load
+
+    rng = np.random.default_rng(2)
+    b = SampleBuilder("upper")
+    for s in [s for s in states if s.phase == 1][:24]:
+        acts = rng.choice(48804, size=4, replace=False).astype(np.int64)
+        b.add_policy(state_planes(s), acts, rng.dirichlet(np.ones(4)).astype(np.float32), float(rng.uniform(-1, 1)))
+    write_shard(tmp_path / "shards" / "s.npz", b.build())
+    common = ["pretrain", "--model", "upper", "--shards", str(tmp_path / "shards"), "--steps", "400",
+              "--batch-size", "8", "--seed", "3", "--set", "nets.blocks=1", "--set", "nets.channels=8", "--json"]
+    out = tmp_path / "killed.safetensors"
+    proc = subprocess.Popen([sys.executable, str(ROOT / "cli.py"), *common, "--checkpoint-every", "10",
+                             "--out", str(out)], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    state = tmp_path / "killed.safetensors.ckpt" / "state.json"
+    try:
+        appeared = _wait_for(lambda: state.exists() or proc.poll() is not None, 120)
+        assert appeared and proc.poll() is None, proc.stderr.read().decode()[-2000:] if proc.poll() is not None else ""
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert not out.exists()
+    result = runner.invoke(app, [*common, "--checkpoint-every", "10", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output.strip().splitlines()[-1])["resumed_from"] >= 10
+    assert not state.parent.exists()
+    whole = tmp_path / "whole.safetensors"
+    result = runner.invoke(app, [*common, "--checkpoint-every", "0", "--out", str(whole)])
+    assert result.exit_code == 0, result.output
+    a, b = load(whole)[0].state_dict(), load(out)[0].state_dict()
+    assert all(torch.allclose(a[name], b[name], rtol=1e-4, atol=1e-5) for name in a)
+
+
 def test_supervised_targets_are_the_played_moves(tmp_path):
     from core.notation import parse_move
     from core.records import GameRecord
