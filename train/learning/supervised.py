@@ -293,8 +293,10 @@ def pretrain(
     tail: list[dict[str, float]] = []
     done = 0
     with lock_dir(ckpt) if ckpt is not None else contextlib.nullcontext():
-        state = _read_checkpoint(ckpt) if ckpt is not None else None
-        ident = _pretrain_identity(samples, net_config, cfg, steps, batch_size, lr, seed, symmetries, init)
+        state = ident = None
+        if ckpt is not None:
+            state = _read_checkpoint(ckpt)
+            ident = _pretrain_identity(samples, net_config, cfg, steps, batch_size, lr, seed, symmetries, init)
         if state is not None:
             for key, value in ident.items():
                 if state["identity"].get(key) != value:
