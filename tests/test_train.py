@@ -779,12 +779,7 @@ def test_pretrain_resumes_from_its_checkpoint_to_the_uninterrupted_net(tmp_path,
     from train.jobs.rundir import DirectoryInUse, lock_dir
     from train.learning.supervised import SupervisedError, checkpoint_dir, pretrain
 
-    rng = np.random.default_rng(1)
-    b = SampleBuilder("upper")
-    for s in [s for s in states if s.phase == 1][:24]:
-        acts = rng.choice(48804, size=5, replace=False).astype(np.int64)
-        b.add_policy(state_planes(s), acts, rng.dirichlet(np.ones(5)).astype(np.float32), float(rng.uniform(-1, 1)))
-    samples = b.build()
+    samples = _policy_samples("upper", [s for s in states if s.phase == 1][:24], np.random.default_rng(1)).build()
     cfg = load_config(None, ["nets.blocks=1", "nets.channels=8"])
     args = dict(net_config=cfg.nets.net_config("upper"), learner_cfg=cfg.learner, steps=7, batch_size=8, seed=3)
     whole = pretrain(samples, out=tmp_path / "whole.safetensors", **args)
@@ -824,12 +819,8 @@ def test_pretrain_killed_by_sigkill_resumes_with_the_same_command(tmp_path, stat
     writes (to float tolerance: the subprocess and this process may split work over other threads)."""
     from nets.io import load
 
-    rng = np.random.default_rng(2)
-    b = SampleBuilder("upper")
-    for s in [s for s in states if s.phase == 1][:24]:
-        acts = rng.choice(48804, size=4, replace=False).astype(np.int64)
-        b.add_policy(state_planes(s), acts, rng.dirichlet(np.ones(4)).astype(np.float32), float(rng.uniform(-1, 1)))
-    write_shard(tmp_path / "shards" / "s.npz", b.build())
+    battle = [s for s in states if s.phase == 1][:24]
+    write_shard(tmp_path / "shards" / "s.npz", _policy_samples("upper", battle, np.random.default_rng(2)).build())
     common = ["pretrain", "--model", "upper", "--shards", str(tmp_path / "shards"), "--steps", "400",
               "--batch-size", "8", "--seed", "3", "--set", "nets.blocks=1", "--set", "nets.channels=8", "--json"]
     out = tmp_path / "killed.safetensors"

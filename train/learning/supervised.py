@@ -278,7 +278,7 @@ def pretrain(
     import torch
 
     from train.jobs.rundir import atomic_write_json, lock_dir
-    from train.learning.learner import Learner
+    from train.learning.learner import Learner, optimizer_path
 
     kind = net_config.kind
     if samples.kind != kind:
@@ -337,8 +337,9 @@ def pretrain(
                 atomic_write_json(ckpt / CHECKPOINT_STATE, {"identity": ident, "done": done, "net": name,
                                                             "rng": rng.bit_generator.state, "head": head,
                                                             "tail": tail})
+                keep = {name, optimizer_path(ckpt / name).name}
                 for old in ckpt.glob("net-*"):  # the checkpoints before this one
-                    if not old.name.startswith(name.split(".")[0]):
+                    if old.name not in keep:
                         old.unlink(missing_ok=True)
         summary: dict[str, Any] = {"kind": kind, "samples": len(samples), "steps": steps,
                                    "resumed_from": resumed_from}
