@@ -6,7 +6,8 @@ The search sees nets only through two protocols:
   the phase's action space (``float32 (196,)`` in the layout, ``(48804,)`` in the battle, rule book
   section 8; probabilities summing to 1, *not* masked to the legal actions: the search masks and
   renormalises) and a value in [-1, 1] for the side to move of the evaluated state. Thread-safe; may
-  block.
+  block. Optionally ``evaluate_later(states) -> callable`` (:class:`NetEvaluator`): queue the states
+  and return at once, the callable giving the evaluations, so the caller works while the net runs.
 - :class:`VictimScorer` (the HBM lower net): ``q_values(states_after, upper_actions)`` -> ``float32
   (n,)``, one Q per candidate capture (the state after the whole move, victims removed, and the upper
   action of the move's path), higher is better for the player who captured.
@@ -294,8 +295,16 @@ class NetEvaluator:
     def evaluate(self, states: Sequence[GameState]) -> list[Evaluation]:
         """One :class:`Evaluation` per state (in order); blocks until the inference thread answers.
         Raises whatever the inference raised, or ``RuntimeError`` after :meth:`close`."""
+        return self.evaluate_later(states)()
+
+    def evaluate_later(self, states: Sequence[GameState]) -> Callable[[], list[Evaluation]]:
+        """Queue ``states`` and return at once: the returned callable blocks until the inference thread
+        has answered and returns what :meth:`evaluate` would (the same errors, raised by the callable;
+        ``RuntimeError`` after :meth:`close` at once). A search thread does its own work on the leaf
+        (the expert's two-ply value) while the net runs (``search.mcts.Search._expand``). With
+        ``inference_threads=0`` the nets run here, before this returns."""
         if not states:
-            return []
+            return list
         requests = [_Request(s.phase, state_planes(s), Future()) for s in states]
         with self._lock:
             if self._closed:
@@ -306,7 +315,7 @@ class NetEvaluator:
             else:
                 for r in requests:
                     self._queue.put(r)
-        return [r.future.result() for r in requests]
+        return lambda: [r.future.result() for r in requests]
 
     def submit(self, fn: Callable[[], Any]) -> Future:
         """Run ``fn()`` in the inference thread (between batches); its result or exception comes back

@@ -66,6 +66,7 @@ from search.victims import choose_victims
 _NO_HISTORY = np.empty(0, np.uint64)
 _NO_HISTORY.setflags(write=False)
 
+
 class SearchResult(NamedTuple):
     """Root statistics after a search: ``moves`` (root children), ``visits`` int32, ``q`` float64 (mean
     value for the side to move at the root; ``nan`` if unvisited), ``priors`` float32, ``actions`` int32
@@ -417,9 +418,11 @@ class Search:
             state = self.leaf_state(tree, node, path)
             if not isinstance(state, GameState):
                 return state  # terminal: its value
-            evaluation = self.evaluator.evaluate([state])[0]
+            later = getattr(self.evaluator, "evaluate_later", None)  # a net runs while the knowledge job does
+            answer = later([state]) if later is not None else partial(self.evaluator.evaluate, [state])
             job = self.knowledge_job(state, node)
-            return self.expand_leaf(node, state, evaluation, job() if job is not None else None)
+            knowledge = job() if job is not None else None
+            return self.expand_leaf(node, state, answer()[0], knowledge)
         finally:
             event = self._pending.pop(node, None)
             if event is not None:

@@ -591,6 +591,44 @@ def test_no_inference_thread_runs_the_nets_in_the_caller(tiny_nets, battle_state
         ev.evaluate(battle_states[:1])
 
 
+class _Gated(nn.Module):
+    """An upper 'net' that answers (zeros, value 0.5) only once ``gate`` is set."""
+
+    def __init__(self):
+        super().__init__()
+        self.gate = threading.Event()
+        self.started = threading.Event()
+
+    def forward(self, x):
+        self.started.set()
+        assert self.gate.wait(10.0), "the test never opened the gate"
+        return torch.zeros(x.shape[0], NUM_UPPER_ACTIONS), torch.full((x.shape[0],), 0.5)
+
+
+def test_evaluate_later_returns_while_the_net_runs(tiny_nets, battle_states):
+    """``evaluate_later`` queues and returns before the net has answered (``Search._expand`` computes the
+    expert's value meanwhile); its callable gives what ``evaluate`` gives, and raises what it raises."""
+    net = _Gated()
+    with NetEvaluator(None, net, compiled=False, max_wait_ms=0.0) as ev:
+        answer = ev.evaluate_later(battle_states[:2])
+        assert net.started.wait(10.0)  # the net is running, held at the gate, and the call has returned
+        net.gate.set()
+        got = answer()
+        assert [e.value for e in got] == [0.5, 0.5]
+        assert ev.evaluate_later([])() == []
+    with pytest.raises(RuntimeError, match="closed"):
+        ev.evaluate_later(battle_states[:1])
+    with NetEvaluator(None, tiny_nets["upper"]) as ev:
+        later = ev.evaluate_later(battle_states[:3])()
+        now = ev.evaluate(battle_states[:3])
+    for a, b in zip(later, now):
+        assert np.array_equal(a.policy, b.policy) and a.value == b.value
+    with NetEvaluator(None, _Flaky(), max_wait_ms=0.0, compiled=False) as ev:
+        answer = ev.evaluate_later(battle_states[:1])  # the error comes from the callable
+        with pytest.raises(RuntimeError, match="boom in the net"):
+            answer()
+
+
 def test_lone_caller_does_not_wait(tiny_nets, battle_states):
     with NetEvaluator(None, tiny_nets["upper"], max_wait_ms=300.0) as ev:
         ev.evaluate(battle_states[:1])

@@ -402,6 +402,41 @@ def test_terminal_bound_sees_the_draw_the_side_behind_can_force():
     assert values[True] == pytest.approx(draw_value)
 
 
+class _LaterEvaluator(UniformEvaluator):
+    """A uniform evaluator with ``evaluate_later``, logging when a leaf is queued and when it is read."""
+
+    def __init__(self, log: list[str]):
+        self.log = log
+
+    def evaluate_later(self, states):
+        self.log.append("queued")
+
+        def answer():
+            self.log.append("read")
+            return self.evaluate(states)
+        return answer
+
+
+def test_a_leaf_queues_the_net_before_its_knowledge_and_reads_it_after():
+    """``Search._expand`` overlaps the net with the expert's two-ply value: it queues the leaf with the
+    evaluator's ``evaluate_later``, runs the knowledge job, then reads the net's answer."""
+    log: list[str] = []
+    state = GameState.from_jfen(SQUARE_WIN)
+    config = SearchConfig(simulations=6, threads=1, expansion_pruner="prune.expert:top=4",
+                          value_evaluator="eval.expert:plies=2", value_mix=0.5, value_center=False)
+    with Search(_LaterEvaluator(log), config) as search:
+        plugin = search._value_plugin
+        value = plugin.value
+
+        def logged(s):
+            log.append("knowledge")
+            return value(s)
+        plugin.value = logged
+        search.run(state)
+    leaves = [log[i:i + 3] for i in range(0, len(log), 3)]
+    assert len(leaves) >= 2 and all(leaf == ["queued", "knowledge", "read"] for leaf in leaves), log
+
+
 # ============================================================================ Gumbel root search
 def _halving_visits(n: int, m: int) -> list[int]:
     """Visits per considered child (sorted) of sequential halving with ``n`` simulations over ``m``
