@@ -125,7 +125,8 @@ class Search:
     """WU-UCT search over a shared tree with a thread pool; see the module docstring.
 
     ``evaluator`` implements ``nets.evaluator.Evaluator`` (``evaluate(states) -> [Evaluation(policy,
-    value)]``); ``victim_scorer`` optionally implements ``nets.evaluator.VictimScorer`` (the lower net).
+    value)]``; with ``evaluate_later`` too, a leaf's knowledge is computed while it runs, :meth:`_expand`);
+    ``victim_scorer`` optionally implements ``nets.evaluator.VictimScorer`` (the lower net).
     Use as a context manager or call :meth:`close` to stop the worker threads.
     """
 
