@@ -17,9 +17,10 @@ Implementations:
 - :class:`UniformEvaluator`: uniform policy, value 0 (pure MCTS baselines and tests).
 - :class:`KnowledgeEvaluator`: uniform policy, value from a knowledge evaluator (``eval.shape``).
 - :class:`NetEvaluator`: SLM for layout states, upper net for battle states, batched across threads.
-  Search threads call ``evaluate([state])``; the caller computes the feature planes (a Numba kernel
-  that releases the GIL, so this part runs in parallel), queues one request per state with a
-  ``concurrent.futures.Future`` and blocks on it. An inference thread takes the first request,
+  Search threads call ``evaluate_later([state])``; the caller computes the feature planes (a Numba
+  kernel that releases the GIL, so this part runs in parallel), queues one request per state with a
+  ``concurrent.futures.Future``, computes the leaf's knowledge and then blocks on it (``evaluate``
+  blocks at once). An inference thread takes the first request,
   then keeps collecting until it has ``max_batch`` states or ``max_wait_ms`` have passed since the
   first, or (no point waiting) no other request is queued;
   runs each phase's net once on its part of the batch under ``torch.inference_mode()``, and answers
