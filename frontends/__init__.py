@@ -3,4 +3,4 @@
 DEFAULT_AGENT = "jfa"
 """The agent ``play``, ``serve``, ``engine`` and ``analyze`` use when none is named: the strongest agent
 measured (docs/results.md, "The default agent": ``jfa`` against ``hbm``, the expert laying out and the same
-battle search, 58 of 100; change it here, with a match, when another agent beats it)."""
+battle search; change it here, with a match, when another agent beats it)."""
