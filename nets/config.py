@@ -39,7 +39,8 @@ The ``q`` kind has the ``tiny`` preset only (it is evaluated on every legal move
 small on purpose); ``preset("q", "paper")`` raises ``ValueError``.
 
 The paper gives block counts only; 256 channels is the AlphaZero width, our choice. The tiny presets
-train and run on two CPU cores (exact parameter counts and measured throughput: ``nets/__init__.py``).
+train and run on two CPU cores (exact parameter counts: ``nets/__init__.py``; throughput:
+docs/performance.md).
 
 ``ENCODING_VERSION`` is stored in every saved net; bump it whenever the action encodings
 (``nets.encoding``) or the feature planes (``nets.features``) change, so stale nets fail to load.

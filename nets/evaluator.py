@@ -29,24 +29,21 @@ Implementations:
   policy and value 0, with a one-time ``RuntimeWarning``. ``inference_threads`` such threads share the
   queue (default 1); the compiled nets release the GIL for the whole forward pass, so two of them on
   one torch thread each use two cores (inter-op parallelism: for nets this small it beats two intra-op
-  threads, which also spin; measured below).
+  threads, which also spin).
 - :class:`NetVictimScorer`: the lower net over a batch of candidates (chunks of ``max_batch``).
 
 Threads: PyTorch's intra-op thread pool is process-wide. ``NetEvaluator`` sets it once, at construction,
 to ``num_threads`` (default :func:`default_num_threads`: half the cores this process may use, at least
 1, so 1 on the 2-core machines). All net work happens in the inference threads, but the search
 threads are not idle: their Numba move generation and Python tree updates want the other cores. And
-oversubscribed OpenMP threads spin: measured on the 2-core machine while other processes ran, 2 intra-op
-threads were 3 to 100 times *slower* than 1 (tiny upper net at batch 32: 79 vs 725 positions/s;
-``OMP_WAIT_POLICY=PASSIVE`` in the environment softens this, but 1 thread still won). Training is hit
-the same way: set ``torch.set_num_threads(1)`` in a learner on a shared machine. Pass ``num_threads=2``
-(or more) only on an otherwise idle machine; pass 1 when several evaluators or worker processes share a
-machine. To use more cores for the nets, prefer ``inference_threads``: on the 2-core machine, WU-UCT
-with 8 search threads, 400 simulations, 1 torch thread: battle 820-824 simulations/s with one inference
-thread, 979-1,030 with two; layout 997-1,020 and 1,742-1,792 (serial search: battle 473-491, layout
-634-654; with ``num_threads=2`` instead: battle 570, layout 1,073). Give a
-:class:`NetVictimScorer` the evaluator (``evaluator=``) to run its forward passes in the same inference
-threads instead of in the calling search thread.
+oversubscribed OpenMP threads spin: while other processes run, two intra-op threads can be many times
+*slower* than one (``OMP_WAIT_POLICY=PASSIVE`` in the environment softens this). Training is hit the
+same way: set ``torch.set_num_threads(1)`` in a learner on a shared machine. Pass ``num_threads=2`` (or
+more) only on an otherwise idle machine; pass 1 when several evaluators or worker processes share a
+machine. To use more cores for the nets, prefer ``inference_threads``. Give a :class:`NetVictimScorer`
+the evaluator (``evaluator=``) to run its forward passes in the same inference threads instead of in
+the calling search thread. Why these defaults, measured: docs/performance.md, "The nets: compiled,
+threads and batches".
 
 The evaluator puts its nets in ``eval()`` mode (batch norm uses running statistics); a learner training
 the same module objects concurrently must hand the evaluator a copy.
@@ -202,10 +199,8 @@ class NetEvaluator:
     evaluator; when given, the thread instead waits (up to ``max_wait_ms`` after the first request) until the
     batch holds ``min(ceil(clients / in_flight), max_batch)`` requests, because busy search threads
     submit a little apart. ``in_flight`` (default 2): batches the clients keep in flight, so that while
-    the net runs one batch the other threads select and expand the leaves of the next (measured on the
-    2-core machine, battle search with the tiny upper net, 400 simulations: 2 search threads 458-489
-    simulations/s with batches of 2, 569-580 with 2 in flight of 1; 8 threads 596-604 with batches
-    of 8, 692-706 with 2 in flight of 4).
+    the net runs one batch the other threads select and expand the leaves of the next (docs/performance.md,
+    "The nets: compiled, threads and batches").
     ``num_threads`` (torch intra-op threads) and ``inference_threads`` (threads serving the queue, each
     running whole batches): see the module docstring; ``inference_threads=0`` starts none: ``evaluate``
     runs the nets in the calling thread, ``max_batch`` positions a pass (``search.batched.drive``, whose

@@ -4,10 +4,8 @@
 the weights folded in as constants, batch norm folded into the convolutions and oneDNN conv fusions
 (``torch.jit.optimize_for_inference``). Why: the eager forward pass dispatches ~60 operators from
 Python, and each needs the GIL; the compiled one is a single call that releases the GIL for the whole
-pass. Measured on the 2-core machine (tiny nets, 1 intra-op thread, positions/s): upper net at batch 1
-324 eager -> 566 compiled, batch 8 798 -> 963; and while another Python thread ran, the eager net fell
-to 24 positions/s at batch 8 (GIL hand-offs at every operator), the compiled one kept 440. The search
-threads are such Python threads.
+pass, so it is faster and keeps its speed while other Python threads (the search threads) run
+(docs/performance.md, "The nets: compiled, threads and batches").
 
 The compiled module takes the same inputs and returns the same outputs as the eager net (equal within
 float32 rounding, ``tests/test_nets.py``), for any batch size. It is a snapshot: later changes to the

@@ -137,8 +137,8 @@ class SearchConfig(BaseModel):
     root Dirichlet noise ``dirichlet_alpha``/``dirichlet_epsilon`` (0 = off; self-play
     uses 0.25); ``expansion_pruner``/``capture_pruner`` plugin names or ``None``; ``victim_candidates``: the
     lower net scores at most this many of the capture pruner's victim sets, best first by the pruner's
-    JFA Eq. 9 score (0: all of them; each set costs one lower-net position, about 1 ms for the tiny net on
-    one CPU core, and resolving victims dominated battle search time with all ~36 sets); ``max_nodes`` tree
+    JFA Eq. 9 score (0: all of them; each set is one position of a lower-net forward pass, and resolving
+    victims dominated battle search time with all of a capture's sets); ``max_nodes`` tree
     capacity; ``reuse_tree`` between moves; ``seed`` for noise and move sampling.
 
     ``backup`` (papers/001 and 003, Eq. 2-8): ``"mean"`` (default: ``W += v``, Q = W / N, JFA Eq. 3-5),

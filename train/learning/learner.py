@@ -38,8 +38,8 @@ CPU); float16 (``"auto"`` on a CUDA device without bfloat16) also scales the los
 are written from CPU copies of the tensors, so a net or optimiser saved on CUDA loads on the CPU (and
 the other way round: :meth:`Learner.from_checkpoint` moves what it loads to its device).
 
-Threads: the learner sets ``torch.set_num_threads(1)`` (measured on the shared 2-core machine: two
-intra-op threads collapse throughput; see ``nets.evaluator``).
+Threads: the learner sets ``torch.set_num_threads(1)``: on a shared machine two intra-op threads
+collapse throughput (``nets.evaluator``; docs/performance.md, "The nets: compiled, threads and batches").
 """
 
 from __future__ import annotations
